@@ -1,0 +1,44 @@
+"""tablefmt: Apache Paimon-compatible append tables with safe retention (expiration, orphan cleanup)."""
+
+from tableformat.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    MaintenanceError,
+    SnapshotNotFoundError,
+    StorageError,
+    TableAlreadyExistsError,
+    TableFormatError,
+    TableNotFoundError,
+    TagError,
+    UnsafePathError,
+    UnsupportedFormatError,
+    ValidationError,
+)
+from tableformat.model import CommitKind, Snapshot, Tag
+from tableformat.table import DataFileInfo, Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CommitConflictError",
+    "CommitError",
+    "CommitKind",
+    "CommitStateUnknownError",
+    "CorruptMetadataError",
+    "DataFileInfo",
+    "MaintenanceError",
+    "Snapshot",
+    "SnapshotNotFoundError",
+    "StorageError",
+    "Table",
+    "TableAlreadyExistsError",
+    "TableFormatError",
+    "TableNotFoundError",
+    "Tag",
+    "TagError",
+    "UnsafePathError",
+    "UnsupportedFormatError",
+    "ValidationError",
+]

@@ -1,0 +1,279 @@
+"""The one place snapshots are created: append, overwrite (static / dynamic / whole table) and drop partitions.
+
+Every commit is exactly one snapshot, created with an atomic create-if-absent of ``snapshot/snapshot-N``. On a
+lost race the commit is re-planned against the new latest snapshot (overwrites and drops recompute their DELETE
+entries) and retried with exponential backoff and jitter. A retried commit is recognised by its
+(commitUser, commitIdentifier) pair, which every snapshot carries forward in a bounded log in its properties, so
+the check still works after older snapshots are expired.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from tableformat.commit.data_writer import NewDataFile
+from tableformat.commit.manifest_merge import ManifestMerger, MergePolicy
+from tableformat.errors import (
+    CommitConflictError,
+    CommitRetriesExhaustedError,
+    CommitStateUnknownError,
+    ValidationError,
+)
+from tableformat.layout import NameFactory
+from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from tableformat.model.schema import TableSchema
+from tableformat.model.snapshot import CommitKind, Snapshot
+from tableformat.options import (
+    COMMIT_DEDUP_USERS,
+    COMMIT_MAX_RETRIES,
+    COMMIT_MAX_RETRY_WAIT,
+    COMMIT_MIN_RETRY_WAIT,
+    FILE_OPERATION_THREAD_NUM,
+    MANIFEST_FULL_COMPACTION_SIZE,
+    MANIFEST_MERGE_MIN_COUNT,
+    MANIFEST_TARGET_FILE_SIZE,
+    TableOptions,
+)
+from tableformat.scan.planner import PartitionCodec, PartitionPredicate, live_entries
+from tableformat.store import MetadataStore
+
+log = logging.getLogger(__name__)
+
+WRITER_VERSION = "tablefmt-0.1.0"
+COMMIT_LOG_PROPERTY = "tablefmt.commit-log"
+
+
+class ChangeKind(str, Enum):
+    APPEND = "append"
+    OVERWRITE = "overwrite"
+    DROP = "drop"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitRequest:
+    """What one commit changes.
+
+    ``overwrite_scope``: for OVERWRITE, None = the whole table, else the partitions to replace (an OR of partial
+    specs); ``dynamic`` = the partitions present in ``new_files``. For DROP, the partitions to mark deleted.
+    """
+
+    kind: ChangeKind
+    new_files: Sequence[NewDataFile] = ()
+    overwrite_scope: tuple[Mapping[str, Any], ...] | None = None
+    dynamic: bool = False
+    commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
+    commit_identifier: int = 2**63 - 1
+
+
+def read_commit_log(snapshot: Snapshot | None) -> dict[str, int]:
+    """The bounded {commitUser: last commitIdentifier} map a snapshot carries."""
+    if snapshot is None or not snapshot.properties:
+        return {}
+    text = snapshot.properties.get(COMMIT_LOG_PROPERTY)
+    if not text:
+        return {}
+    try:
+        loaded = json.loads(text)
+        return {str(k): int(v) for k, v in loaded.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
+class Committer:
+    """Creates snapshots for one table."""
+
+    def __init__(self, store: MetadataStore, schema: TableSchema) -> None:
+        self.store = store
+        self.schema = schema
+        self.options = TableOptions(schema.options)
+        self.codec = PartitionCodec(schema)
+        self.partition_types = [f.type for f in schema.partition_fields]
+
+    # --- public ----------------------------------------------------------------------------------------------
+    def commit(self, request: CommitRequest) -> Snapshot | None:
+        """Create one snapshot for the request; None when there is nothing to change (e.g. drop of a missing
+        partition). Raises a CommitError (nothing referenced) or CommitStateUnknownError (do not clean up)."""
+        self._validate(request)
+        max_retries = self.options.require(COMMIT_MAX_RETRIES)
+        min_wait = self.options.require(COMMIT_MIN_RETRY_WAIT)
+        max_wait = self.options.require(COMMIT_MAX_RETRY_WAIT)
+        for attempt in range(max_retries):
+            outcome = self._try_once(request)
+            if not isinstance(outcome, _Lost):
+                return outcome
+            wait_ms = min(min_wait * (2**attempt), max_wait)
+            time.sleep((wait_ms + random.uniform(0, 0.2 * wait_ms)) / 1000)
+        raise CommitRetriesExhaustedError(
+            f"commit gave up after {max_retries} attempts: other writers kept taking the next snapshot id"
+        )
+
+    # --- internals -------------------------------------------------------------------------------------------
+    def _validate(self, request: CommitRequest) -> None:
+        if request.kind == ChangeKind.OVERWRITE and request.overwrite_scope is not None and not request.dynamic:
+            predicate = PartitionPredicate(request.overwrite_scope)
+            outside = [f for f in request.new_files if not predicate.matches(self.codec.values(f.partition))]
+            if outside:
+                values = self.codec.values(outside[0].partition)
+                raise ValidationError(
+                    f"data for partition {values} is outside the overwritten partition(s) {list(request.overwrite_scope)}"
+                )
+        if request.kind == ChangeKind.DROP and request.new_files:
+            raise ValidationError("drop partitions takes no data")
+
+    def _already_committed(self, latest: Snapshot | None, request: CommitRequest) -> bool:
+        committed = read_commit_log(latest).get(request.commit_user)
+        return committed is not None and committed >= request.commit_identifier
+
+    def _delta(self, latest: Snapshot | None, request: CommitRequest) -> list[ManifestEntry]:
+        adds = [
+            ManifestEntry(
+                kind=FileKind.ADD, partition=f.partition, bucket=f.bucket, total_buckets=f.total_buckets, file=f.meta
+            )
+            for f in request.new_files
+        ]
+        if request.kind == ChangeKind.APPEND or latest is None:
+            return adds
+        predicate: PartitionPredicate | None
+        if request.dynamic:
+            specs = {f.partition: self.codec.values(f.partition) for f in request.new_files}
+            if not specs:
+                return adds
+            predicate = PartitionPredicate(tuple(specs.values()))
+        elif request.overwrite_scope is None:
+            predicate = None
+        else:
+            predicate = PartitionPredicate(request.overwrite_scope)
+        threads = self.options.require(FILE_OPERATION_THREAD_NUM)
+        deletes = [e.as_kind(FileKind.DELETE) for e in live_entries(self.store, latest, self.codec, predicate, threads)]
+        added = {e.identifier() for e in adds}
+        if any(d.identifier() in added for d in deletes):
+            raise CommitConflictError("a file to add is already live in the table (the commit was applied before?)")
+        return deletes + adds
+
+    def _try_once(self, request: CommitRequest) -> Snapshot | None | _Lost:
+        latest = self.store.latest_snapshot()
+        if self._already_committed(latest, request):
+            log.info("commit %s/%s is already in snapshot history; not committing again", request.commit_user,
+                     request.commit_identifier)
+            return latest
+        delta = self._delta(latest, request)
+        if not delta:
+            return None
+        names = NameFactory()
+        written: list[str] = []
+        ambiguous = False
+        try:
+            snapshot = self._write_metadata(latest, request, delta, names, written)
+            try:
+                won = self.store.write_snapshot_if_absent(snapshot)
+            except OSError as exc:
+                ambiguous = True
+                won = self._resolve_unknown(snapshot, exc)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            self._discard(written)
+            raise
+        if not won:
+            if not ambiguous:  # after an ambiguous write, a late-landing snapshot could still need these files
+                self._discard(written)
+            return _Lost()
+        self.store.write_hint("LATEST", snapshot.id)
+        return snapshot
+
+    def _resolve_unknown(self, snapshot: Snapshot, exc: OSError) -> bool:
+        """After an ambiguous snapshot write: read it back; ours = won, someone else's = lost."""
+        try:
+            stored = self.store.io.read_bytes(self.store.layout.snapshot_file(snapshot.id))
+        except FileNotFoundError:
+            return False
+        except OSError as read_exc:
+            raise CommitStateUnknownError(
+                f"snapshot {snapshot.id} write failed ({exc}) and could not be read back ({read_exc}); "
+                "re-run the commit with the same commit user to resolve it"
+            ) from read_exc
+        return stored == self.store.snapshot_bytes(snapshot)
+
+    def _write_metadata(
+        self,
+        latest: Snapshot | None,
+        request: CommitRequest,
+        delta: list[ManifestEntry],
+        names: NameFactory,
+        written: list[str],
+    ) -> Snapshot:
+        store = self.store
+        delta_meta = store.write_manifest(delta, names, self.schema.id, self.partition_types)
+        written.append(store.layout.manifest_file(delta_meta.file_name))
+        base_manifests: list[ManifestFileMeta] = store.manifests_of(latest) if latest is not None else []
+        merger = ManifestMerger(
+            store,
+            names,
+            self.schema.id,
+            self.partition_types,
+            self.codec,
+            MergePolicy(
+                target_size=self.options.require(MANIFEST_TARGET_FILE_SIZE),
+                merge_min_count=self.options.require(MANIFEST_MERGE_MIN_COUNT),
+                full_compaction_size=self.options.require(MANIFEST_FULL_COMPACTION_SIZE),
+            ),
+        )
+        try:
+            base = merger.merge(base_manifests)
+        finally:
+            written.extend(merger.written)
+        base_list = store.write_manifest_list(base, names)
+        written.append(base_list.path)
+        delta_list = store.write_manifest_list([delta_meta], names)
+        written.append(delta_list.path)
+
+        added_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.ADD)
+        deleted_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.DELETE)
+        previous_total = latest.total_record_count if latest is not None else 0
+        commit_log = read_commit_log(latest)
+        commit_log.pop(request.commit_user, None)
+        commit_log[request.commit_user] = request.commit_identifier
+        retained = self.options.require(COMMIT_DEDUP_USERS)
+        commit_log = dict(list(commit_log.items())[-retained:])
+        properties = dict(latest.properties or {}) if latest is not None else {}
+        properties[COMMIT_LOG_PROPERTY] = json.dumps(commit_log, separators=(",", ":"))
+        kind = CommitKind.APPEND if request.kind == ChangeKind.APPEND else CommitKind.OVERWRITE
+        return Snapshot(
+            id=(latest.id + 1) if latest is not None else 1,
+            schema_id=self.schema.id,
+            base_manifest_list=base_list.name,
+            delta_manifest_list=delta_list.name,
+            base_manifest_list_size=base_list.size,
+            delta_manifest_list_size=delta_list.size,
+            total_record_count=None if previous_total is None else previous_total + added_rows - deleted_rows,
+            delta_record_count=added_rows - deleted_rows,
+            commit_user=request.commit_user,
+            commit_identifier=request.commit_identifier,
+            commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            properties=properties,
+            uuid=str(uuid.uuid4()),
+            writer_version=WRITER_VERSION,
+        )
+
+    def _discard(self, paths: list[str]) -> None:
+        """Remove metadata files of an attempt that did not create a snapshot (nothing references them)."""
+        if not paths:
+            return
+        try:
+            self.store.io.delete_files(paths)
+        except OSError as exc:
+            log.warning("could not remove %d unreferenced metadata file(s) of a failed commit attempt: %s",
+                        len(paths), exc)
+
+
+class _Lost:
+    """Marker: another writer created the snapshot id this attempt wanted."""

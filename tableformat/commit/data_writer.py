@@ -1,0 +1,212 @@
+"""Write Arrow data as Parquet data files (one or more per partition) with Paimon's naming and statistics."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tableformat.codec.arrow_schema import arrow_schema_of
+from tableformat.codec.binary_row import encode_row
+from tableformat.errors import UnsupportedFormatError, ValidationError
+from tableformat.io.fileio import FileIO
+from tableformat.layout import NameFactory, TableLayout
+from tableformat.model.manifest import DataFileMeta, FileSource, SimpleStats
+from tableformat.model.partition import partition_path
+from tableformat.model.schema import TableSchema
+from tableformat.model.types import DataType
+from tableformat.options import (
+    BUCKET,
+    DATA_FILE_PREFIX,
+    FILE_COMPRESSION,
+    PARTITION_DEFAULT_NAME,
+    PARTITION_LEGACY_NAME,
+    ROW_GROUP_ROWS,
+    TARGET_FILE_SIZE,
+    TableOptions,
+)
+
+UNAWARE_BUCKET = 0
+UNAWARE_TOTAL_BUCKETS = -1
+_NO_STATS_ROOTS = frozenset({"TIME"})
+
+
+@dataclass(frozen=True, slots=True)
+class NewDataFile:
+    """A data file written but not yet committed."""
+
+    partition: bytes
+    partition_values: tuple[Any, ...]
+    partition_path: str
+    bucket: int
+    total_buckets: int
+    meta: DataFileMeta
+    path: str
+
+
+def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> pa.Table:
+    """Check and cast incoming data to the table's Arrow schema (column order, types, nullability, UTC)."""
+    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+    if not isinstance(table, pa.Table):
+        raise ValidationError(f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}")
+    target = arrow_schema_of(list(schema.fields))
+    incoming = set(table.column_names)
+    missing = [f.name for f in target if f.name not in incoming]
+    extra = sorted(incoming - set(target.names))
+    if extra:
+        raise ValidationError(f"data has column(s) {extra} that the table does not have; table columns: {target.names}")
+    columns = []
+    for field in target:
+        if field.name in missing:
+            if not field.nullable:
+                raise ValidationError(f"data lacks required (NOT NULL) column {field.name!r}")
+            columns.append(pa.nulls(table.num_rows, type=field.type))
+            continue
+        column = table.column(field.name)
+        if pa.types.is_timestamp(column.type) and column.type.tz and not field.type.tz:
+            column = pc.cast(column, pa.timestamp(column.type.unit, tz="UTC"))
+        try:
+            column = column.cast(field.type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ValidationError(f"column {field.name!r}: cannot store {column.type} as {field.type}: {exc}") from None
+        if not field.nullable and column.null_count:
+            raise ValidationError(f"column {field.name!r} is NOT NULL but has {column.null_count} null value(s)")
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def local_wall_clock_ms() -> int:
+    """Paimon's _CREATION_TIME: local wall-clock time stored as if it were UTC (Java LocalDateTime)."""
+    now = time.time()
+    return int((now + time.localtime(now).tm_gmtoff) * 1000)
+
+
+def _stat_value(scalar: pa.Scalar) -> Any:
+    value = scalar.as_py()
+    if isinstance(value, float) and value != value:  # NaN carries no ordering
+        return None
+    return value
+
+
+def value_stats(table: pa.Table, types: Sequence[DataType]) -> SimpleStats:
+    """Min/max/null-count statistics over every column (stats mode 'full')."""
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    nulls: list[int | None] = []
+    for column, dtype in zip(table.columns, types):
+        nulls.append(column.null_count)
+        if dtype.root in _NO_STATS_ROOTS or column.null_count == len(column):
+            mins.append(None)
+            maxs.append(None)
+            continue
+        result = pc.min_max(column)
+        mins.append(_stat_value(result["min"]))
+        maxs.append(_stat_value(result["max"]))
+    return SimpleStats(min_values=encode_row(mins, types), max_values=encode_row(maxs, types), null_counts=tuple(nulls))
+
+
+def _split_by_partition(table: pa.Table, keys: Sequence[str]) -> list[tuple[tuple[Any, ...], pa.Table]]:
+    if not keys:
+        return [((), table)]
+    if table.num_rows == 0:
+        return []
+    indexed = table.select(list(keys)).append_column("__row", pa.array(range(table.num_rows), pa.int64()))
+    groups = indexed.group_by(list(keys), use_threads=False).aggregate([("__row", "list")])
+    result = []
+    for index in range(groups.num_rows):
+        values = tuple(groups.column(k)[index].as_py() for k in keys)
+        rows = groups.column("__row_list")[index].values
+        result.append((values, table.take(rows)))
+    return result
+
+
+class DataFileWriter:
+    """Writes the data of one commit; remembers every path it wrote so a failed commit can remove them."""
+
+    def __init__(self, file_io: FileIO, layout: TableLayout, schema: TableSchema, names: NameFactory) -> None:
+        options = TableOptions(schema.options)
+        if options.require(BUCKET) != -1:
+            raise UnsupportedFormatError(
+                f"table has bucket={options.require(BUCKET)}: tablefmt writes bucket-unaware append tables only "
+                "(bucket=-1); it can read fixed-bucket tables"
+            )
+        if schema.primary_keys:
+            raise UnsupportedFormatError("table has a primary key: tablefmt writes append tables only")
+        self.io = file_io
+        self.layout = layout
+        self.schema = schema
+        self.names = names
+        self.written: list[str] = []
+        self._types = [f.type for f in schema.fields]
+        self._partition_types = [f.type for f in schema.partition_fields]
+        self._prefix = options.require(DATA_FILE_PREFIX)
+        self._compression = options.require(FILE_COMPRESSION)
+        self._row_group_rows = options.require(ROW_GROUP_ROWS)
+        self._target_size = options.require(TARGET_FILE_SIZE)
+        self._default_name = options.require(PARTITION_DEFAULT_NAME)
+        self._legacy_name = options.require(PARTITION_LEGACY_NAME)
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> list[NewDataFile]:
+        """Write ``data`` (already conformed or not) into new data files; returns their metadata."""
+        table = conform(data, self.schema)
+        files: list[NewDataFile] = []
+        for values, part in _split_by_partition(table, self.schema.partition_keys):
+            files.extend(self._write_partition(values, part))
+        return files
+
+    def _write_partition(self, values: tuple[Any, ...], table: pa.Table) -> list[NewDataFile]:
+        partition = encode_row(list(values), self._partition_types)
+        rel_dir = partition_path(
+            values, self.schema.partition_fields, default_name=self._default_name, legacy_name=self._legacy_name
+        )
+        rows_per_file = table.num_rows
+        if table.nbytes > self._target_size and table.num_rows:
+            rows_per_file = max(1, int(table.num_rows * self._target_size / table.nbytes))
+        result = []
+        for start in range(0, max(table.num_rows, 1), max(rows_per_file, 1)):
+            chunk = table.slice(start, rows_per_file)
+            if chunk.num_rows == 0:
+                continue
+            result.append(self._write_file(values, partition, rel_dir, chunk))
+        return result
+
+    def _write_file(self, values: tuple[Any, ...], partition: bytes, rel_dir: str, chunk: pa.Table) -> NewDataFile:
+        name = self.names.next(self._prefix, ".parquet")
+        buffer = io.BytesIO()
+        pq.write_table(
+            chunk,
+            buffer,
+            compression=self._compression,
+            compression_level=1 if self._compression == "zstd" else None,
+            row_group_size=self._row_group_rows,
+            write_page_index=True,
+        )
+        data = buffer.getvalue()
+        path = self.layout.data_file(rel_dir, UNAWARE_BUCKET, name)
+        self.written.append(path)
+        self.io.write_bytes(path, data)
+        meta = DataFileMeta(
+            file_name=name,
+            file_size=len(data),
+            row_count=chunk.num_rows,
+            value_stats=value_stats(chunk, self._types),
+            schema_id=self.schema.id,
+            creation_time_ms=local_wall_clock_ms(),
+            file_source=FileSource.APPEND,
+            value_stats_cols=None,
+        )
+        return NewDataFile(
+            partition=partition,
+            partition_values=values,
+            partition_path=rel_dir,
+            bucket=UNAWARE_BUCKET,
+            total_buckets=UNAWARE_TOTAL_BUCKETS,
+            meta=meta,
+            path=path,
+        )

@@ -1,0 +1,49 @@
+"""Everything an operation needs to work on one table: its FileIO, root layout, metadata store and schema."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tableformat.io.factory import open_location
+from tableformat.io.fileio import FileIO
+from tableformat.layout import TableLayout
+from tableformat.model.schema import TableSchema
+from tableformat.options import TableOptions
+from tableformat.scan.planner import PartitionCodec
+from tableformat.store import MetadataStore
+
+
+@dataclass(slots=True)
+class TableContext:
+    """One table's storage and metadata (the schema is the latest when the context was made)."""
+
+    location: str
+    io: FileIO
+    layout: TableLayout
+    store: MetadataStore
+    schema: TableSchema
+    _schemas: dict[int, TableSchema] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, location: str, storage_options: dict[str, object] | None = None) -> TableContext:
+        file_io, root = open_location(location, dict(storage_options or {}))
+        layout = TableLayout(root)
+        store = MetadataStore(file_io, layout)
+        return cls(location=location, io=file_io, layout=layout, store=store, schema=store.latest_schema())
+
+    @property
+    def options(self) -> TableOptions:
+        return TableOptions(self.schema.options)
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        if schema_id == self.schema.id:
+            return self.schema
+        if schema_id not in self._schemas:
+            self._schemas[schema_id] = self.store.read_schema(schema_id)
+        return self._schemas[schema_id]
+
+    def partition_codec(self) -> PartitionCodec:
+        return PartitionCodec(self.schema)
+
+    def url(self, path: str | None = None) -> str:
+        return self.io.url(path if path is not None else self.layout.root)

@@ -1,0 +1,82 @@
+"""Parse and format durations ("30s", "15 min", "1h", "7d") and memory sizes ("8 mb")."""
+
+from __future__ import annotations
+
+import re
+
+from tableformat.errors import ValidationError
+
+_DURATION_UNITS_MS: dict[str, int] = {
+    "ms": 1,
+    "milli": 1,
+    "millis": 1,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "s": 1000,
+    "sec": 1000,
+    "secs": 1000,
+    "second": 1000,
+    "seconds": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "mins": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000,
+    "day": 86_400_000,
+    "days": 86_400_000,
+}
+
+_MEMORY_UNITS: dict[str, int] = {
+    "b": 1,
+    "bytes": 1,
+    "k": 1024,
+    "kb": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+}
+
+_AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_duration_ms(text: str) -> int:
+    """Parse a duration such as ``30s``, ``15 min``, ``1h``, ``7d`` into milliseconds (no unit = milliseconds)."""
+    match = _AMOUNT.match(str(text))
+    if not match:
+        raise ValidationError(f"invalid duration {text!r}: expected a non-negative number and a unit, e.g. 30s, 15m, 1h, 7d")
+    amount, unit = int(match.group(1)), match.group(2).lower() or "ms"
+    if unit not in _DURATION_UNITS_MS:
+        raise ValidationError(f"invalid duration {text!r}: unknown unit {unit!r} (use ms, s, m/min, h, d)")
+    return amount * _DURATION_UNITS_MS[unit]
+
+
+def format_duration_ms(ms: int) -> str:
+    """Render milliseconds with the largest exact unit: 3600000 -> '1 h'."""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size} {unit}"
+    return f"{ms} ms"
+
+
+def parse_memory_bytes(text: str) -> int:
+    """Parse a memory size such as ``8 mb`` or ``128kb`` into bytes (no unit = bytes)."""
+    match = _AMOUNT.match(str(text))
+    if not match:
+        raise ValidationError(f"invalid memory size {text!r}: expected e.g. 8 mb")
+    amount, unit = int(match.group(1)), match.group(2).lower() or "b"
+    if unit not in _MEMORY_UNITS:
+        raise ValidationError(f"invalid memory size {text!r}: unknown unit {unit!r} (use b, kb, mb, gb)")
+    return amount * _MEMORY_UNITS[unit]
+
+
+def format_memory_bytes(size: int) -> str:
+    """Render bytes with the largest exact unit: 8388608 -> '8 mb'."""
+    for unit, factor in (("gb", 1024**3), ("mb", 1024**2), ("kb", 1024)):
+        if size and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} b"

@@ -1,0 +1,85 @@
+"""The one exception hierarchy of tablefmt.
+
+Every error raised on purpose by tablefmt derives from :class:`TableFormatError`. Subclasses that describe bad
+input also derive from :class:`ValueError`; storage failures also derive from :class:`OSError`, so callers that
+catch builtins keep working.
+"""
+
+from __future__ import annotations
+
+
+class TableFormatError(Exception):
+    """Root of every error tablefmt raises on purpose."""
+
+
+class ValidationError(TableFormatError, ValueError):
+    """Bad input: an option, a duration, a partition spec, data that does not fit the schema."""
+
+
+class TableNotFoundError(TableFormatError, FileNotFoundError):
+    """No table (no schema file) at the given location."""
+
+
+class TableAlreadyExistsError(TableFormatError, FileExistsError):
+    """Table.create was asked to create a table where one already exists."""
+
+
+class SnapshotNotFoundError(TableFormatError, LookupError):
+    """The requested snapshot, tag or point in time does not exist (or has been expired)."""
+
+
+class TagError(TableFormatError):
+    """A tag operation failed: duplicate name, bad name, missing tag."""
+
+
+class CorruptMetadataError(TableFormatError):
+    """A metadata file (schema, snapshot, hint, tag, manifest list, manifest) cannot be parsed.
+
+    The message always names the file.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"corrupt metadata file {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class UnsupportedFormatError(TableFormatError):
+    """The table uses a format version or feature tablefmt does not implement."""
+
+
+class UnsafePathError(TableFormatError, ValueError):
+    """Metadata names a file outside the table root (``..``, an absolute path, another scheme or bucket)."""
+
+
+class StorageError(TableFormatError, OSError):
+    """The storage backend failed in a way that is not a plain missing file."""
+
+
+class DeleteFailedError(StorageError):
+    """Some files of a delete batch could not be deleted; ``deleted`` lists those that were."""
+
+    def __init__(self, message: str, deleted: list[str], failed: list[str]) -> None:
+        super().__init__(message)
+        self.deleted = deleted
+        self.failed = failed
+
+
+class CommitError(TableFormatError):
+    """A commit did not happen; nothing it prepared is referenced by any snapshot."""
+
+
+class CommitConflictError(CommitError):
+    """A concurrent change makes this commit invalid (e.g. a file to delete is no longer live)."""
+
+
+class CommitRetriesExhaustedError(CommitError):
+    """The commit kept losing the race for the next snapshot id and gave up."""
+
+
+class CommitStateUnknownError(TableFormatError):
+    """The snapshot write failed ambiguously and reading it back did not settle whether it landed."""
+
+
+class MaintenanceError(TableFormatError):
+    """Expiration or orphan cleanup stopped; the message says why and that nothing unsafe was deleted."""

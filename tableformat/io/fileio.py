@@ -1,0 +1,109 @@
+"""The storage contract every table uses: one FileIO instance per table, never a global.
+
+Paths handed to a FileIO are the backend's own paths (``/abs/dir/file`` on local disk, ``bucket/key`` on S3), as
+returned by :func:`tableformat.io.factory.open_location`. Mtimes are epoch milliseconds on every backend.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """A listed file or directory."""
+
+    path: str
+    size: int
+    mtime_ms: int
+    is_dir: bool = False
+
+    @property
+    def name(self) -> str:
+        """The last path component."""
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class FileIO(ABC):
+    """Read, write, list and delete files of one table's storage."""
+
+    scheme: str = "file"
+    """URL scheme of this backend ("file", "s3", ...)."""
+
+    atomic_create: bool = True
+    """Whether write_if_absent is atomic across processes and machines."""
+
+    is_object_store: bool = False
+    """True where directories do not really exist (deleting one costs a listing and achieves nothing)."""
+
+    @abstractmethod
+    def read_bytes(self, path: str) -> bytes:
+        """The whole file; FileNotFoundError if it does not exist."""
+
+    @abstractmethod
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Create or replace a file; readers never see a partial file where the backend allows it."""
+
+    @abstractmethod
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        """Atomically create ``path`` with ``data`` unless it exists.
+
+        Returns True if this call created the file, False if another writer's file is there. Raises an OSError when
+        the outcome is unknown after the backend's own checks (the caller then reads the file back to compare).
+        """
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether a file exists, answered by the store itself (never from a cache)."""
+
+    @abstractmethod
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """Direct children of a directory; [] when the directory does not exist. Other failures raise."""
+
+    @abstractmethod
+    def walk_files(self, path: str) -> Iterator[FileInfo]:
+        """Every file (not directory) below ``path``, recursively; nothing when it does not exist."""
+
+    @abstractmethod
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        """Delete files (never directories); return those that existed and are gone now.
+
+        A path that is already missing is not reported as deleted. Failures other than a missing file raise a
+        StorageError naming the path, after the other paths of the batch have been attempted.
+        """
+
+    @abstractmethod
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove a directory only if it is empty (never recursive); False if it is not removed."""
+
+    @abstractmethod
+    def open_input(self, path: str) -> IO[bytes]:
+        """A seekable binary stream for readers such as pyarrow.parquet."""
+
+    @abstractmethod
+    def file_size(self, path: str) -> int:
+        """Size in bytes; FileNotFoundError if it does not exist."""
+
+    def mkdirs(self, path: str) -> None:  # noqa: B027 - optional hook: object stores need no directories
+        """Create a directory and its parents where the backend has directories."""
+
+    def url(self, path: str) -> str:
+        """The path as a user-facing URL (for messages and --json output); never contains credentials."""
+        return path if self.scheme == "file" else f"{self.scheme}://{path}"
+
+    def arrow_filesystem(self) -> Any:
+        """A pyarrow.fs.FileSystem for fast Parquet reads and writes of this storage."""
+        from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+        return PyFileSystem(FSSpecHandler(self.fsspec_filesystem()))
+
+    @abstractmethod
+    def fsspec_filesystem(self) -> Any:
+        """The underlying fsspec filesystem (for engines such as Spark that need to rebuild it)."""
+
+    def storage_options(self) -> dict[str, Any]:
+        """Options needed to rebuild this FileIO elsewhere (e.g. on a Spark executor)."""
+        return {}

@@ -1,0 +1,164 @@
+"""Local-disk FileIO: atomic create by hard link, atomic replace by rename of a temp file."""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+from tableformat.errors import DeleteFailedError
+from tableformat.io.fileio import FileInfo, FileIO
+
+
+def temp_name_for(path: str) -> str:
+    """Paimon's temp-file pattern ``.<name>.<uuid>.tmp`` in the same directory (orphan cleanup knows it)."""
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.{uuid.uuid4()}.tmp")
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class LocalFileIO(FileIO):
+    """FileIO over the local filesystem (POSIX semantics)."""
+
+    scheme = "file"
+    atomic_create = True
+    is_object_store = False
+
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as handle:
+            return handle.read()
+
+    def _write_temp(self, path: str, data: bytes, *, sync: bool) -> str:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temp = temp_name_for(path)
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        return temp
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        temp = self._write_temp(path, data, sync=False)
+        try:
+            os.replace(temp, path)
+        except BaseException:
+            self._discard(temp)
+            raise
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        temp = self._write_temp(path, data, sync=True)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            # On NFS a retransmitted link can report EEXIST although it was applied: two links = ours.
+            won = os.stat(temp).st_nlink == 2
+            self._discard(temp)
+            return won
+        except BaseException:
+            self._discard(temp)
+            raise
+        self._discard(temp)
+        _fsync_dir(os.path.dirname(path))
+        return True
+
+    @staticmethod
+    def _discard(temp: str) -> None:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        try:
+            entries = list(os.scandir(path))
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            return []
+        result = []
+        for entry in entries:
+            try:
+                stat = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # removed while listing
+            result.append(
+                FileInfo(
+                    path=os.path.join(path, entry.name),
+                    size=stat.st_size,
+                    mtime_ms=stat.st_mtime_ns // 1_000_000,
+                    is_dir=entry.is_dir(follow_symlinks=False),
+                )
+            )
+        return result
+
+    def walk_files(self, path: str) -> Iterator[FileInfo]:
+        for info in self.list_dir(path):
+            if info.is_dir:
+                yield from self.walk_files(info.path)
+            else:
+                yield info
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        deleted: list[str] = []
+        failures: list[str] = []
+        for path in paths:
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    failures.append(f"{path}: is a directory")
+                    continue
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                failures.append(f"{path}: {exc.strerror or exc}")
+                continue
+            deleted.append(path)
+        if failures:
+            raise DeleteFailedError(f"could not delete {len(failures)} file(s): {failures[0]}", deleted, failures)
+        return deleted
+
+    def remove_empty_dir(self, path: str) -> bool:
+        try:
+            os.rmdir(path)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR, errno.EBUSY):
+                return False
+            raise
+        return True
+
+    def open_input(self, path: str) -> IO[bytes]:
+        return open(path, "rb")
+
+    def file_size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def mkdirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def arrow_filesystem(self) -> Any:
+        from pyarrow.fs import LocalFileSystem
+
+        return LocalFileSystem()
+
+    def fsspec_filesystem(self) -> Any:
+        from fsspec.implementations.local import LocalFileSystem
+
+        return LocalFileSystem()

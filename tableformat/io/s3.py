@@ -1,0 +1,502 @@
+"""S3 FileIO: conditional-PUT commits, cache-free metadata reads and verified bulk deletes.
+
+Commits rely on ``PutObject`` with ``If-None-Match: *`` (see docs/s3.md). Every metadata read goes to the store
+itself: the s3fs filesystem is built without a listings cache and listings are issued as raw ListObjectsV2 calls.
+No credential ever appears in an exception, log line or repr produced here.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any, Concatenate, ParamSpec, TypeVar
+
+from tableformat.errors import DeleteFailedError, StorageError, TableFormatError
+from tableformat.io.fileio import FileInfo
+from tableformat.io.fsspec_io import FsspecFileIO, mtime_ms_of
+
+_log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+CREATE_ATTEMPTS = 5
+"""Conditional PUTs tried for one write_if_absent before the outcome is declared unknown."""
+
+DELETE_BATCH = 1000
+"""DeleteObjects accepts at most 1,000 keys per request."""
+
+CONCURRENCY = 8
+"""Parallel HEAD / DeleteObjects requests in one delete_files call."""
+
+LIST_MIN_KEYS = 4
+"""delete_files settles existence by listing a directory from this many requested keys in it, else by HEADs."""
+
+KEYS_PER_LIST_PAGE = 100
+"""Listing budget of delete_files: one ListObjectsV2 page per this many requested keys of a directory."""
+
+_SECRET_OPTIONS = ("key", "secret", "token", "username", "password")
+_SECRET_CLIENT_KWARGS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+_SECRET_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+_MIN_SECRET_LEN = 4
+_REDACTED = "***"
+_UNKNOWN_OUTCOME_STATUS = (408, 409, 412, 429)
+
+
+def split_path(path: str) -> tuple[str, str]:
+    """('bucket', 'a/b') for 'bucket/a/b' or 's3://bucket/a/b/'; the key has no leading or trailing slash."""
+    rest = path.split("://", 1)[1] if "://" in path else path
+    bucket, _, key = rest.strip("/").partition("/")
+    return bucket, key.strip("/")
+
+
+def _error_code(exc: BaseException) -> tuple[str, int]:
+    """S3 error code and HTTP status of the botocore ClientError in ``exc``'s chain, or ('', 0)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        response = getattr(current, "response", None)
+        if isinstance(response, dict):
+            code = str(response.get("Error", {}).get("Code", ""))
+            status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+            return code, status
+        current = current.__cause__ or current.__context__
+    return "", 0
+
+
+def is_exists_error(exc: BaseException) -> bool:
+    """A refused conditional PUT: s3fs maps 412 to FileExistsError only when the server names the condition."""
+    code, status = _error_code(exc)
+    return isinstance(exc, FileExistsError) or code == "PreconditionFailed" or status == 412
+
+
+def is_definite_failure(exc: BaseException) -> bool:
+    """The request was refused before taking effect (4xx such as AccessDenied, NoSuchBucket, bad input).
+
+    Timeouts, connection errors, 5xx, 408/409/429 leave the outcome unknown.
+    """
+    _code, status = _error_code(exc)
+    if status:
+        return 400 <= status < 500 and status not in _UNKNOWN_OUTCOME_STATUS
+    return isinstance(exc, (PermissionError, FileNotFoundError, ValueError, TypeError))
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+class Scrubber:
+    """Removes credential values from text and exceptions."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        unique = {s for s in secrets if len(s) >= _MIN_SECRET_LEN}
+        self._secrets = sorted(unique, key=len, reverse=True)
+
+    @classmethod
+    def for_options(cls, options: dict[str, Any], fs: Any = None) -> Scrubber:
+        """Secrets from storage options, the filesystem (fsspec config applied) and the standard AWS env vars."""
+        values: list[Any] = [options.get(name) for name in _SECRET_OPTIONS]
+        client_kwargs = options.get("client_kwargs") or {}
+        values += [client_kwargs.get(name) for name in _SECRET_CLIENT_KWARGS]
+        values += [getattr(fs, name, None) for name in ("key", "secret", "token")]
+        values += [os.environ.get(name) for name in _SECRET_ENV]
+        return cls(str(v) for v in values if v)
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret replaced."""
+        for secret in self._secrets:
+            text = text.replace(secret, _REDACTED)
+        return text
+
+    def leaks(self, exc: BaseException) -> bool:
+        """Whether a secret appears in the message or repr of ``exc`` or anything it chains to."""
+        if not self._secrets:
+            return False
+        for item in _chain(exc):
+            rendered = f"{item}\n{item!r}"
+            if any(secret in rendered for secret in self._secrets):
+                return True
+        return False
+
+    def exception(self, exc: BaseException) -> BaseException:
+        """``exc`` itself when it leaks nothing, else a fresh exception of the same kind without a chain."""
+        if not self.leaks(exc):
+            return exc
+        message = self.text(str(exc))
+        own_text = f"{exc}\n{exc!r}"
+        clean: BaseException
+        if isinstance(exc, TableFormatError) and self.text(own_text) == own_text:
+            clean = exc  # our own message is clean: keep the object (and its attributes), drop the chain
+        elif type(exc).__module__ == "builtins":
+            try:
+                clean = type(exc)(message)
+            except Exception:
+                clean = StorageError(message)
+        else:
+            clean = StorageError(f"{type(exc).__name__}: {message}")
+        clean.__cause__ = None
+        clean.__context__ = None
+        clean.__suppress_context__ = True
+        return clean
+
+
+def _scrubbed(method: Callable[Concatenate[S3FileIO, P], T]) -> Callable[Concatenate[S3FileIO, P], T]:
+    """Run a public method with credentials removed from whatever it raises."""
+
+    def wrapper(self: S3FileIO, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._call(method, self, *args, **kwargs)
+
+    functools.update_wrapper(wrapper, method)
+    return wrapper
+
+
+class S3FileIO(FsspecFileIO):
+    """FileIO over s3fs for AWS S3 and compatible stores that honour ``If-None-Match: *`` on PutObject."""
+
+    scheme = "s3"
+    atomic_create = True
+    is_object_store = True
+
+    list_page_size: int = 1000
+    """MaxKeys of every ListObjectsV2 request (tests lower it to exercise paging)."""
+
+    def __init__(self, fs: Any, storage_options: dict[str, Any] | None = None) -> None:
+        super().__init__(fs, "s3", storage_options)
+        self._scrubber = Scrubber.for_options(self._storage_options, fs)
+
+    @classmethod
+    def create(cls, storage_options: dict[str, Any]) -> S3FileIO:
+        """Build the s3fs filesystem without listings cache or instance sharing.
+
+        Options not given here are taken by s3fs itself from fsspec's config (``FSSPEC_S3_*``) and botocore's
+        usual credential chain.
+        """
+        import s3fs
+
+        options = dict(storage_options)
+        kwargs = {**options, "use_listings_cache": False, "skip_instance_cache": True}
+        clean: BaseException | None = None
+        try:
+            fs = s3fs.S3FileSystem(**kwargs)
+        except Exception as exc:
+            clean = Scrubber.for_options(options).exception(exc)
+            if clean is exc:
+                raise
+        if clean is not None:
+            raise clean
+        return cls(fs, options)
+
+    def __repr__(self) -> str:
+        endpoint = getattr(self.fs, "endpoint_url", None) or "default"
+        return f"S3FileIO(endpoint_url={self._scrubber.text(str(endpoint))!r})"
+
+    def _call(self, func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``func(*args, **kwargs)``; anything raised is re-raised without credentials and outside this frame."""
+        clean: BaseException | None = None
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            clean = self._scrubber.exception(exc)
+            if clean is exc:
+                raise
+        raise clean
+
+    def _message(self, exc: BaseException) -> str:
+        return self._scrubber.text(f"{type(exc).__name__}: {exc}")
+
+    # -- reads ---------------------------------------------------------------------------------------------------
+
+    @_scrubbed
+    def read_bytes(self, path: str) -> bytes:
+        # max_concurrency=1: one GET, hence one consistent object version, and no HEAD first.
+        data: bytes = self.fs.cat_file(path, max_concurrency=1)
+        return data
+
+    @_scrubbed
+    def file_size(self, path: str) -> int:
+        bucket, key = split_path(path)
+        return int(self.fs.call_s3("head_object", Bucket=bucket, Key=key)["ContentLength"])
+
+    @_scrubbed
+    def open_input(self, path: str) -> IO[bytes]:
+        return super().open_input(path)
+
+    @_scrubbed
+    def exists(self, path: str) -> bool:
+        """HEAD the key; if there is no such object, whether anything lies below ``path/`` (a "directory")."""
+        bucket, key = split_path(path)
+        if not key:
+            try:
+                self.fs.call_s3("head_bucket", Bucket=bucket)
+            except FileNotFoundError:
+                return False
+            return True
+        try:
+            self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return self._has_children(bucket, key)
+        return True
+
+    def _has_children(self, bucket: str, key: str) -> bool:
+        try:
+            page = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=f"{key}/", MaxKeys=1)
+        except FileNotFoundError:
+            return False
+        return bool(page.get("Contents") or page.get("CommonPrefixes"))
+
+    def _pages(self, bucket: str, prefix: str, delimiter: str = "", start_after: str = "") -> Iterator[dict[str, Any]]:
+        """ListObjectsV2 pages straight from the store (never a cache)."""
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.list_page_size}
+        if delimiter:
+            kwargs["Delimiter"] = delimiter
+        if start_after:
+            kwargs["StartAfter"] = start_after
+        while True:
+            page: dict[str, Any] = self._call(self.fs.call_s3, "list_objects_v2", **kwargs)
+            yield page
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
+            kwargs["ContinuationToken"] = token
+
+    @staticmethod
+    def _file_info(bucket: str, entry: dict[str, Any]) -> FileInfo:
+        return FileInfo(path=f"{bucket}/{entry['Key']}", size=int(entry.get("Size") or 0), mtime_ms=mtime_ms_of(entry))
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        bucket, key = split_path(path)
+        prefix = f"{key}/" if key else ""
+        result: list[FileInfo] = []
+        try:
+            for page in self._pages(bucket, prefix, delimiter="/"):
+                for entry in page.get("Contents", []):
+                    if not entry["Key"].endswith("/"):  # skip directory placeholder objects
+                        result.append(self._file_info(bucket, entry))
+                for common in page.get("CommonPrefixes", []):
+                    name = f"{bucket}/{common['Prefix'].rstrip('/')}"
+                    result.append(FileInfo(path=name, size=0, mtime_ms=0, is_dir=True))
+        except FileNotFoundError:  # no such bucket
+            return []
+        return sorted(result, key=lambda info: info.path)
+
+    def walk_files(self, path: str) -> Iterator[FileInfo]:
+        bucket, key = split_path(path)
+        try:
+            for page in self._pages(bucket, f"{key}/" if key else ""):
+                for entry in page.get("Contents", []):
+                    if not entry["Key"].endswith("/"):
+                        yield self._file_info(bucket, entry)
+        except FileNotFoundError:
+            return
+
+    # -- writes --------------------------------------------------------------------------------------------------
+
+    @_scrubbed
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.fs.pipe_file(path, data)
+
+    @_scrubbed
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        """One conditional PUT; on "exists" or an unknown outcome, read the key back and compare bytes.
+
+        Equal bytes mean our PUT landed and only its acknowledgement was lost (callers put a unique token, such as
+        the snapshot's commit identifier, in ``data``). An absent key after an error is retried with the same bytes,
+        which is safe because every attempt is conditional. Raises StorageError after CREATE_ATTEMPTS attempts.
+        """
+        last = ""
+        for attempt in range(CREATE_ATTEMPTS):
+            if attempt:
+                time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+            try:
+                self.fs.pipe_file(path, data, mode="create")
+                return True
+            except Exception as exc:
+                if not is_exists_error(exc) and is_definite_failure(exc):
+                    raise
+                last = self._message(exc)
+                _log.debug("conditional PUT of %s: %s; reading it back", self.url(path), last)
+            try:
+                stored: bytes = self.fs.cat_file(path, max_concurrency=1)
+            except FileNotFoundError:
+                continue  # nothing there: the create did not happen, try again
+            except Exception as exc:
+                last = self._message(exc)
+                continue
+            return stored == data
+        raise StorageError(f"outcome of creating {self.url(path)} unknown after {CREATE_ATTEMPTS} attempts: {last}")
+
+    @_scrubbed
+    def probe_conditional_writes(self, root: str) -> bool:
+        """Whether the store refuses a second ``If-None-Match: *`` PUT of one key.
+
+        Writes ``<root>/.tablefmt-probe-<uuid>`` twice and deletes it afterwards. False means the store ignores
+        the condition (or rejects the header as not implemented): concurrent writers would overwrite snapshots.
+        """
+        probe = f"{root.rstrip('/')}/.tablefmt-probe-{uuid.uuid4().hex}"
+        try:
+            if not self.write_if_absent(probe, b"tablefmt probe 1"):
+                raise StorageError(f"conditional-write probe {self.url(probe)} was created by someone else")
+            try:
+                self.fs.pipe_file(probe, b"tablefmt probe 2", mode="create")
+            except Exception as exc:
+                if is_exists_error(exc):
+                    return True
+                code, status = _error_code(exc)
+                if status == 501 or code == "NotImplemented":
+                    return False
+                raise
+            _log.warning("%s ignores If-None-Match: concurrent commits are unsafe on it", self)
+            return False
+        finally:
+            try:
+                self.fs.rm_file(probe)
+            except Exception as exc:
+                _log.warning("could not delete probe %s: %s", self.url(probe), self._message(exc))
+
+    # -- deletes -------------------------------------------------------------------------------------------------
+
+    def remove_empty_dir(self, path: str) -> bool:
+        return False
+
+    @_scrubbed
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        """Delete objects with DeleteObjects (1,000 keys per request), checking every per-key result.
+
+        S3 reports a missing key as deleted, so existence is settled first, per directory (parent prefix):
+
+        * four or more keys in one directory: ListObjectsV2 of that directory (delimiter ``/``) starting just before
+          the smallest key, for at most one page per KEYS_PER_LIST_PAGE keys. Listed objects arrive in key order,
+          so every key below the last listed object is settled by the listing; 1,000 keys cost about one request.
+        * keys the listing did not reach (a sparse selection of a huge directory), and directories with fewer keys:
+          one HEAD each, in parallel.
+
+        A key that is not an object but has objects below ``key/`` is a directory: it is never deleted and is
+        reported as failed, like a directory on local disk. Returns the paths that existed and were confirmed
+        deleted; raises DeleteFailedError after attempting the whole batch when some could not be deleted.
+        """
+        wanted: dict[tuple[str, str], str] = {}
+        failed: list[str] = []
+        for path in paths:
+            bucket, key = split_path(path)
+            if not bucket or not key or path.endswith("/"):
+                failed.append(f"{path}: is a directory")
+            else:
+                wanted.setdefault((bucket, key), path)
+        groups: dict[tuple[str, str], list[str]] = {}
+        for bucket, key in wanted:
+            groups.setdefault((bucket, key.rpartition("/")[0]), []).append(key)
+
+        existing: list[tuple[str, str]] = []
+        with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+            for (bucket, _parent), keys in groups.items():
+                files, missing, errors = self._classify(pool, bucket, sorted(keys))
+                existing += [(bucket, key) for key in files]
+                failed += [f"{wanted[bucket, key]}: {reason}" for key, reason in errors.items()]
+                for key, is_dir in missing.items():
+                    if is_dir:
+                        failed.append(f"{wanted[bucket, key]}: is a directory")
+            batches: list[tuple[str, list[str]]] = []
+            for bucket in dict.fromkeys(b for b, _ in existing):
+                keys = [k for b, k in existing if b == bucket]
+                batches += [(bucket, keys[i : i + DELETE_BATCH]) for i in range(0, len(keys), DELETE_BATCH)]
+            gone: set[tuple[str, str]] = set()
+            for bucket, deleted, errors in pool.map(lambda job: self._delete_batch(*job), batches):
+                gone.update((bucket, key) for key in deleted)
+                failed += [f"{wanted[bucket, key]}: {reason}" for key, reason in errors.items()]
+        result = [path for bk, path in wanted.items() if bk in gone]
+        if failed:
+            raise DeleteFailedError(f"could not delete {len(failed)} file(s): {failed[0]}", result, failed)
+        return result
+
+    def _classify(
+        self, pool: ThreadPoolExecutor, bucket: str, keys: list[str]
+    ) -> tuple[list[str], dict[str, bool], dict[str, str]]:
+        """Split sorted keys of one directory into (objects, {missing key: is a directory}, {key: error})."""
+        files: set[str] = set()
+        settled: set[str] = set()
+        prefixes: set[str] = set()
+        complete = False
+        if len(keys) >= LIST_MIN_KEYS:
+            complete, files, settled, prefixes = self._list_range(bucket, keys)
+        errors: dict[str, str] = {}
+        unsettled = [key for key in keys if key not in settled]
+        for key, outcome in zip(unsettled, pool.map(lambda k: self._head(bucket, k), unsettled)):
+            if outcome is True:
+                files.add(key)
+            elif outcome is not False:
+                errors[key] = outcome
+        absent = [key for key in keys if key not in files and key not in errors]
+        known = [key for key in absent if complete or f"{key}/" in prefixes]
+        missing = {key: f"{key}/" in prefixes for key in known}
+        unknown = [key for key in absent if key not in missing]
+        lists = pool.map(lambda k: self._has_children(bucket, k), unknown)
+        for key, has_children in zip(unknown, lists, strict=True):
+            missing[key] = has_children
+        return sorted(files), missing, errors
+
+    def _list_range(self, bucket: str, keys: list[str]) -> tuple[bool, set[str], set[str], set[str]]:
+        """List the directory of ``keys`` from just before the first one, within the page budget.
+
+        Returns (listing complete, keys found as objects, keys settled, common prefixes seen).
+        """
+        parent = keys[0].rpartition("/")[0]
+        prefix = f"{parent}/" if parent else ""
+        wanted = set(keys)
+        found: set[str] = set()
+        prefixes: set[str] = set()
+        high = ""
+        budget = max(1, -(-len(keys) // KEYS_PER_LIST_PAGE))
+        pages = self._pages(bucket, prefix, delimiter="/", start_after=keys[0][:-1])
+        for number, page in enumerate(pages, start=1):
+            listed = [entry["Key"] for entry in page.get("Contents", [])]
+            if listed and (listed != sorted(listed) or listed[0] <= high):
+                return False, found, found.copy(), prefixes  # unexpected order: HEAD the rest
+            found.update(wanted.intersection(listed))
+            prefixes.update(common["Prefix"] for common in page.get("CommonPrefixes", []))
+            high = listed[-1] if listed else high
+            if not page.get("IsTruncated"):
+                return True, found, set(keys), prefixes
+            if number >= budget or high >= keys[-1]:
+                break
+        return False, found, {key for key in keys if key <= high}, prefixes
+
+    def _head(self, bucket: str, key: str) -> bool | str:
+        """True if the object exists, False if not, else the (scrubbed) error."""
+        try:
+            self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return False
+        except Exception as exc:
+            return self._message(exc)
+        return True
+
+    def _delete_batch(self, bucket: str, keys: list[str]) -> tuple[str, set[str], dict[str, str]]:
+        """One DeleteObjects call: (bucket, keys confirmed deleted, {key: error}) from its per-key results."""
+        request = {"Objects": [{"Key": key} for key in keys], "Quiet": False}
+        try:
+            response = self.fs.call_s3("delete_objects", Bucket=bucket, Delete=request)
+        except Exception as exc:
+            reason = self._message(exc)
+            return bucket, set(), dict.fromkeys(keys, reason)
+        errors = {
+            e["Key"]: self._scrubber.text(f"{e.get('Code', 'Error')}: {e.get('Message', '')}")
+            for e in response.get("Errors", [])
+        }
+        deleted = {d["Key"] for d in response.get("Deleted", [])} - errors.keys()
+        for key in keys:
+            if key not in deleted and key not in errors:
+                errors[key] = "DeleteObjects did not confirm the deletion"
+        _log.debug("DeleteObjects %s: %d deleted, %d failed", bucket, len(deleted), len(errors))
+        return bucket, deleted, errors

@@ -1,0 +1,130 @@
+"""Where every file of a table lives, and the checks that keep names taken from metadata inside the table root."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import uuid
+from dataclasses import dataclass
+
+from tableformat.errors import UnsafePathError
+
+SNAPSHOT_PREFIX = "snapshot-"
+SCHEMA_PREFIX = "schema-"
+TAG_PREFIX = "tag-"
+CONSUMER_PREFIX = "consumer-"
+MANIFEST_PREFIX = "manifest-"
+MANIFEST_LIST_PREFIX = "manifest-list-"
+LATEST = "LATEST"
+EARLIEST = "EARLIEST"
+BUCKET_PREFIX = "bucket-"
+
+_TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
+_FORBIDDEN_IN_NAME = ("/", "\\", "\x00")
+
+
+def check_file_name(name: str, *, what: str = "file name") -> str:
+    """A bare file name from metadata: no directory part, no '..', no scheme. Returns it unchanged."""
+    if not name or name in (".", "..") or any(ch in name for ch in _FORBIDDEN_IN_NAME) or ":" in name:
+        raise UnsafePathError(f"refusing {what} {name!r} from metadata: not a plain file name inside the table")
+    return name
+
+
+def check_tag_name(name: str) -> str:
+    """Tag names become file names: letters, digits, '_', '.', '-' only."""
+    if not _TAG_NAME.match(name) or name.isdigit():
+        raise UnsafePathError(
+            f"invalid tag name {name!r}: use letters, digits, '_', '.', '-' (not only digits, at most 200 chars)"
+        )
+    return name
+
+
+def bucket_dir_name(bucket: int) -> str:
+    """``bucket-N`` (Paimon's postpone bucket -2 is ``bucket-postpone``)."""
+    return "bucket-postpone" if bucket == -2 else f"{BUCKET_PREFIX}{bucket}"
+
+
+class NameFactory:
+    """Unique file names: prefix + one UUID per factory + an increasing counter, as Paimon names files."""
+
+    def __init__(self) -> None:
+        self._uuid = str(uuid.uuid4())
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+
+    def next(self, prefix: str, suffix: str = "") -> str:
+        """The next name, e.g. ``manifest-<uuid>-3`` or ``data-<uuid>-0.parquet``."""
+        with self._lock:
+            n = next(self._counter)
+        return f"{prefix}{self._uuid}-{n}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class TableLayout:
+    """Paths of a table's files under ``root`` (a FileIO path: '/abs/dir' or 'bucket/prefix')."""
+
+    root: str
+
+    def join(self, *parts: str) -> str:
+        """root/part/part..."""
+        return "/".join([self.root.rstrip("/"), *[p.strip("/") for p in parts if p]])
+
+    @property
+    def snapshot_dir(self) -> str:
+        return self.join("snapshot")
+
+    @property
+    def schema_dir(self) -> str:
+        return self.join("schema")
+
+    @property
+    def manifest_dir(self) -> str:
+        return self.join("manifest")
+
+    @property
+    def tag_dir(self) -> str:
+        return self.join("tag")
+
+    @property
+    def consumer_dir(self) -> str:
+        return self.join("consumer")
+
+    def snapshot_file(self, snapshot_id: int) -> str:
+        return self.join("snapshot", f"{SNAPSHOT_PREFIX}{snapshot_id}")
+
+    def hint_file(self, which: str) -> str:
+        return self.join("snapshot", which)
+
+    def schema_file(self, schema_id: int) -> str:
+        return self.join("schema", f"{SCHEMA_PREFIX}{schema_id}")
+
+    def manifest_file(self, name: str) -> str:
+        return self.join("manifest", check_file_name(name, what="manifest name"))
+
+    def tag_file(self, name: str) -> str:
+        return self.join("tag", TAG_PREFIX + check_tag_name(name))
+
+    def consumer_file(self, consumer_id: str) -> str:
+        return self.join("consumer", CONSUMER_PREFIX + check_file_name(consumer_id, what="consumer id"))
+
+    def bucket_dir(self, partition_path: str, bucket: int) -> str:
+        return self.join(partition_path, bucket_dir_name(bucket))
+
+    def data_file(self, partition_path: str, bucket: int, file_name: str) -> str:
+        return self.join(partition_path, bucket_dir_name(bucket), check_file_name(file_name, what="data file name"))
+
+    def relative(self, path: str) -> str:
+        """A path inside the root, relative to it."""
+        prefix = self.root.rstrip("/") + "/"
+        if not path.startswith(prefix):
+            raise UnsafePathError(f"{path!r} is not inside the table root {self.root!r}")
+        return path[len(prefix) :]
+
+
+def parse_id(name: str, prefix: str) -> int | None:
+    """The numeric id in ``<prefix><digits>`` or None for anything else (temp files, hints)."""
+    if not name.startswith(prefix):
+        return None
+    rest = name[len(prefix) :]
+    return int(rest) if rest.isdigit() else None

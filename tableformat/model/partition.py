@@ -1,0 +1,178 @@
+"""Partition values: typed conversion from user input and Paimon's directory naming (``k=v/...``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+
+from tableformat.errors import ValidationError
+from tableformat.model.schema import DataField
+from tableformat.model.types import BINARY_ROOTS, INTEGER_ROOTS, STRING_ROOTS, TIMESTAMP_ROOTS, DataType
+
+EPOCH_DATE = dt.date(1970, 1, 1)
+
+# Hive/Paimon PartitionPathUtils: characters escaped as %XX in partition directory names.
+_ESCAPED = frozenset([chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
+
+
+def escape_path_name(text: str) -> str:
+    """Escape a partition key or value the way Paimon names directories."""
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+
+
+def unescape_path_name(text: str) -> str:
+    """Inverse of escape_path_name."""
+    out, index = [], 0
+    while index < len(text):
+        ch = text[index]
+        if ch == "%" and index + 2 < len(text) + 0 and _is_hex(text[index + 1 : index + 3]):
+            out.append(chr(int(text[index + 1 : index + 3], 16)))
+            index += 3
+        else:
+            out.append(ch)
+            index += 1
+    return "".join(out)
+
+
+def _is_hex(pair: str) -> bool:
+    return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
+
+
+def _java_double_string(value: float) -> str:
+    """Java's Double.toString for ordinary values (1.0, 0.5, 1.0E10)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == int(value) and abs(value) < 1e7:
+        return f"{int(value)}.0"
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return f"{mantissa}E{int(exponent)}"
+    return text
+
+
+def value_to_path_string(value: object, dtype: DataType, *, legacy_name: bool = True) -> str | None:
+    """The string Paimon puts in a partition directory name for a typed value (None for null)."""
+    if value is None:
+        return None
+    root = dtype.root
+    if root == "DATE":
+        assert isinstance(value, dt.date)
+        return str((value - EPOCH_DATE).days) if legacy_name else value.isoformat()
+    if root == "BOOLEAN":
+        return "true" if value else "false"
+    if root in ("FLOAT", "DOUBLE"):
+        return _java_double_string(float(value))  # type: ignore[arg-type]
+    if root in TIMESTAMP_ROOTS:
+        assert isinstance(value, dt.datetime)
+        text = value.replace(tzinfo=None).isoformat()
+        return text[:-3] if text.endswith(":00") and value.second == 0 and value.microsecond == 0 else text
+    if root in BINARY_ROOTS:
+        raise ValidationError(f"binary column type {dtype} cannot be a partition key")
+    return str(value)
+
+
+def coerce_value(value: object, field: DataField) -> object:
+    """Convert a user-supplied partition value (possibly a string from the CLI) to the column's Python type."""
+    if value is None:
+        return None
+    root = field.type.root
+    try:
+        if root in STRING_ROOTS:
+            return str(value)
+        if root in INTEGER_ROOTS:
+            if isinstance(value, bool):
+                raise ValueError("boolean is not an integer")
+            return int(value)  # type: ignore[call-overload]
+        if root == "BOOLEAN":
+            if isinstance(value, str):
+                lowered = value.strip().lower()
+                if lowered not in ("true", "false"):
+                    raise ValueError("expected true or false")
+                return lowered == "true"
+            return bool(value)
+        if root in ("FLOAT", "DOUBLE"):
+            return float(value)  # type: ignore[arg-type]
+        if root == "DECIMAL":
+            return Decimal(str(value))
+        if root == "DATE":
+            if isinstance(value, dt.datetime):
+                return value.date()
+            if isinstance(value, dt.date):
+                return value
+            if isinstance(value, int):
+                return EPOCH_DATE + dt.timedelta(days=value)
+            text = str(value)
+            if text.lstrip("-").isdigit():
+                return EPOCH_DATE + dt.timedelta(days=int(text))
+            return dt.date.fromisoformat(text)
+        if root in TIMESTAMP_ROOTS:
+            if isinstance(value, dt.datetime):
+                return value
+            return dt.datetime.fromisoformat(str(value))
+    except (ValueError, TypeError, InvalidOperation, OverflowError) as exc:
+        raise ValidationError(f"partition value {value!r} does not fit column {field.name} ({field.type}): {exc}") from None
+    raise ValidationError(f"column {field.name} of type {field.type} cannot be a partition key")
+
+
+def normalize_spec(
+    spec: Mapping[str, object], partition_fields: Sequence[DataField], *, default_name: str, allow_partial: bool
+) -> dict[str, object]:
+    """Validate a partition spec against the partition keys and convert its values to typed Python values.
+
+    A string equal to the default partition name means null (how a CLI user names the null partition).
+    """
+    names = [f.name for f in partition_fields]
+    if not names:
+        raise ValidationError("the table is not partitioned; a partition spec is not allowed")
+    unknown = [k for k in spec if k not in names]
+    if unknown:
+        raise ValidationError(f"unknown partition key(s) {unknown}; partition keys are {names}")
+    if not spec:
+        raise ValidationError("empty partition spec")
+    if not allow_partial and len(spec) != len(names):
+        missing = [n for n in names if n not in spec]
+        raise ValidationError(f"partition spec must name every partition key; missing {missing}")
+    result: dict[str, object] = {}
+    for field in partition_fields:
+        if field.name in spec:
+            raw = spec[field.name]
+            result[field.name] = None if raw == default_name else coerce_value(raw, field)
+    return result
+
+
+def parse_spec_text(text: str) -> dict[str, str]:
+    """Parse ``k=v[,k=v]`` (the CLI and Spark option form) into a string map."""
+    result: dict[str, str] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise ValidationError(f"invalid partition spec {text!r}: expected k=v[,k=v]")
+        key, value = part.split("=", 1)
+        key = key.strip()
+        if not key or key in result:
+            raise ValidationError(f"invalid partition spec {text!r}: empty or repeated key {key!r}")
+        result[key] = value.strip()
+    if not result:
+        raise ValidationError(f"invalid partition spec {text!r}: expected k=v[,k=v]")
+    return result
+
+
+def partition_path(
+    values: Sequence[object], partition_fields: Sequence[DataField], *, default_name: str, legacy_name: bool
+) -> str:
+    """Relative directory of a partition: ``k1=v1/k2=v2`` (empty string for an unpartitioned table)."""
+    parts = []
+    for value, field in zip(values, partition_fields):
+        text = value_to_path_string(value, field.type, legacy_name=legacy_name)
+        if text is None or text == "":
+            text = default_name
+        parts.append(f"{escape_path_name(field.name)}={escape_path_name(text)}")
+    return "/".join(parts)

@@ -1,0 +1,77 @@
+"""Snapshots, tags and consumers: the JSON metadata that roots every table state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+LONG_MAX = 2**63 - 1
+BATCH_COMMIT_IDENTIFIER = LONG_MAX
+
+
+class CommitKind(str, Enum):
+    """What a snapshot did: Paimon's enum names."""
+
+    APPEND = "APPEND"
+    COMPACT = "COMPACT"
+    OVERWRITE = "OVERWRITE"
+    ANALYZE = "ANALYZE"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """The content of snapshot/snapshot-N (Paimon snapshot version 3)."""
+
+    version: int = 3
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    base_manifest_list_size: int | None = None
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    commit_user: str
+    commit_identifier: int
+    commit_kind: CommitKind
+    time_millis: int
+    total_record_count: int | None = None
+    delta_record_count: int | None = None
+    changelog_record_count: int | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: Mapping[str, str] | None = None
+    next_row_id: int | None = None
+    uuid: str | None = None
+    writer_version: str | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)
+    """Top-level JSON keys tablefmt does not model (e.g. logOffsets); written back unchanged."""
+
+    def manifest_lists(self) -> tuple[str, ...]:
+        """Every manifest list file this snapshot references (names, not paths)."""
+        names = [self.base_manifest_list, self.delta_manifest_list]
+        if self.changelog_manifest_list:
+            names.append(self.changelog_manifest_list)
+        return tuple(names)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tag:
+    """The content of tag/tag-NAME: a snapshot plus tag fields."""
+
+    name: str
+    snapshot: Snapshot
+    create_time: tuple[int, ...] | None = None
+    """Jackson LocalDateTime array [y, m, d, h, min, s, nanos] as Paimon writes it."""
+    time_retained_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Consumer:
+    """The content of consumer/consumer-ID: the next snapshot that consumer will read."""
+
+    consumer_id: str
+    next_snapshot: int
+    modified_ms: int | None = None

@@ -1,0 +1,238 @@
+"""The one option registry: every table option tablefmt reads, with its type, default and documentation.
+
+Keys are Paimon's. ``docs/options.md`` is generated from this registry (``python -m tableformat.options``) and a
+test fails when it is stale.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from tableformat.durations import format_duration_ms, format_memory_bytes, parse_duration_ms, parse_memory_bytes
+from tableformat.errors import ValidationError
+
+T = TypeVar("T")
+
+INT32_MAX = 2**31 - 1
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValidationError(f"invalid boolean {text!r}: expected true or false")
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        raise ValidationError(f"invalid integer {text!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class OptionType(Generic[T]):
+    """How an option's string value is parsed and rendered."""
+
+    name: str
+    parse: Callable[[str], T]
+    render: Callable[[T], str]
+
+
+INT: OptionType[int] = OptionType("int", _parse_int, str)
+BOOL: OptionType[bool] = OptionType("bool", _parse_bool, lambda v: "true" if v else "false")
+STRING: OptionType[str] = OptionType("string", str, str)
+DURATION: OptionType[int] = OptionType("duration", parse_duration_ms, format_duration_ms)
+MEMORY: OptionType[int] = OptionType("memory", parse_memory_bytes, format_memory_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class Option(Generic[T]):
+    """One table option: Paimon key, type, default (None = unset) and a one-line doc."""
+
+    key: str
+    type: OptionType[T]
+    default: T | None
+    doc: str
+    minimum: int | None = None
+
+    def parse(self, text: str) -> T:
+        """Parse a string value, naming the option in any error."""
+        try:
+            value = self.type.parse(text)
+        except ValidationError as exc:
+            raise ValidationError(f"option {self.key}: {exc}") from None
+        if self.minimum is not None and isinstance(value, int) and value < self.minimum:
+            raise ValidationError(f"option {self.key} must be >= {self.minimum}, got {text!r}")
+        return value
+
+    def render_default(self) -> str:
+        """The default as it appears in docs ('(none)' when unset)."""
+        return "(none)" if self.default is None else self.type.render(self.default)
+
+
+REGISTRY: dict[str, Option[object]] = {}
+
+
+def _register(option: Option[T]) -> Option[T]:
+    REGISTRY[option.key] = option  # type: ignore[assignment]
+    return option
+
+
+# --- format and layout -------------------------------------------------------------------------------------------
+BUCKET = _register(Option("bucket", INT, -1, "Number of buckets; -1 = bucket-unaware append table (all files in bucket-0)."))
+BUCKET_KEY = _register(Option("bucket-key", STRING, None, "Comma-separated bucket key columns for fixed-bucket tables."))
+FILE_FORMAT = _register(Option("file.format", STRING, "parquet", "Data file format; tablefmt writes parquet."))
+FILE_COMPRESSION = _register(Option("file.compression", STRING, "zstd", "Parquet compression codec for data files."))
+DATA_FILE_PREFIX = _register(Option("data-file.prefix", STRING, "data-", "Prefix of data file names."))
+PARTITION_DEFAULT_NAME = _register(
+    Option("partition.default-name", STRING, "__DEFAULT_PARTITION__", "Directory name used for a null or empty partition value.")
+)
+PARTITION_LEGACY_NAME = _register(
+    Option("partition.legacy-name", BOOL, True, "Name DATE partition directories by days since epoch (Paimon's legacy naming).")
+)
+TARGET_FILE_SIZE = _register(Option("target-file-size", MEMORY, 128 * 1024**2, "Roll data files at about this size."))
+ROW_GROUP_ROWS = _register(
+    Option("parquet.row-group.rows", INT, 1_000_000, "Maximum rows per Parquet row group written by tablefmt.", minimum=1)
+)
+DYNAMIC_PARTITION_OVERWRITE = _register(
+    Option(
+        "dynamic-partition-overwrite",
+        BOOL,
+        False,
+        "If true, overwrite without an explicit partition replaces only the partitions present in the data. "
+        "tablefmt defaults to false (whole-table or named-partition overwrite); Paimon Java defaults to true.",
+    )
+)
+
+# --- commit ------------------------------------------------------------------------------------------------------
+COMMIT_MAX_RETRIES = _register(
+    Option("commit.max-retries", INT, 50, "Attempts at the next snapshot id before a commit gives up.", minimum=1)
+)
+COMMIT_MIN_RETRY_WAIT = _register(Option("commit.min-retry-wait", DURATION, 10, "First back-off wait between commit attempts."))
+COMMIT_MAX_RETRY_WAIT = _register(Option("commit.max-retry-wait", DURATION, 10_000, "Largest back-off wait between attempts."))
+COMMIT_DEDUP_USERS = _register(
+    Option(
+        "commit.dedup.retained-users",
+        INT,
+        100,
+        "How many recent (commitUser, commitIdentifier) pairs every snapshot carries so a retried commit is "
+        "recognised even after older snapshots are expired.",
+        minimum=1,
+    )
+)
+MANIFEST_TARGET_FILE_SIZE = _register(
+    Option("manifest.target-file-size", MEMORY, 8 * 1024**2, "Manifest files are merged up to this size.")
+)
+MANIFEST_FULL_COMPACTION_SIZE = _register(
+    Option(
+        "manifest.full-compaction-threshold-size",
+        MEMORY,
+        16 * 1024**2,
+        "Rewrite all manifests that need a change once their total size reaches this.",
+    )
+)
+MANIFEST_MERGE_MIN_COUNT = _register(
+    Option("manifest.merge-min-count", INT, 30, "Merge the trailing small manifests once there are this many.", minimum=1)
+)
+WRITE_ONLY = _register(
+    Option("write-only", BOOL, False, "If true, commits never run maintenance (expiration); run it separately.")
+)
+
+# --- expiration --------------------------------------------------------------------------------------------------
+SNAPSHOT_NUM_RETAINED_MIN = _register(
+    Option("snapshot.num-retained.min", INT, 10, "The newest N snapshots never expire.", minimum=1)
+)
+SNAPSHOT_NUM_RETAINED_MAX = _register(
+    Option("snapshot.num-retained.max", INT, INT32_MAX, "Snapshots beyond the newest N expire regardless of age.", minimum=1)
+)
+SNAPSHOT_TIME_RETAINED = _register(
+    Option(
+        "snapshot.time-retained",
+        DURATION,
+        3_600_000,
+        "A snapshot expires only once the snapshot after it is older than this.",
+    )
+)
+SNAPSHOT_EXPIRE_LIMIT = _register(
+    Option("snapshot.expire.limit", INT, 10, "At most this many snapshots expire per run.", minimum=1)
+)
+SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _register(
+    Option(
+        "snapshot.clean-empty-directories",
+        BOOL,
+        False,
+        "Remove partition and bucket directories that expiration left empty (local and HDFS-like stores only).",
+    )
+)
+CONSUMER_EXPIRATION_TIME = _register(
+    Option("consumer.expiration-time", DURATION, None, "Consumer files not updated for this long stop protecting snapshots.")
+)
+FILE_OPERATION_THREAD_NUM = _register(
+    Option("file-operation.thread-num", INT, 8, "Threads for parallel metadata reads and deletes.", minimum=1)
+)
+ORPHAN_OLDER_THAN = _register(
+    Option(
+        "orphan-files.older-than",
+        DURATION,
+        86_400_000,
+        "Orphan cleanup only deletes unreferenced files older than this (minimum 1 h unless forced).",
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """A table's options (string map as stored in the schema) with typed, validated access."""
+
+    raw: Mapping[str, str]
+
+    def get(self, option: Option[T]) -> T | None:
+        """The typed value of an option, or its default."""
+        text = self.raw.get(option.key)
+        if text is None:
+            return option.default
+        return option.parse(text)
+
+    def require(self, option: Option[T]) -> T:
+        """Like get(), for options that always have a value."""
+        value = self.get(option)
+        if value is None:
+            raise ValidationError(f"option {option.key} is not set")
+        return value
+
+    def validate(self) -> None:
+        """Parse every known option, raising a ValidationError on the first bad one."""
+        for key in self.raw:
+            if key in REGISTRY:
+                REGISTRY[key].parse(self.raw[key])
+        low = self.require(SNAPSHOT_NUM_RETAINED_MIN)
+        high = self.require(SNAPSHOT_NUM_RETAINED_MAX)
+        if high < low:
+            raise ValidationError(f"snapshot.num-retained.max ({high}) must be >= snapshot.num-retained.min ({low})")
+
+
+def render_options_markdown() -> str:
+    """The text of docs/options.md."""
+    lines = [
+        "# Table options",
+        "",
+        "Generated from `tableformat/options.py` by `python -m tableformat.options > docs/options.md`; do not edit.",
+        "Set them at `Table.create(..., options={...})`; maintenance calls can override the expiration ones per call.",
+        "",
+        "| key | type | default | description |",
+        "| --- | --- | --- | --- |",
+    ]
+    for option in REGISTRY.values():
+        doc = option.doc + (f" Minimum {option.minimum}." if option.minimum is not None else "")
+        lines.append(f"| `{option.key}` | {option.type.name} | `{option.render_default()}` | {doc} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_options_markdown())

@@ -1,0 +1,120 @@
+"""Plan the live data files of a snapshot: read its manifests (pruned by partition statistics) and merge entries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from tableformat.codec.binary_row import decode_row
+from tableformat.errors import CorruptMetadataError
+from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from tableformat.model.schema import TableSchema
+from tableformat.model.snapshot import Snapshot
+from tableformat.store import MetadataStore
+
+
+class PartitionCodec:
+    """Decodes partition rows of one table, caching by the row bytes."""
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.keys = schema.partition_keys
+        self.types = [f.type for f in schema.partition_fields]
+        self._cache: dict[bytes, dict[str, Any]] = {}
+
+    def values(self, partition: bytes, *, source: str = "<partition>") -> dict[str, Any]:
+        cached = self._cache.get(partition)
+        if cached is None:
+            cached = dict(zip(self.keys, decode_row(partition, self.types, source=source)))
+            self._cache[partition] = cached
+        return cached
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPredicate:
+    """An OR of partial partition specs; each spec is an AND of column equalities (typed values, None = null)."""
+
+    specs: tuple[Mapping[str, Any], ...]
+
+    def matches(self, values: Mapping[str, Any]) -> bool:
+        return any(all(values.get(k) == v for k, v in spec.items()) for spec in self.specs)
+
+    def may_match(self, meta: ManifestFileMeta, codec: PartitionCodec) -> bool:
+        """False only if the manifest's partition statistics prove no entry can match."""
+        stats = meta.partition_stats
+        if not codec.types or len(stats.min_values) <= 12:
+            return True
+        try:
+            mins = dict(zip(codec.keys, decode_row(stats.min_values, codec.types)))
+            maxs = dict(zip(codec.keys, decode_row(stats.max_values, codec.types)))
+        except CorruptMetadataError:
+            return True
+        nulls = dict(zip(codec.keys, stats.null_counts or ()))
+        for spec in self.specs:
+            possible = True
+            for key, value in spec.items():
+                if value is None:
+                    count = nulls.get(key)
+                    possible = count is None or count > 0
+                else:
+                    low, high = mins.get(key), maxs.get(key)
+                    if low is None or high is None:
+                        possible = low is None and high is None and nulls.get(key) is None
+                    else:
+                        try:
+                            possible = low <= value <= high
+                        except TypeError:
+                            possible = True
+                if not possible:
+                    break
+            if possible:
+                return True
+        return False
+
+
+def read_entries(
+    store: MetadataStore, manifests: Sequence[ManifestFileMeta], threads: int = 8
+) -> list[list[ManifestEntry]]:
+    """Entries of each manifest, read in parallel, returned in manifest order."""
+    if len(manifests) <= 1 or threads <= 1:
+        return [store.read_manifest(m.file_name) for m in manifests]
+    with ThreadPoolExecutor(max_workers=min(threads, len(manifests))) as pool:
+        return list(pool.map(lambda m: store.read_manifest(m.file_name), manifests))
+
+
+def merge_entries(entry_lists: Iterable[Iterable[ManifestEntry]], *, strict: bool = False) -> dict[tuple[object, ...], ManifestEntry]:
+    """Apply entries in order: ADD puts a file, DELETE removes it. Returns live ADD entries by identity.
+
+    A DELETE whose ADD is not in the input is ignored (its ADD lives in manifests outside the input). With
+    ``strict``, an ADD of a file that is already live is an error.
+    """
+    live: dict[tuple[object, ...], ManifestEntry] = {}
+    for entries in entry_lists:
+        for entry in entries:
+            key = entry.identifier()
+            if entry.kind == FileKind.ADD:
+                if strict and key in live:
+                    raise CorruptMetadataError(entry.file.file_name, "file added twice")
+                live[key] = entry
+            else:
+                live.pop(key, None)
+    return live
+
+
+def live_entries(
+    store: MetadataStore,
+    snapshot: Snapshot,
+    codec: PartitionCodec,
+    predicate: PartitionPredicate | None = None,
+    threads: int = 8,
+) -> list[ManifestEntry]:
+    """The live files of a snapshot, optionally restricted to matching partitions."""
+    manifests = store.manifests_of(snapshot)
+    if predicate is not None:
+        manifests = [m for m in manifests if predicate.may_match(m, codec)]
+    merged = merge_entries(read_entries(store, manifests, threads))
+    entries = list(merged.values())
+    if predicate is not None:
+        entries = [e for e in entries if predicate.matches(codec.values(e.partition))]
+    return entries

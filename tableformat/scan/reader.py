@@ -1,0 +1,110 @@
+"""Read planned data files into Arrow, mapping columns by field id so files of older schemas read correctly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tableformat.codec.arrow_schema import arrow_schema_of, arrow_type_of
+from tableformat.errors import CorruptMetadataError, StorageError, UnsupportedFormatError
+from tableformat.io.fileio import FileIO
+from tableformat.layout import TableLayout
+from tableformat.model.manifest import ManifestEntry
+from tableformat.model.partition import partition_path
+from tableformat.model.schema import TableSchema
+from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME, TableOptions
+from tableformat.scan.planner import PartitionCodec
+
+
+class DataReader:
+    """Reads data files of one table as the table's current schema."""
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        layout: TableLayout,
+        schema: TableSchema,
+        schema_loader: Callable[[int], TableSchema],
+        codec: PartitionCodec,
+        threads: int = 4,
+    ) -> None:
+        self.io = file_io
+        self.layout = layout
+        self.schema = schema
+        self.schema_loader = schema_loader
+        self.codec = codec
+        self.threads = threads
+        self.arrow_schema = arrow_schema_of(list(schema.fields))
+        options = TableOptions(schema.options)
+        self._default_name = options.require(PARTITION_DEFAULT_NAME)
+        self._legacy_name = options.require(PARTITION_LEGACY_NAME)
+        self._fs = file_io.arrow_filesystem()
+
+    def path_of(self, entry: ManifestEntry) -> str:
+        """Where an entry's file lives (inside the table root unless the file records an external path)."""
+        if entry.file.external_path:
+            raise UnsupportedFormatError(
+                f"data file {entry.file.file_name} has an external path; tablefmt reads files inside the table root only"
+            )
+        values = self.codec.values(entry.partition)
+        rel = partition_path(
+            [values[k] for k in self.schema.partition_keys],
+            self.schema.partition_fields,
+            default_name=self._default_name,
+            legacy_name=self._legacy_name,
+        )
+        return self.layout.data_file(rel, entry.bucket, entry.file.file_name)
+
+    def read_entry(self, entry: ManifestEntry) -> pa.Table:
+        """One data file as a Table with the current schema."""
+        path = self.path_of(entry)
+        try:
+            table = pq.read_table(path, filesystem=self._fs)
+        except FileNotFoundError:
+            raise StorageError(
+                f"data file {self.io.url(path)} referenced by the snapshot is missing (deleted outside tablefmt?)"
+            ) from None
+        except (pa.ArrowInvalid, OSError) as exc:
+            if "not found" in str(exc).lower() or "no such file" in str(exc).lower():
+                raise StorageError(f"data file {self.io.url(path)} referenced by the snapshot is missing") from None
+            raise CorruptMetadataError(self.io.url(path), f"unreadable Parquet ({exc})") from None
+        return self._to_current(table, entry)
+
+    def _to_current(self, table: pa.Table, entry: ManifestEntry) -> pa.Table:
+        file_schema = self.schema if entry.file.schema_id == self.schema.id else self.schema_loader(entry.file.schema_id)
+        names_by_id = {f.id: f.name for f in file_schema.fields}
+        partition_values = self.codec.values(entry.partition)
+        columns = []
+        for field in self.schema.fields:
+            target = arrow_type_of(field.type)
+            source_name = names_by_id.get(field.id)
+            if source_name is not None and source_name in table.column_names:
+                column: Any = table.column(source_name)
+                if column.type != target:
+                    column = column.cast(target)
+            elif field.name in partition_values:
+                column = pa.array([partition_values[field.name]] * table.num_rows, type=target)
+            else:
+                column = pa.nulls(table.num_rows, type=target)
+            columns.append(column)
+        return pa.Table.from_arrays(columns, schema=self.arrow_schema)
+
+    def read_all(self, entries: Sequence[ManifestEntry]) -> pa.Table:
+        """All entries' rows as one Table (files read in parallel)."""
+        if not entries:
+            return self.arrow_schema.empty_table()
+        if len(entries) == 1 or self.threads <= 1:
+            tables = [self.read_entry(e) for e in entries]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.threads, len(entries))) as pool:
+                tables = list(pool.map(self.read_entry, entries))
+        return pa.concat_tables(tables)
+
+    def batches(self, entries: Sequence[ManifestEntry]) -> Iterator[pa.RecordBatch]:
+        """Record batches file by file (bounded memory)."""
+        for entry in entries:
+            yield from self.read_entry(entry).to_batches()

@@ -1,0 +1,262 @@
+"""Read and write a table's metadata files through its FileIO: schemas, snapshots, hints, manifests, tags.
+
+This is the only module that turns metadata paths into bytes and bytes into models (through the codecs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tableformat.codec import avro_codec, json_codec
+from tableformat.codec.binary_row import decode_row, encode_row
+from tableformat.errors import CorruptMetadataError, SnapshotNotFoundError, StorageError, TableNotFoundError
+from tableformat.io.fileio import FileIO
+from tableformat.layout import (
+    CONSUMER_PREFIX,
+    EARLIEST,
+    LATEST,
+    MANIFEST_LIST_PREFIX,
+    MANIFEST_PREFIX,
+    SCHEMA_PREFIX,
+    SNAPSHOT_PREFIX,
+    TAG_PREFIX,
+    NameFactory,
+    TableLayout,
+    parse_id,
+)
+from tableformat.model.manifest import EMPTY_STATS, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
+from tableformat.model.schema import TableSchema
+from tableformat.model.snapshot import Consumer, Snapshot, Tag
+from tableformat.model.types import DataType
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """A metadata file this process wrote (name inside its directory, full path, size)."""
+
+    name: str
+    path: str
+    size: int
+
+
+class MetadataStore:
+    """Metadata access for one table (one FileIO, one root)."""
+
+    def __init__(self, file_io: FileIO, layout: TableLayout) -> None:
+        self.io = file_io
+        self.layout = layout
+
+    # --- generic ---------------------------------------------------------------------------------------------
+    def _read(self, path: str) -> bytes:
+        try:
+            return self.io.read_bytes(path)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.io.url(path)}: {exc}") from exc
+
+    # --- schemas ---------------------------------------------------------------------------------------------
+    def schema_ids(self) -> list[int]:
+        ids = [parse_id(f.name, SCHEMA_PREFIX) for f in self.io.list_dir(self.layout.schema_dir)]
+        return sorted(i for i in ids if i is not None)
+
+    def read_schema(self, schema_id: int) -> TableSchema:
+        path = self.layout.schema_file(schema_id)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(self.io.url(path), "schema file is missing") from None
+        return json_codec.schema_from_json(data, self.io.url(path))
+
+    def latest_schema(self) -> TableSchema:
+        ids = self.schema_ids()
+        if not ids:
+            raise TableNotFoundError(f"no table at {self.io.url(self.layout.root)} (no schema/schema-0)")
+        return self.read_schema(ids[-1])
+
+    def write_schema_if_absent(self, schema: TableSchema) -> bool:
+        return self.io.write_if_absent(self.layout.schema_file(schema.id), json_codec.schema_to_json(schema))
+
+    # --- snapshots and hints ---------------------------------------------------------------------------------
+    def snapshot_ids(self) -> list[int]:
+        """Ids of every snapshot file present (the listing is the truth; hints are only hints)."""
+        ids = [parse_id(f.name, SNAPSHOT_PREFIX) for f in self.io.list_dir(self.layout.snapshot_dir)]
+        return sorted(i for i in ids if i is not None)
+
+    def snapshot_exists(self, snapshot_id: int) -> bool:
+        return self.io.exists(self.layout.snapshot_file(snapshot_id))
+
+    def read_snapshot(self, snapshot_id: int) -> Snapshot:
+        """The snapshot; SnapshotNotFoundError if its file does not exist."""
+        path = self.layout.snapshot_file(snapshot_id)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            raise SnapshotNotFoundError(f"snapshot {snapshot_id} does not exist (it may have been expired)") from None
+        snapshot = json_codec.snapshot_from_json(data, self.io.url(path))
+        if snapshot.id != snapshot_id:
+            raise CorruptMetadataError(self.io.url(path), f"file holds snapshot id {snapshot.id}")
+        return snapshot
+
+    def try_read_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        try:
+            return self.read_snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            return None
+
+    def _read_hint(self, which: str) -> int | None:
+        try:
+            return json_codec.hint_from_bytes(self.io.read_bytes(self.layout.hint_file(which)))
+        except OSError:
+            return None
+
+    def latest_snapshot_id(self) -> int | None:
+        """LATEST if snapshot-LATEST exists and snapshot-(LATEST+1) does not; otherwise the listing's max."""
+        hint = self._read_hint(LATEST)
+        if hint is not None and not self.snapshot_exists(hint + 1) and self.snapshot_exists(hint):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_snapshot_id(self) -> int | None:
+        """EARLIEST if that snapshot exists and the one before it does not; otherwise the listing's min."""
+        hint = self._read_hint(EARLIEST)
+        if hint is not None and self.snapshot_exists(hint) and not self.snapshot_exists(hint - 1):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[0] if ids else None
+
+    def latest_snapshot(self) -> Snapshot | None:
+        latest = self.latest_snapshot_id()
+        return None if latest is None else self.read_snapshot(latest)
+
+    def write_snapshot_if_absent(self, snapshot: Snapshot) -> bool:
+        return self.io.write_if_absent(self.layout.snapshot_file(snapshot.id), json_codec.snapshot_to_json(snapshot))
+
+    def snapshot_bytes(self, snapshot: Snapshot) -> bytes:
+        return json_codec.snapshot_to_json(snapshot)
+
+    def write_hint(self, which: str, snapshot_id: int) -> None:
+        """Best effort: a failed hint write is logged, never raised (hints are only hints)."""
+        try:
+            self.io.write_bytes(self.layout.hint_file(which), json_codec.hint_to_bytes(snapshot_id))
+        except OSError as exc:
+            log.warning("could not write %s hint %d: %s", which, snapshot_id, exc)
+
+    # --- manifests -------------------------------------------------------------------------------------------
+    def read_manifest_list(self, name: str) -> list[ManifestFileMeta]:
+        path = self.layout.manifest_file(name)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(self.io.url(path), "manifest list is missing") from None
+        return avro_codec.read_manifest_list(data, self.io.url(path))
+
+    def read_manifest(self, name: str) -> list[ManifestEntry]:
+        path = self.layout.manifest_file(name)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(self.io.url(path), "manifest file is missing") from None
+        return avro_codec.read_manifest(data, self.io.url(path))
+
+    def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        """Base then delta manifests of a snapshot, in order."""
+        return self.read_manifest_list(snapshot.base_manifest_list) + self.read_manifest_list(
+            snapshot.delta_manifest_list
+        )
+
+    def write_manifest(
+        self, entries: Sequence[ManifestEntry], names: NameFactory, schema_id: int, partition_types: Sequence[DataType]
+    ) -> ManifestFileMeta:
+        """Write one manifest file and return its manifest-list row (with partition statistics)."""
+        name = names.next(MANIFEST_PREFIX)
+        data = avro_codec.write_manifest(entries)
+        self.io.write_bytes(self.layout.manifest_file(name), data)
+        buckets = [e.bucket for e in entries]
+        levels = [e.file.level for e in entries]
+        return ManifestFileMeta(
+            file_name=name,
+            file_size=len(data),
+            num_added_files=sum(1 for e in entries if e.kind == FileKind.ADD),
+            num_deleted_files=sum(1 for e in entries if e.kind == FileKind.DELETE),
+            partition_stats=partition_stats(
+                (e.partition for e in entries), partition_types, source=self.io.url(self.layout.manifest_file(name))
+            ),
+            schema_id=schema_id,
+            min_bucket=min(buckets) if buckets else None,
+            max_bucket=max(buckets) if buckets else None,
+            min_level=min(levels) if levels else None,
+            max_level=max(levels) if levels else None,
+        )
+
+    def write_manifest_list(self, metas: Sequence[ManifestFileMeta], names: NameFactory) -> WrittenFile:
+        name = names.next(MANIFEST_LIST_PREFIX)
+        data = avro_codec.write_manifest_list(metas)
+        path = self.layout.manifest_file(name)
+        self.io.write_bytes(path, data)
+        return WrittenFile(name, path, len(data))
+
+    # --- tags and consumers ----------------------------------------------------------------------------------
+    def tag_names(self) -> list[str]:
+        names = [f.name[len(TAG_PREFIX) :] for f in self.io.list_dir(self.layout.tag_dir) if f.name.startswith(TAG_PREFIX)]
+        return sorted(n for n in names if n and not n.endswith(".tmp"))
+
+    def read_tag(self, name: str) -> Tag:
+        path = self.layout.tag_file(name)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            raise SnapshotNotFoundError(f"tag {name!r} does not exist") from None
+        return json_codec.tag_from_json(name, data, self.io.url(path))
+
+    def tags(self) -> list[Tag]:
+        """Every tag; an unreadable tag raises (callers that protect files must never skip one)."""
+        return [self.read_tag(name) for name in self.tag_names()]
+
+    def write_tag_if_absent(self, tag: Tag) -> bool:
+        return self.io.write_if_absent(self.layout.tag_file(tag.name), json_codec.tag_to_json(tag))
+
+    def delete_tag(self, name: str) -> bool:
+        return bool(self.io.delete_files([self.layout.tag_file(name)]))
+
+    def consumers(self) -> list[Consumer]:
+        result = []
+        for info in self.io.list_dir(self.layout.consumer_dir):
+            if not info.name.startswith(CONSUMER_PREFIX) or info.name.endswith(".tmp") or info.is_dir:
+                continue
+            consumer_id = info.name[len(CONSUMER_PREFIX) :]
+            try:
+                data = self._read(info.path)
+            except FileNotFoundError:
+                continue
+            result.append(json_codec.consumer_from_json(consumer_id, data, self.io.url(info.path), info.mtime_ms))
+        return result
+
+    def write_consumer(self, consumer: Consumer) -> None:
+        self.io.write_bytes(self.layout.consumer_file(consumer.consumer_id), json_codec.consumer_to_json(consumer))
+
+
+def partition_stats(partitions: Iterable[bytes], types: Sequence[DataType], *, source: str) -> SimpleStats:
+    """Min/max binary rows and per-entry null counts over partition rows (manifest pruning statistics)."""
+    if not types:
+        return EMPTY_STATS
+    counts: dict[bytes, int] = {}
+    for partition in partitions:
+        counts[partition] = counts.get(partition, 0) + 1
+    if not counts:
+        return SimpleStats(null_counts=tuple(0 for _ in types))
+    rows = [(decode_row(p, types, source=source), n) for p, n in counts.items()]
+    mins: list[object] = []
+    maxs: list[object] = []
+    nulls: list[int | None] = []
+    for index in range(len(types)):
+        values = [row[index] for row, _ in rows if row[index] is not None]
+        mins.append(min(values) if values else None)  # type: ignore[type-var]
+        maxs.append(max(values) if values else None)  # type: ignore[type-var]
+        nulls.append(sum(n for row, n in rows if row[index] is None))
+    return SimpleStats(min_values=encode_row(mins, types), max_values=encode_row(maxs, types), null_counts=tuple(nulls))

@@ -1,0 +1,408 @@
+"""The public Table API: create/open, append, overwrite, drop partitions, read, snapshots, tags, maintenance."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
+from tableformat.commit.committer import ChangeKind, Committer, CommitRequest
+from tableformat.commit.data_writer import DataFileWriter, NewDataFile
+from tableformat.context import TableContext
+from tableformat.errors import (
+    CommitStateUnknownError,
+    SnapshotNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    TagError,
+    ValidationError,
+)
+from tableformat.io.factory import open_location
+from tableformat.layout import NameFactory, TableLayout
+from tableformat.model.manifest import ManifestEntry
+from tableformat.model.partition import normalize_spec
+from tableformat.model.schema import TableSchema
+from tableformat.model.snapshot import Snapshot, Tag
+from tableformat.options import (
+    BUCKET,
+    DYNAMIC_PARTITION_OVERWRITE,
+    FILE_OPERATION_THREAD_NUM,
+    PARTITION_DEFAULT_NAME,
+    REGISTRY,
+    TableOptions,
+)
+from tableformat.scan.planner import PartitionPredicate, live_entries
+from tableformat.scan.reader import DataReader
+from tableformat.store import MetadataStore
+
+log = logging.getLogger(__name__)
+
+PartitionSpec = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DataFileInfo:
+    """A live data file of a snapshot, as `files()` lists it."""
+
+    path: str
+    partition: dict[str, Any]
+    bucket: int
+    row_count: int
+    file_size: int
+    schema_id: int
+
+
+class Table:
+    """A Paimon append table on local disk or any fsspec store (S3 via s3fs)."""
+
+    def __init__(self, context: TableContext) -> None:
+        self._ctx = context
+        self.commit_user = str(uuid.uuid4())
+        self._identifiers = itertools.count(1)
+
+    # --- create / open ---------------------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        path: str,
+        schema: pa.Schema,
+        partition_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Table:
+        """Create a new, empty table (schema/schema-0). Raises TableAlreadyExistsError if one is there."""
+        if not isinstance(schema, pa.Schema):
+            raise ValidationError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        fields = fields_from_arrow(schema)
+        names = [f.name for f in fields]
+        keys = tuple(partition_keys)
+        missing = [k for k in keys if k not in names]
+        if missing or len(set(keys)) != len(keys):
+            raise ValidationError(f"partition keys {list(keys)} must be distinct columns of the schema {names}")
+        for key in keys:
+            if fields[names.index(key)].type.root in ("BYTES", "VARBINARY", "BINARY", "FLOAT", "DOUBLE"):
+                raise ValidationError(f"column {key!r} of type {fields[names.index(key)].type} cannot be a partition key")
+        opts = {str(k): str(v) for k, v in (options or {}).items()}
+        opts.setdefault("file.format", "parquet")
+        table_options = TableOptions(opts)
+        table_options.validate()
+        if table_options.require(BUCKET) != -1:
+            raise ValidationError("tablefmt creates bucket-unaware append tables only (bucket=-1)")
+        unknown = sorted(k for k in opts if k not in REGISTRY)
+        if unknown:
+            log.info("options not interpreted by tablefmt are stored as given: %s", unknown)
+        file_io, root = open_location(path, dict(storage_options or {}))
+        layout = TableLayout(root)
+        store = MetadataStore(file_io, layout)
+        if store.schema_ids():
+            raise TableAlreadyExistsError(f"a table already exists at {file_io.url(root)}")
+        table_schema = TableSchema(
+            id=0,
+            fields=fields,
+            highest_field_id=len(fields) - 1,
+            partition_keys=keys,
+            options=opts,
+            time_millis=int(time.time() * 1000),
+        )
+        if not store.write_schema_if_absent(table_schema):
+            raise TableAlreadyExistsError(f"a table already exists at {file_io.url(root)}")
+        return cls(TableContext(location=path, io=file_io, layout=layout, store=store, schema=table_schema))
+
+    @classmethod
+    def open(cls, path: str, storage_options: Mapping[str, Any] | None = None) -> Table:
+        """Open an existing table; TableNotFoundError if there is none."""
+        context = TableContext.load(path, dict(storage_options or {}))
+        return cls(context)
+
+    # --- properties ------------------------------------------------------------------------------------------
+    @property
+    def context(self) -> TableContext:
+        return self._ctx
+
+    @property
+    def location(self) -> str:
+        return self._ctx.url()
+
+    @property
+    def schema(self) -> TableSchema:
+        return self._ctx.schema
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return arrow_schema_of(list(self._ctx.schema.fields))
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return self._ctx.schema.partition_keys
+
+    @property
+    def options(self) -> TableOptions:
+        return self._ctx.options
+
+    # --- writes ----------------------------------------------------------------------------------------------
+    def _refresh_schema(self) -> None:
+        latest = self._ctx.store.latest_schema()
+        if latest.id != self._ctx.schema.id:
+            self._ctx.schema = latest
+
+    def _spec(self, spec: PartitionSpec) -> dict[str, Any]:
+        if not isinstance(spec, Mapping):
+            raise ValidationError(f"a partition spec must be a mapping like {{'dt': '2024-01-01'}}, got {spec!r}")
+        schema = self._ctx.schema
+        return normalize_spec(
+            spec,
+            schema.partition_fields,
+            default_name=self.options.require(PARTITION_DEFAULT_NAME),
+            allow_partial=True,
+        )
+
+    def _commit(
+        self,
+        request_kind: ChangeKind,
+        data: pa.Table | pa.RecordBatch | None,
+        *,
+        scope: tuple[dict[str, Any], ...] | None = None,
+        dynamic: bool = False,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
+    ) -> Snapshot | None:
+        self._refresh_schema()
+        ctx = self._ctx
+        writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
+        try:
+            new_files: list[NewDataFile] = writer.write(data) if data is not None else []
+            request = CommitRequest(
+                kind=request_kind,
+                new_files=new_files,
+                overwrite_scope=scope,
+                dynamic=dynamic,
+                commit_user=commit_user or self.commit_user,
+                commit_identifier=commit_identifier if commit_identifier is not None else next(self._identifiers),
+            )
+            snapshot = Committer(ctx.store, ctx.schema).commit(request)
+        except CommitStateUnknownError:
+            raise  # the snapshot may reference these files: keep them
+        except BaseException:
+            if writer.written:
+                try:
+                    ctx.io.delete_files(writer.written)
+                except OSError as exc:
+                    log.warning("could not remove data files of a failed commit: %s", exc)
+            raise
+        if snapshot is None and writer.written:
+            ctx.io.delete_files(writer.written)
+        if snapshot is not None:
+            self._after_commit()
+        return snapshot
+
+    def _after_commit(self) -> None:
+        """Maintenance after a successful commit; never fails the commit (see tableformat.maintenance)."""
+        hook = _POST_COMMIT_HOOK
+        if hook is None:
+            return
+        try:
+            hook(self)
+        except Exception as exc:  # the commit is durable; maintenance problems are reported, not raised
+            log.warning("maintenance after commit failed (the commit itself succeeded): %s", exc)
+
+    def append(
+        self, data: pa.Table | pa.RecordBatch, *, commit_user: str | None = None, commit_identifier: int | None = None
+    ) -> Snapshot | None:
+        """Append rows as one APPEND snapshot (None if ``data`` has no rows)."""
+        return self._commit(ChangeKind.APPEND, data, commit_user=commit_user, commit_identifier=commit_identifier)
+
+    def overwrite(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        partition: PartitionSpec | None = None,
+        *,
+        dynamic: bool | None = None,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
+    ) -> Snapshot | None:
+        """Replace data in one OVERWRITE snapshot.
+
+        ``partition`` given: static overwrite of that (possibly partial) partition spec; every row must be inside
+        it. ``partition=None``: the whole table, or, when ``dynamic`` is true (default: the table option
+        ``dynamic-partition-overwrite``, false unless set), exactly the partitions present in ``data``.
+        """
+        if partition is not None and dynamic:
+            raise ValidationError("dynamic overwrite takes no partition spec")
+        scope = None
+        use_dynamic = False
+        if partition is not None:
+            scope = (self._spec(partition),)
+        else:
+            use_dynamic = bool(dynamic if dynamic is not None else self.options.require(DYNAMIC_PARTITION_OVERWRITE))
+            if use_dynamic and not self.partition_keys:
+                use_dynamic = False
+        return self._commit(
+            ChangeKind.OVERWRITE,
+            data,
+            scope=scope,
+            dynamic=use_dynamic,
+            commit_user=commit_user,
+            commit_identifier=commit_identifier,
+        )
+
+    def drop_partitions(self, partitions: Iterable[PartitionSpec]) -> Snapshot | None:
+        """Mark every file of the given (possibly partial) partitions deleted in one OVERWRITE snapshot.
+
+        No file is physically deleted (expiration frees the bytes later). Dropping partitions that hold no data
+        writes no snapshot and returns None.
+        """
+        specs = tuple(self._spec(p) for p in partitions)
+        if not specs:
+            raise ValidationError("no partition to drop")
+        return self._commit(ChangeKind.DROP, None, scope=specs)
+
+    # --- snapshots and reads ---------------------------------------------------------------------------------
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot present, oldest first."""
+        store = self._ctx.store
+        result = []
+        for snapshot_id in store.snapshot_ids():
+            snapshot = store.try_read_snapshot(snapshot_id)
+            if snapshot is not None:
+                result.append(snapshot)
+        return result
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self._ctx.store.latest_snapshot()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self._ctx.store.read_snapshot(snapshot_id)
+
+    def snapshot_as_of(self, timestamp: int | dt.datetime) -> Snapshot:
+        """The newest snapshot committed at or before ``timestamp`` (epoch ms or datetime)."""
+        millis = int(timestamp.timestamp() * 1000) if isinstance(timestamp, dt.datetime) else int(timestamp)
+        candidates = [s for s in self.snapshots() if s.time_millis <= millis]
+        if not candidates:
+            raise SnapshotNotFoundError(f"no snapshot at or before {millis} ms (the earliest may have been expired)")
+        return candidates[-1]
+
+    def _select(self, snapshot_id: int | None, tag: str | None, as_of: int | dt.datetime | None) -> Snapshot | None:
+        chosen = [x for x in (snapshot_id, tag, as_of) if x is not None]
+        if len(chosen) > 1:
+            raise ValidationError("give at most one of snapshot_id, tag and as_of")
+        if snapshot_id is not None:
+            return self.snapshot(snapshot_id)
+        if tag is not None:
+            return self._ctx.store.read_tag(tag).snapshot
+        if as_of is not None:
+            return self.snapshot_as_of(as_of)
+        return self.latest_snapshot()
+
+    def _plan(
+        self, snapshot: Snapshot | None, partition_filter: PartitionSpec | Sequence[PartitionSpec] | None
+    ) -> list[ManifestEntry]:
+        if snapshot is None:
+            return []
+        predicate = None
+        if partition_filter is not None:
+            specs = [partition_filter] if isinstance(partition_filter, Mapping) else list(partition_filter)
+            predicate = PartitionPredicate(tuple(self._spec(s) for s in specs))
+        threads = self.options.require(FILE_OPERATION_THREAD_NUM)
+        return live_entries(self._ctx.store, snapshot, self._ctx.partition_codec(), predicate, threads)
+
+    def _reader(self) -> DataReader:
+        ctx = self._ctx
+        return DataReader(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec())
+
+    def to_arrow(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+    ) -> pa.Table:
+        """Rows of the latest snapshot (or a snapshot id, a tag, or a point in time), optionally of some partitions."""
+        self._refresh_schema()
+        entries = self._plan(self._select(snapshot_id, tag, as_of), partition_filter)
+        return self._reader().read_all(entries)
+
+    def to_batches(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+    ) -> pa.RecordBatchReader:
+        """Like to_arrow, streaming one file at a time."""
+        self._refresh_schema()
+        entries = self._plan(self._select(snapshot_id, tag, as_of), partition_filter)
+        reader = self._reader()
+        return pa.RecordBatchReader.from_batches(reader.arrow_schema, reader.batches(entries))
+
+    def files(self, snapshot_id: int | None = None) -> list[DataFileInfo]:
+        """The live data files of a snapshot (latest by default)."""
+        snapshot = self._select(snapshot_id, None, None)
+        entries = self._plan(snapshot, None)
+        reader = self._reader()
+        codec = self._ctx.partition_codec()
+        return [
+            DataFileInfo(
+                path=self._ctx.io.url(reader.path_of(e)),
+                partition=dict(codec.values(e.partition)),
+                bucket=e.bucket,
+                row_count=e.file.row_count,
+                file_size=e.file.file_size,
+                schema_id=e.file.schema_id,
+            )
+            for e in entries
+        ]
+
+    # --- tags ------------------------------------------------------------------------------------------------
+    def create_tag(
+        self, name: str, snapshot_id: int | None = None, *, time_retained: dt.timedelta | None = None
+    ) -> Tag:
+        """Tag a snapshot (latest by default). Tags protect their files from expiration."""
+        snapshot = self.snapshot(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
+        if snapshot is None:
+            raise TagError(f"cannot create tag {name!r}: the table has no snapshot yet")
+        now = dt.datetime.now()
+        tag = Tag(
+            name=name,
+            snapshot=snapshot,
+            create_time=(now.year, now.month, now.day, now.hour, now.minute, now.second, now.microsecond * 1000),
+            time_retained_seconds=None if time_retained is None else time_retained.total_seconds(),
+        )
+        if not self._ctx.store.write_tag_if_absent(tag):
+            raise TagError(f"tag {name!r} already exists")
+        return tag
+
+    def delete_tag(self, name: str) -> None:
+        """Delete a tag (its files become reclaimable by expiration and orphan cleanup)."""
+        if not self._ctx.store.delete_tag(name):
+            raise TagError(f"tag {name!r} does not exist")
+
+    def tags(self) -> list[Tag]:
+        """Every tag, by name."""
+        return self._ctx.store.tags()
+
+
+def open_table(path: str, storage_options: Mapping[str, Any] | None = None) -> Table:
+    """Table.open, raising TableNotFoundError with the location in the message."""
+    try:
+        return Table.open(path, storage_options)
+    except TableNotFoundError:
+        raise
+
+
+_POST_COMMIT_HOOK: Any = None
+
+
+def set_post_commit_hook(hook: Any) -> None:
+    """Install the function run after every successful commit (the maintenance layer installs expiration)."""
+    global _POST_COMMIT_HOOK
+    _POST_COMMIT_HOOK = hook
