@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tableformat.cleanup.maintenance import run_after_commit
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, Committer, CommitRequest
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile
@@ -169,6 +170,7 @@ class Table:
         request_kind: ChangeKind,
         data: pa.Table | pa.RecordBatch | None,
         *,
+        prepared: Sequence[NewDataFile] | None = None,
         scope: tuple[dict[str, Any], ...] | None = None,
         dynamic: bool = False,
         commit_user: str | None = None,
@@ -178,7 +180,7 @@ class Table:
         ctx = self._ctx
         writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
         try:
-            new_files: list[NewDataFile] = writer.write(data) if data is not None else []
+            new_files: list[NewDataFile] = writer.write(data) if data is not None else list(prepared or ())
             request = CommitRequest(
                 kind=request_kind,
                 new_files=new_files,
@@ -203,14 +205,69 @@ class Table:
             self._after_commit()
         return snapshot
 
-    def _after_commit(self) -> None:
-        """Maintenance after a successful commit; never fails the commit (see tableformat.maintenance)."""
-        hook = _POST_COMMIT_HOOK
-        if hook is None:
-            return
+    def write_files(self, data: pa.Table | pa.RecordBatch) -> list[NewDataFile]:
+        """Write data files without committing them (for engines whose workers write and whose driver commits).
+
+        The caller commits the returned files with commit_files, or deletes them if its job fails.
+        """
+        self._refresh_schema()
+        ctx = self._ctx
+        writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
         try:
-            hook(self)
-        except Exception as exc:  # the commit is durable; maintenance problems are reported, not raised
+            return writer.write(data)
+        except BaseException:
+            if writer.written:
+                ctx.io.delete_files(writer.written)
+            raise
+
+    def commit_files(
+        self,
+        files: Sequence[NewDataFile],
+        *,
+        mode: str = "append",
+        partition: PartitionSpec | None = None,
+        dynamic: bool | None = None,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
+    ) -> Snapshot | None:
+        """Commit files written by write_files as ONE snapshot: mode 'append' or 'overwrite' (see overwrite())."""
+        if mode == "append":
+            if partition is not None or dynamic:
+                raise ValidationError("append takes no partition spec or dynamic flag")
+            return self._commit(
+                ChangeKind.APPEND, None, prepared=files, commit_user=commit_user, commit_identifier=commit_identifier
+            )
+        if mode != "overwrite":
+            raise ValidationError(f"unknown commit mode {mode!r}: use 'append' or 'overwrite'")
+        scope, use_dynamic = self._overwrite_scope(partition, dynamic)
+        return self._commit(
+            ChangeKind.OVERWRITE,
+            None,
+            prepared=files,
+            scope=scope,
+            dynamic=use_dynamic,
+            commit_user=commit_user,
+            commit_identifier=commit_identifier,
+        )
+
+    def _overwrite_scope(
+        self, partition: PartitionSpec | None, dynamic: bool | None
+    ) -> tuple[tuple[dict[str, Any], ...] | None, bool]:
+        if partition is not None and dynamic:
+            raise ValidationError("dynamic overwrite takes no partition spec")
+        if partition is not None:
+            return (self._spec(partition),), False
+        use_dynamic = bool(dynamic if dynamic is not None else self.options.require(DYNAMIC_PARTITION_OVERWRITE))
+        return None, use_dynamic and bool(self.partition_keys)
+
+    def _after_commit(self) -> None:
+        """Maintenance after a successful commit (expiration per the table's options unless write-only).
+
+        It never fails the commit: the snapshot is durable, so problems are logged and the commit returns.
+        """
+        try:
+            run_after_commit(self._ctx)
+        except Exception as exc:
             log.warning("maintenance after commit failed (the commit itself succeeded): %s", exc)
 
     def append(
@@ -234,16 +291,7 @@ class Table:
         it. ``partition=None``: the whole table, or, when ``dynamic`` is true (default: the table option
         ``dynamic-partition-overwrite``, false unless set), exactly the partitions present in ``data``.
         """
-        if partition is not None and dynamic:
-            raise ValidationError("dynamic overwrite takes no partition spec")
-        scope = None
-        use_dynamic = False
-        if partition is not None:
-            scope = (self._spec(partition),)
-        else:
-            use_dynamic = bool(dynamic if dynamic is not None else self.options.require(DYNAMIC_PARTITION_OVERWRITE))
-            if use_dynamic and not self.partition_keys:
-                use_dynamic = False
+        scope, use_dynamic = self._overwrite_scope(partition, dynamic)
         return self._commit(
             ChangeKind.OVERWRITE,
             data,
@@ -389,20 +437,3 @@ class Table:
     def tags(self) -> list[Tag]:
         """Every tag, by name."""
         return self._ctx.store.tags()
-
-
-def open_table(path: str, storage_options: Mapping[str, Any] | None = None) -> Table:
-    """Table.open, raising TableNotFoundError with the location in the message."""
-    try:
-        return Table.open(path, storage_options)
-    except TableNotFoundError:
-        raise
-
-
-_POST_COMMIT_HOOK: Any = None
-
-
-def set_post_commit_hook(hook: Any) -> None:
-    """Install the function run after every successful commit (the maintenance layer installs expiration)."""
-    global _POST_COMMIT_HOOK
-    _POST_COMMIT_HOOK = hook
