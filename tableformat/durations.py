@@ -48,7 +48,9 @@ def parse_duration_ms(text: str) -> int:
     """Parse a duration such as ``30s``, ``15 min``, ``1h``, ``7d`` into milliseconds (no unit = milliseconds)."""
     match = _AMOUNT.match(str(text))
     if not match:
-        raise ValidationError(f"invalid duration {text!r}: expected a non-negative number and a unit, e.g. 30s, 15m, 1h, 7d")
+        raise ValidationError(
+            f"invalid duration {text!r}: expected a non-negative number and a unit, e.g. 30s, 15m, 1h, 7d"
+        )
     amount, unit = int(match.group(1)), match.group(2).lower() or "ms"
     if unit not in _DURATION_UNITS_MS:
         raise ValidationError(f"invalid duration {text!r}: unknown unit {unit!r} (use ms, s, m/min, h, d)")

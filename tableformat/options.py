@@ -85,20 +85,36 @@ def _register(option: Option[T]) -> Option[T]:
 
 
 # --- format and layout -------------------------------------------------------------------------------------------
-BUCKET = _register(Option("bucket", INT, -1, "Number of buckets; -1 = bucket-unaware append table (all files in bucket-0)."))
-BUCKET_KEY = _register(Option("bucket-key", STRING, None, "Comma-separated bucket key columns for fixed-bucket tables."))
+BUCKET = _register(
+    Option("bucket", INT, -1, "Number of buckets; -1 = bucket-unaware append table (all files in bucket-0).")
+)
+BUCKET_KEY = _register(
+    Option("bucket-key", STRING, None, "Comma-separated bucket key columns for fixed-bucket tables.")
+)
 FILE_FORMAT = _register(Option("file.format", STRING, "parquet", "Data file format; tablefmt writes parquet."))
 FILE_COMPRESSION = _register(Option("file.compression", STRING, "zstd", "Parquet compression codec for data files."))
 DATA_FILE_PREFIX = _register(Option("data-file.prefix", STRING, "data-", "Prefix of data file names."))
 PARTITION_DEFAULT_NAME = _register(
-    Option("partition.default-name", STRING, "__DEFAULT_PARTITION__", "Directory name used for a null or empty partition value.")
+    Option(
+        "partition.default-name",
+        STRING,
+        "__DEFAULT_PARTITION__",
+        "Directory name used for a null or empty partition value.",
+    )
 )
 PARTITION_LEGACY_NAME = _register(
-    Option("partition.legacy-name", BOOL, True, "Name DATE partition directories by days since epoch (Paimon's legacy naming).")
+    Option(
+        "partition.legacy-name",
+        BOOL,
+        True,
+        "Name DATE partition directories by days since epoch (Paimon's legacy naming).",
+    )
 )
 TARGET_FILE_SIZE = _register(Option("target-file-size", MEMORY, 128 * 1024**2, "Roll data files at about this size."))
 ROW_GROUP_ROWS = _register(
-    Option("parquet.row-group.rows", INT, 1_000_000, "Maximum rows per Parquet row group written by tablefmt.", minimum=1)
+    Option(
+        "parquet.row-group.rows", INT, 1_000_000, "Maximum rows per Parquet row group written by tablefmt.", minimum=1
+    )
 )
 DYNAMIC_PARTITION_OVERWRITE = _register(
     Option(
@@ -114,8 +130,12 @@ DYNAMIC_PARTITION_OVERWRITE = _register(
 COMMIT_MAX_RETRIES = _register(
     Option("commit.max-retries", INT, 50, "Attempts at the next snapshot id before a commit gives up.", minimum=1)
 )
-COMMIT_MIN_RETRY_WAIT = _register(Option("commit.min-retry-wait", DURATION, 10, "First back-off wait between commit attempts."))
-COMMIT_MAX_RETRY_WAIT = _register(Option("commit.max-retry-wait", DURATION, 10_000, "Largest back-off wait between attempts."))
+COMMIT_MIN_RETRY_WAIT = _register(
+    Option("commit.min-retry-wait", DURATION, 10, "First back-off wait between commit attempts.")
+)
+COMMIT_MAX_RETRY_WAIT = _register(
+    Option("commit.max-retry-wait", DURATION, 10_000, "Largest back-off wait between attempts.")
+)
 COMMIT_DEDUP_USERS = _register(
     Option(
         "commit.dedup.retained-users",
@@ -138,7 +158,9 @@ MANIFEST_FULL_COMPACTION_SIZE = _register(
     )
 )
 MANIFEST_MERGE_MIN_COUNT = _register(
-    Option("manifest.merge-min-count", INT, 30, "Merge the trailing small manifests once there are this many.", minimum=1)
+    Option(
+        "manifest.merge-min-count", INT, 30, "Merge the trailing small manifests once there are this many.", minimum=1
+    )
 )
 WRITE_ONLY = _register(
     Option("write-only", BOOL, False, "If true, commits never run maintenance (expiration); run it separately.")
@@ -149,7 +171,13 @@ SNAPSHOT_NUM_RETAINED_MIN = _register(
     Option("snapshot.num-retained.min", INT, 10, "The newest N snapshots never expire.", minimum=1)
 )
 SNAPSHOT_NUM_RETAINED_MAX = _register(
-    Option("snapshot.num-retained.max", INT, INT32_MAX, "Snapshots beyond the newest N expire regardless of age.", minimum=1)
+    Option(
+        "snapshot.num-retained.max",
+        INT,
+        INT32_MAX,
+        "Snapshots beyond the newest N expire regardless of age.",
+        minimum=1,
+    )
 )
 SNAPSHOT_TIME_RETAINED = _register(
     Option(
@@ -171,7 +199,12 @@ SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _register(
     )
 )
 CONSUMER_EXPIRATION_TIME = _register(
-    Option("consumer.expiration-time", DURATION, None, "Consumer files not updated for this long stop protecting snapshots.")
+    Option(
+        "consumer.expiration-time",
+        DURATION,
+        None,
+        "Consumer files not updated for this long stop protecting snapshots.",
+    )
 )
 FILE_OPERATION_THREAD_NUM = _register(
     Option("file-operation.thread-num", INT, 8, "Threads for parallel metadata reads and deletes.", minimum=1)

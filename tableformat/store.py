@@ -203,7 +203,9 @@ class MetadataStore:
 
     # --- tags and consumers ----------------------------------------------------------------------------------
     def tag_names(self) -> list[str]:
-        names = [f.name[len(TAG_PREFIX) :] for f in self.io.list_dir(self.layout.tag_dir) if f.name.startswith(TAG_PREFIX)]
+        names = [
+            f.name[len(TAG_PREFIX) :] for f in self.io.list_dir(self.layout.tag_dir) if f.name.startswith(TAG_PREFIX)
+        ]
         return sorted(n for n in names if n and not n.endswith(".tmp"))
 
     def read_tag(self, name: str) -> Tag:

@@ -15,14 +15,13 @@ import pyarrow as pa
 
 from tableformat.cleanup.maintenance import run_after_commit
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
-from tableformat.commit.committer import ChangeKind, Committer, CommitRequest
+from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile
 from tableformat.context import TableContext
 from tableformat.errors import (
     CommitStateUnknownError,
     SnapshotNotFoundError,
     TableAlreadyExistsError,
-    TableNotFoundError,
     TagError,
     ValidationError,
 )
@@ -90,7 +89,9 @@ class Table:
             raise ValidationError(f"partition keys {list(keys)} must be distinct columns of the schema {names}")
         for key in keys:
             if fields[names.index(key)].type.root in ("BYTES", "VARBINARY", "BINARY", "FLOAT", "DOUBLE"):
-                raise ValidationError(f"column {key!r} of type {fields[names.index(key)].type} cannot be a partition key")
+                raise ValidationError(
+                    f"column {key!r} of type {fields[names.index(key)].type} cannot be a partition key"
+                )
         opts = {str(k): str(v) for k, v in (options or {}).items()}
         opts.setdefault("file.format", "parquet")
         table_options = TableOptions(opts)

@@ -12,6 +12,7 @@ from tableformat.model.types import DataType
 def paimon_type_of(arrow_type: pa.DataType, nullable: bool = True) -> DataType:
     """The Paimon type for an Arrow type; ValidationError for types tablefmt cannot store."""
     t = arrow_type
+    params: tuple[int, ...]
     if pa.types.is_boolean(t):
         root, params = "BOOLEAN", ()
     elif pa.types.is_int8(t):

@@ -99,7 +99,6 @@ MANIFEST_ENTRY_SCHEMA: dict[str, Any] = {
 }
 
 
-
 # --- records <-> models ------------------------------------------------------------------------------------------
 def _stats_to_record(stats: SimpleStats) -> dict[str, Any]:
     return {
@@ -256,7 +255,10 @@ def _write(schema: Any, records: Iterable[dict[str, Any]]) -> bytes:
 
 def _read(data: bytes, path: str) -> Iterator[dict[str, Any]]:
     try:
-        yield from fastavro.reader(io.BytesIO(data))
+        for record in fastavro.reader(io.BytesIO(data)):
+            if not isinstance(record, dict):
+                raise ValueError("record is not an Avro record")
+            yield record
     except Exception as exc:  # fastavro raises many unrelated types (ValueError, EOFError, zstd errors, ...)
         raise CorruptMetadataError(path, f"unreadable Avro ({type(exc).__name__}: {exc})") from None
 

@@ -97,7 +97,9 @@ def schema_from_json(data: bytes, path: str) -> TableSchema:
         raise UnsupportedFormatError(f"{path}: schema version {version} is not supported")
     try:
         fields = tuple(
-            DataField(id=int(f["id"]), name=str(f["name"]), type=DataType.parse(f["type"]), description=f.get("description"))
+            DataField(
+                id=int(f["id"]), name=str(f["name"]), type=DataType.parse(f["type"]), description=f.get("description")
+            )
             for f in doc["fields"]
         )
         return TableSchema(

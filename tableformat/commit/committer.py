@@ -123,7 +123,8 @@ class Committer:
             if outside:
                 values = self.codec.values(outside[0].partition)
                 raise ValidationError(
-                    f"data for partition {values} is outside the overwritten partition(s) {list(request.overwrite_scope)}"
+                    f"data for partition {values} is outside the overwritten partition(s) "
+                    f"{list(request.overwrite_scope)}"
                 )
         if request.kind == ChangeKind.DROP and request.new_files:
             raise ValidationError("drop partitions takes no data")
@@ -158,11 +159,14 @@ class Committer:
             raise CommitConflictError("a file to add is already live in the table (the commit was applied before?)")
         return deletes + adds
 
-    def _try_once(self, request: CommitRequest) -> Snapshot | None | _Lost:
+    def _try_once(self, request: CommitRequest) -> Snapshot | _Lost | None:
         latest = self.store.latest_snapshot()
         if self._already_committed(latest, request):
-            log.info("commit %s/%s is already in snapshot history; not committing again", request.commit_user,
-                     request.commit_identifier)
+            log.info(
+                "commit %s/%s is already in snapshot history; not committing again",
+                request.commit_user,
+                request.commit_identifier,
+            )
             return latest
         delta = self._delta(latest, request)
         if not delta:
@@ -271,8 +275,9 @@ class Committer:
         try:
             self.store.io.delete_files(paths)
         except OSError as exc:
-            log.warning("could not remove %d unreferenced metadata file(s) of a failed commit attempt: %s",
-                        len(paths), exc)
+            log.warning(
+                "could not remove %d unreferenced metadata file(s) of a failed commit attempt: %s", len(paths), exc
+            )
 
 
 class _Lost:

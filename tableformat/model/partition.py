@@ -117,7 +117,9 @@ def coerce_value(value: object, field: DataField) -> object:
                 return value
             return dt.datetime.fromisoformat(str(value))
     except (ValueError, TypeError, InvalidOperation, OverflowError) as exc:
-        raise ValidationError(f"partition value {value!r} does not fit column {field.name} ({field.type}): {exc}") from None
+        raise ValidationError(
+            f"partition value {value!r} does not fit column {field.name} ({field.type}): {exc}"
+        ) from None
     raise ValidationError(f"column {field.name} of type {field.type} cannot be a partition key")
 
 

@@ -57,7 +57,9 @@ class DataType:
     def parse(text: object) -> DataType:
         """Parse a schema-JSON type; complex (ARRAY/MAP/ROW) types are reported as unsupported."""
         if not isinstance(text, str):
-            raise UnsupportedFormatError(f"unsupported (non-atomic) column type {text!r}: tablefmt reads atomic types only")
+            raise UnsupportedFormatError(
+                f"unsupported (non-atomic) column type {text!r}: tablefmt reads atomic types only"
+            )
         match = _TYPE.match(text)
         if not match:
             raise UnsupportedFormatError(f"unsupported column type {text!r}")

@@ -83,7 +83,9 @@ def read_entries(
         return list(pool.map(lambda m: store.read_manifest(m.file_name), manifests))
 
 
-def merge_entries(entry_lists: Iterable[Iterable[ManifestEntry]], *, strict: bool = False) -> dict[tuple[object, ...], ManifestEntry]:
+def merge_entries(
+    entry_lists: Iterable[Iterable[ManifestEntry]], *, strict: bool = False
+) -> dict[tuple[object, ...], ManifestEntry]:
     """Apply entries in order: ADD puts a file, DELETE removes it. Returns live ADD entries by identity.
 
     A DELETE whose ADD is not in the input is ignored (its ADD lives in manifests outside the input). With

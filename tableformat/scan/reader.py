@@ -48,7 +48,8 @@ class DataReader:
         """Where an entry's file lives (inside the table root unless the file records an external path)."""
         if entry.file.external_path:
             raise UnsupportedFormatError(
-                f"data file {entry.file.file_name} has an external path; tablefmt reads files inside the table root only"
+                f"data file {entry.file.file_name} has an external path; "
+                "tablefmt reads files inside the table root only"
             )
         values = self.codec.values(entry.partition)
         rel = partition_path(
@@ -75,7 +76,9 @@ class DataReader:
         return self._to_current(table, entry)
 
     def _to_current(self, table: pa.Table, entry: ManifestEntry) -> pa.Table:
-        file_schema = self.schema if entry.file.schema_id == self.schema.id else self.schema_loader(entry.file.schema_id)
+        file_schema = (
+            self.schema if entry.file.schema_id == self.schema.id else self.schema_loader(entry.file.schema_id)
+        )
         names_by_id = {f.id: f.name for f in file_schema.fields}
         partition_values = self.codec.values(entry.partition)
         columns = []

@@ -1,0 +1,214 @@
+"""The ``tablefmt`` command: a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+import pyarrow.parquet as pq
+
+from tableformat.cli.common import echo_json, handle_errors, open_table, parse_storage_options, storage_option_flag
+from tableformat.cli.demo_command import demo
+from tableformat.model.partition import parse_spec_text
+from tableformat.model.snapshot import Snapshot
+from tableformat.table import Table
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tablefmt")
+@click.option("-v", "--verbose", count=True, help="Log more (-v: info, -vv: debug).")
+def cli(verbose: int) -> None:
+    """tablefmt: Apache Paimon append tables with safe retention (expire, remove-orphans, check)."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
+    return {
+        "id": snapshot.id,
+        "schema_id": snapshot.schema_id,
+        "commit_kind": snapshot.commit_kind.value,
+        "time_millis": snapshot.time_millis,
+        "total_record_count": snapshot.total_record_count,
+        "delta_record_count": snapshot.delta_record_count,
+        "commit_user": snapshot.commit_user,
+        "commit_identifier": snapshot.commit_identifier,
+    }
+
+
+@cli.command()
+@click.argument("table")
+@click.option(
+    "--schema-from",
+    "schema_from",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="A Parquet file whose schema the new table takes.",
+)
+@click.option("--partition-keys", default="", help="Comma-separated partition columns.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Table option (repeatable).")
+@storage_option_flag
+@handle_errors
+def create(
+    table: str, schema_from: str, partition_keys: str, options: tuple[str, ...], storage_options: tuple[str, ...]
+) -> None:
+    """Create an empty table at TABLE with the schema of a Parquet file."""
+    schema = pq.read_schema(schema_from).remove_metadata()
+    opts = {}
+    for pair in options:
+        if "=" not in pair:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
+        key, value = pair.split("=", 1)
+        opts[key] = value
+    keys = [k.strip() for k in partition_keys.split(",") if k.strip()]
+    created = Table.create(table, schema, keys, opts, parse_storage_options(storage_options))
+    click.echo(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
+
+
+@cli.command()
+@click.argument("table")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--overwrite", is_flag=True, help="Replace the whole table (or --partition) instead of appending.")
+@click.option("--partition", default=None, metavar="K=V[,K=V]", help="With --overwrite: the partition to replace.")
+@click.option("--dynamic", is_flag=True, help="With --overwrite: replace exactly the partitions present in FILE.")
+@storage_option_flag
+@handle_errors
+def write(
+    table: str, file: str, overwrite: bool, partition: str | None, dynamic: bool, storage_options: tuple[str, ...]
+) -> None:
+    """Append a Parquet FILE to TABLE (one snapshot), or overwrite with --overwrite."""
+    if (partition or dynamic) and not overwrite:
+        raise click.UsageError("--partition and --dynamic need --overwrite")
+    data = pq.read_table(file)
+    target = open_table(table, storage_options)
+    if overwrite:
+        spec = parse_spec_text(partition) if partition else None
+        snapshot = target.overwrite(data, spec, dynamic=dynamic or None)
+    else:
+        snapshot = target.append(data)
+    if snapshot is None:
+        click.echo("nothing to commit (no rows); no snapshot written")
+    else:
+        click.echo(f"committed snapshot {snapshot.id} ({snapshot.commit_kind.value}, {data.num_rows} rows)")
+
+
+@cli.command()
+@click.argument("table")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@storage_option_flag
+@handle_errors
+def snapshots(table: str, as_json: bool, storage_options: tuple[str, ...]) -> None:
+    """List the snapshots of TABLE, oldest first."""
+    items = open_table(table, storage_options).snapshots()
+    if as_json:
+        echo_json([snapshot_json(s) for s in items])
+        return
+    for s in items:
+        click.echo(
+            f"{s.id:>6}  {s.commit_kind.value:<9}  rows={s.total_record_count}  delta={s.delta_record_count}  "
+            f"time_ms={s.time_millis}"
+        )
+
+
+@cli.command()
+@click.argument("table")
+@click.option("--snapshot", "snapshot_id", type=int, default=None, help="Snapshot id (default: latest).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@storage_option_flag
+@handle_errors
+def files(table: str, snapshot_id: int | None, as_json: bool, storage_options: tuple[str, ...]) -> None:
+    """List the live data files of a snapshot of TABLE."""
+    items = open_table(table, storage_options).files(snapshot_id)
+    if as_json:
+        echo_json(
+            [
+                {
+                    "path": f.path,
+                    "partition": f.partition,
+                    "bucket": f.bucket,
+                    "row_count": f.row_count,
+                    "file_size": f.file_size,
+                }
+                for f in items
+            ]
+        )
+        return
+    for f in items:
+        click.echo(f"{f.path}  rows={f.row_count}  bytes={f.file_size}")
+
+
+@cli.command("drop-partition")
+@click.argument("table")
+@click.argument("partitions", nargs=-1, required=True, metavar="K=V[,K=V] ...")
+@storage_option_flag
+@handle_errors
+def drop_partition(table: str, partitions: tuple[str, ...], storage_options: tuple[str, ...]) -> None:
+    """Mark-delete partitions of TABLE in one snapshot (bytes are freed by `tablefmt expire`)."""
+    specs = [parse_spec_text(p) for p in partitions]
+    snapshot = open_table(table, storage_options).drop_partitions(specs)
+    if snapshot is None:
+        click.echo("no data in those partitions; no snapshot written")
+    else:
+        click.echo(f"committed snapshot {snapshot.id} (OVERWRITE, {-(snapshot.delta_record_count or 0)} rows dropped)")
+
+
+@cli.group()
+def tag() -> None:
+    """Create, delete and list tags (tags protect a snapshot's files from expiration)."""
+
+
+@tag.command("create")
+@click.argument("table")
+@click.argument("name")
+@click.option("--snapshot", "snapshot_id", type=int, default=None, help="Snapshot id (default: latest).")
+@storage_option_flag
+@handle_errors
+def tag_create(table: str, name: str, snapshot_id: int | None, storage_options: tuple[str, ...]) -> None:
+    """Create tag NAME on a snapshot of TABLE."""
+    created = open_table(table, storage_options).create_tag(name, snapshot_id)
+    click.echo(f"tag {created.name} -> snapshot {created.snapshot.id}")
+
+
+@tag.command("delete")
+@click.argument("table")
+@click.argument("name")
+@storage_option_flag
+@handle_errors
+def tag_delete(table: str, name: str, storage_options: tuple[str, ...]) -> None:
+    """Delete tag NAME of TABLE."""
+    open_table(table, storage_options).delete_tag(name)
+    click.echo(f"deleted tag {name}")
+
+
+@tag.command("list")
+@click.argument("table")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@storage_option_flag
+@handle_errors
+def tag_list(table: str, as_json: bool, storage_options: tuple[str, ...]) -> None:
+    """List the tags of TABLE."""
+    items = open_table(table, storage_options).tags()
+    if as_json:
+        echo_json(
+            [
+                {"name": t.name, "snapshot_id": t.snapshot.id, "time_retained_seconds": t.time_retained_seconds}
+                for t in items
+            ]
+        )
+        return
+    for t in items:
+        click.echo(f"{t.name}  -> snapshot {t.snapshot.id}")
+
+
+cli.add_command(demo)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="tablefmt")
+
+
+if __name__ == "__main__":
+    main()
