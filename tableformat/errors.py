@@ -48,7 +48,7 @@ class UnsupportedFormatError(TableFormatError):
     """The table uses a format version or feature tablefmt does not implement."""
 
 
-class UnsafePathError(TableFormatError, ValueError):
+class UnsafePathError(ValidationError):
     """Metadata names a file outside the table root (``..``, an absolute path, another scheme or bucket)."""
 
 

@@ -190,21 +190,26 @@ class Table:
                 commit_user=commit_user or self.commit_user,
                 commit_identifier=commit_identifier if commit_identifier is not None else next(self._identifiers),
             )
-            snapshot = Committer(ctx.store, ctx.schema).commit(request)
+            result = Committer(ctx.store, ctx.schema).commit(request)
         except CommitStateUnknownError:
             raise  # the snapshot may reference these files: keep them
         except BaseException:
-            if writer.written:
-                try:
-                    ctx.io.delete_files(writer.written)
-                except OSError as exc:
-                    log.warning("could not remove data files of a failed commit: %s", exc)
+            self._remove_unreferenced(writer.written)
             raise
-        if snapshot is None and writer.written:
-            ctx.io.delete_files(writer.written)
-        if snapshot is not None:
+        if not result.created:
+            # Nothing new references the files this call wrote (no change, or committed before).
+            self._remove_unreferenced(writer.written)
+        else:
             self._after_commit()
-        return snapshot
+        return result.snapshot
+
+    def _remove_unreferenced(self, paths: list[str]) -> None:
+        if not paths:
+            return
+        try:
+            self._ctx.io.delete_files(paths)
+        except OSError as exc:
+            log.warning("could not remove %d unreferenced data file(s): %s", len(paths), exc)
 
     def write_files(self, data: pa.Table | pa.RecordBatch) -> list[NewDataFile]:
         """Write data files without committing them (for engines whose workers write and whose driver commits).

@@ -98,9 +98,13 @@ class Committer:
         self.partition_types = [f.type for f in schema.partition_fields]
 
     # --- public ----------------------------------------------------------------------------------------------
-    def commit(self, request: CommitRequest) -> Snapshot | None:
-        """Create one snapshot for the request; None when there is nothing to change (e.g. drop of a missing
-        partition). Raises a CommitError (nothing referenced) or CommitStateUnknownError (do not clean up)."""
+    def commit(self, request: CommitRequest) -> CommitResult:
+        """Create one snapshot for the request.
+
+        The result holds no snapshot when there is nothing to change (e.g. drop of a missing partition), and the
+        existing latest snapshot with ``created=False`` when the same (commitUser, commitIdentifier) was already
+        committed. Raises a CommitError (nothing referenced) or CommitStateUnknownError (do not clean up).
+        """
         self._validate(request)
         max_retries = self.options.require(COMMIT_MAX_RETRIES)
         min_wait = self.options.require(COMMIT_MIN_RETRY_WAIT)
@@ -167,10 +171,10 @@ class Committer:
                 request.commit_user,
                 request.commit_identifier,
             )
-            return latest
+            return CommitResult(latest, created=False)
         delta = self._delta(latest, request)
         if not delta:
-            return None
+            return CommitResult(None, created=False)
         names = NameFactory()
         written: list[str] = []
         ambiguous = False
@@ -181,6 +185,8 @@ class Committer:
             except OSError as exc:
                 ambiguous = True
                 won = self._resolve_unknown(snapshot, exc)
+                if won is None:  # nothing landed: a plain failure of this commit
+                    raise
         except CommitStateUnknownError:
             raise
         except BaseException:
@@ -191,18 +197,19 @@ class Committer:
                 self._discard(written)
             return _Lost()
         self.store.write_hint("LATEST", snapshot.id)
-        return snapshot
+        return CommitResult(snapshot, created=True)
 
-    def _resolve_unknown(self, snapshot: Snapshot, exc: OSError) -> bool:
-        """After an ambiguous snapshot write: read it back; ours = won, someone else's = lost."""
+    def _resolve_unknown(self, snapshot: Snapshot, exc: OSError) -> bool | None:
+        """After a failed snapshot write, read it back: ours = won (True), another writer's = lost (False),
+        absent = the write did not happen (None: the caller re-raises the original error)."""
         try:
             stored = self.store.io.read_bytes(self.store.layout.snapshot_file(snapshot.id))
         except FileNotFoundError:
-            return False
+            return None
         except OSError as read_exc:
             raise CommitStateUnknownError(
                 f"snapshot {snapshot.id} write failed ({exc}) and could not be read back ({read_exc}); "
-                "re-run the commit with the same commit user to resolve it"
+                "re-run the commit with the same commit user and identifier to resolve it"
             ) from read_exc
         return stored == self.store.snapshot_bytes(snapshot)
 
@@ -282,3 +289,11 @@ class Committer:
 
 class _Lost:
     """Marker: another writer created the snapshot id this attempt wanted."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """The snapshot a commit created, or the existing one that already holds it (``created`` false)."""
+
+    snapshot: Snapshot | None
+    created: bool

@@ -1,0 +1,23 @@
+"""PySpark integration: the ``tablefmt`` data source, maintenance with executors and a fast read path.
+
+* :func:`register` makes ``spark.read/write.format("tablefmt")`` available (options: :mod:`.config`);
+* :func:`read_native` reads a snapshot through Spark's own Parquet reader when the files allow it;
+* :func:`maintain` runs a table's maintenance on demand; :func:`remove_orphan_files` cleans orphans with
+  listing and deletion on Spark's executors, by the local cleaner's rules.
+
+Needs the ``spark`` extra (pyspark 4.3) and the tablefmt package installed where Spark's Python workers run.
+"""
+
+from tableformat.spark.datasource import TablefmtDataSource
+from tableformat.spark.fast_read import read_native
+from tableformat.spark.maintenance import MaintenanceReport, maintain, remove_orphan_files
+from tableformat.spark.registration import register
+
+__all__ = [
+    "MaintenanceReport",
+    "TablefmtDataSource",
+    "maintain",
+    "read_native",
+    "register",
+    "remove_orphan_files",
+]

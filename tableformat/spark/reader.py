@@ -1,0 +1,161 @@
+"""Batch reads: plan a snapshot's live files on the driver, bin-pack them into splits, read splits on executors.
+
+No filter pushdown (``pushFilters``) on purpose: pyspark 4.3.0 leaks pushed filters from one scan of a DataFrame
+into the next (see the package docs). Partitions are pruned through the ``partitions`` option instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from tableformat.errors import ValidationError
+from tableformat.io.factory import open_location
+from tableformat.layout import TableLayout
+from tableformat.model.manifest import ManifestEntry
+from tableformat.model.schema import TableSchema
+from tableformat.model.snapshot import Snapshot
+from tableformat.scan.planner import PartitionCodec
+from tableformat.scan.reader import DataReader
+from tableformat.spark.config import ReadConfig
+from tableformat.spark.schema import arrow_schema_for_spark, resolve_columns, to_spark_batches
+from tableformat.store import MetadataStore
+from tableformat.table import Table
+
+log = logging.getLogger(__name__)
+
+
+def select_snapshot(
+    table: Table, *, snapshot_id: int | None = None, tag: str | None = None, timestamp_ms: int | None = None
+) -> Snapshot | None:
+    """The snapshot a read asks for: an id, a tag, the newest at or before a time, or the latest (None = empty)."""
+    chosen = [x for x in (snapshot_id, tag, timestamp_ms) if x is not None]
+    if len(chosen) > 1:
+        raise ValidationError("give at most one of snapshot id, tag and timestamp")
+    if snapshot_id is not None:
+        return table.snapshot(snapshot_id)
+    if tag is not None:
+        return table.context.store.read_tag(tag).snapshot
+    if timestamp_ms is not None:
+        return table.snapshot_as_of(timestamp_ms)
+    return table.latest_snapshot()
+
+
+def plan_entries(
+    table: Table, snapshot: Snapshot | None, partition_filter: Sequence[Mapping[str, Any]] | None
+) -> list[ManifestEntry]:
+    """The live files of ``snapshot`` (restricted to matching partitions when a filter is given)."""
+    if snapshot is None:
+        return []
+    return table._plan(snapshot, list(partition_filter) if partition_filter is not None else None)
+
+
+def data_reader(location: str, storage_options: Mapping[str, Any], schema: TableSchema) -> DataReader:
+    """A DataReader for ``schema`` built from a location (on an executor: no Table, no listing)."""
+    file_io, root = open_location(location, dict(storage_options))
+    layout = TableLayout(root)
+    store = MetadataStore(file_io, layout)
+    return DataReader(file_io, layout, schema, store.read_schema, PartitionCodec(schema), threads=1)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitSizing:
+    """How files are bin-packed into splits (one Spark task each), the way Spark sizes file splits."""
+
+    target_size: int
+    open_file_cost: int
+    parallelism: int
+
+    def max_split_bytes(self, entries: Sequence[ManifestEntry]) -> int:
+        total = sum(e.file.file_size + self.open_file_cost for e in entries)
+        return min(self.target_size, max(self.open_file_cost, -(-total // self.parallelism)))
+
+
+def bin_pack(entries: Sequence[ManifestEntry], sizing: SplitSizing) -> list[list[ManifestEntry]]:
+    """Largest files first; a split closes when the next file would push it past the split size."""
+    limit = sizing.max_split_bytes(entries)
+    splits: list[list[ManifestEntry]] = []
+    current: list[ManifestEntry] = []
+    current_size = 0
+    for entry in sorted(entries, key=lambda e: e.file.file_size, reverse=True):
+        cost = entry.file.file_size + sizing.open_file_cost
+        if current and current_size + cost > limit:
+            splits.append(current)
+            current, current_size = [], 0
+        current.append(entry)
+        current_size += cost
+    if current:
+        splits.append(current)
+    return splits
+
+
+class TablefmtSplit(InputPartition):
+    """The files one Spark task reads."""
+
+    def __init__(self, index: int, entries: Sequence[ManifestEntry]) -> None:
+        super().__init__(index)
+        self.entries = tuple(entries)
+
+    def __repr__(self) -> str:
+        return f"TablefmtSplit({self.value}, files={len(self.entries)})"
+
+
+class TablefmtReader(DataSourceReader):
+    """Reads one pinned snapshot of a table. Pickled to executors: holds no filesystem, only plain state."""
+
+    def __init__(self, config: ReadConfig, snapshot_id: int | None, pinned: bool, spark_schema: StructType) -> None:
+        self.config = config
+        self.snapshot_id = snapshot_id
+        self.pinned = pinned
+        self.spark_schema = spark_schema
+        table = Table.open(config.path, config.storage_options)
+        self.table_schema = table.schema
+        self.columns = resolve_columns(spark_schema.fieldNames(), table.schema.field_names)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        config = self.config
+        table = Table.open(config.path, config.storage_options)
+        if self.pinned:
+            snapshot = table.snapshot(self.snapshot_id) if self.snapshot_id is not None else None
+        else:
+            snapshot = select_snapshot(
+                table, snapshot_id=config.snapshot_id, tag=config.tag, timestamp_ms=config.timestamp_ms
+            )
+        entries = plan_entries(table, snapshot, config.partition_filter)
+        sizing = SplitSizing(
+            target_size=config.split_target_size,
+            open_file_cost=config.split_open_file_cost,
+            parallelism=config.parallelism or os.cpu_count() or 1,
+        )
+        splits = bin_pack(entries, sizing)
+        log.info(
+            "tablefmt read of %s snapshot %s: %d file(s) in %d split(s)",
+            table.location,
+            None if snapshot is None else snapshot.id,
+            len(entries),
+            len(splits),
+        )
+        return [TablefmtSplit(index, split) for index, split in enumerate(splits)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, TablefmtSplit) or not partition.entries:
+            return
+        reader = data_reader(self.config.path, self.config.storage_options, self.table_schema)
+        target = arrow_schema_for_spark(self.spark_schema)
+        entries = partition.entries
+        # Read the next file in the background while Spark consumes the current one (pyarrow releases the GIL).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending: Future[pa.Table] = pool.submit(reader.read_entry, entries[0])
+            for index in range(len(entries)):
+                table = pending.result()
+                if index + 1 < len(entries):
+                    pending = pool.submit(reader.read_entry, entries[index + 1])
+                yield from to_spark_batches(table, self.columns, target)
