@@ -163,7 +163,7 @@ class Committer:
             raise CommitConflictError("a file to add is already live in the table (the commit was applied before?)")
         return deletes + adds
 
-    def _try_once(self, request: CommitRequest) -> Snapshot | _Lost | None:
+    def _try_once(self, request: CommitRequest) -> CommitResult | _Lost:
         latest = self.store.latest_snapshot()
         if self._already_committed(latest, request):
             log.info(
@@ -184,9 +184,10 @@ class Committer:
                 won = self.store.write_snapshot_if_absent(snapshot)
             except OSError as exc:
                 ambiguous = True
-                won = self._resolve_unknown(snapshot, exc)
-                if won is None:  # nothing landed: a plain failure of this commit
+                resolved = self._resolve_unknown(snapshot, exc)
+                if resolved is None:  # nothing landed: a plain failure of this commit
                     raise
+                won = resolved
         except CommitStateUnknownError:
             raise
         except BaseException:

@@ -66,11 +66,11 @@ def test_bad_durations(text: str) -> None:
 
 
 def test_invalid_option_combinations_are_refused() -> None:
-    with pytest.raises(ValidationError, match="snapshot.num-retained.min must be >= 1"):
+    with pytest.raises(ValidationError, match=r"snapshot\.num-retained\.min must be >= 1"):
         TableOptions({"snapshot.num-retained.min": "0"}).validate()
-    with pytest.raises(ValidationError, match="must be >= snapshot.num-retained.min"):
+    with pytest.raises(ValidationError, match=r"must be >= snapshot\.num-retained\.min"):
         TableOptions({"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "3"}).validate()
-    with pytest.raises(ValidationError, match="snapshot.time-retained"):
+    with pytest.raises(ValidationError, match=r"snapshot\.time-retained"):
         TableOptions({"snapshot.time-retained": "soon"}).validate()
 
 

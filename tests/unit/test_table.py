@@ -160,7 +160,7 @@ def test_create_and_open_errors(tmp_path: Path) -> None:
         Table.create(str(tmp_path / "t"), SCHEMA)
     with pytest.raises(ValidationError, match="partition keys"):
         Table.create(str(tmp_path / "u"), SCHEMA, partition_keys=["nope"])
-    with pytest.raises(ValidationError, match="snapshot.num-retained.min"):
+    with pytest.raises(ValidationError, match=r"snapshot\.num-retained\.min"):
         Table.create(str(tmp_path / "v"), SCHEMA, options={"snapshot.num-retained.min": "0"})
     assert not (tmp_path / "v").exists()
 
