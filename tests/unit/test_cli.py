@@ -67,7 +67,7 @@ def test_bad_input_is_one_line_and_non_zero(tmp_path: Path, parquet_file: Path, 
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"other": [1]}), bad)
     filled = [a.format(table=table, missing=str(tmp_path / "missing"), bad_parquet=str(bad)) for a in args]
-    code, out, err = run(*filled)
+    code, _out, err = run(*filled)
     assert code != 0
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err
