@@ -24,8 +24,10 @@ SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("value", pa.float64()),
 
 
 def small_batch(i: int) -> pa.Table:
-    return pa.table({"id": [i * 10 + k for k in range(10)], "value": [float(k) for k in range(10)],
-                     "part": [i % 4] * 10}, schema=SCHEMA)
+    return pa.table(
+        {"id": [i * 10 + k for k in range(10)], "value": [float(k) for k in range(10)], "part": [i % 4] * 10},
+        schema=SCHEMA,
+    )
 
 
 def timed(commits: int, commit: Callable[[int], None]) -> list[float]:
@@ -38,7 +40,9 @@ def timed(commits: int, commit: Callable[[int], None]) -> list[float]:
 
 
 def run_tablefmt(base: str, commits: int) -> list[float]:
-    table = Table.create(os.path.join(base, "tablefmt"), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    table = Table.create(
+        os.path.join(base, "tablefmt"), SCHEMA, partition_keys=["part"], options={"write-only": "true"}
+    )
     return timed(commits, lambda i: table.append(small_batch(i)))
 
 
@@ -72,14 +76,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=1000)
     args = parser.parse_args()
-    print(f"{time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()} "
-          f"cpus={os.cpu_count()} python={platform.python_version()} pyarrow={pa.__version__}")
+    print(
+        f"{time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()} "
+        f"cpus={os.cpu_count()} python={platform.python_version()} pyarrow={pa.__version__}"
+    )
     with tempfile.TemporaryDirectory() as base:
         ours = run_tablefmt(base, args.commits)
         theirs = run_pypaimon(base, args.commits)
     for name, lat in (("tablefmt", ours), ("pypaimon", theirs)):
-        print(f"{name:9} median {statistics.median(lat) * 1000:7.2f} ms  deciles(ms) "
-              + " ".join(f"{d:6.2f}" for d in deciles(lat)))
+        print(
+            f"{name:9} median {statistics.median(lat) * 1000:7.2f} ms  deciles(ms) "
+            + " ".join(f"{d:6.2f}" for d in deciles(lat))
+        )
     first, last = deciles(ours)[0], deciles(ours)[-1]
     print(f"tablefmt last/first decile: {last / first:.2f}x (target <= 1.5)")
     print(f"tablefmt/pypaimon median: {statistics.median(ours) / statistics.median(theirs):.2f}x (target <= 1.0)")
