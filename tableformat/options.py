@@ -1,12 +1,11 @@
 """The one option registry: every table option tablefmt reads, with its type, default and documentation.
 
-Keys are Paimon's. ``docs/options.md`` is generated from this registry (``python -m tableformat.options``) and a
+Keys are Paimon's. ``docs/options.md`` is generated from this registry (``python -m tableformat.options_doc``) and a
 test fails when it is stale.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -162,6 +161,15 @@ MANIFEST_MERGE_MIN_COUNT = _register(
         "manifest.merge-min-count", INT, 30, "Merge the trailing small manifests once there are this many.", minimum=1
     )
 )
+SINGLE_WRITER_UNSAFE_STORE = _register(
+    Option(
+        "commit.allow-non-atomic-store",
+        BOOL,
+        False,
+        "Allow commits on a store without atomic create-if-absent (no S3 If-None-Match). Only safe when exactly "
+        "one writer ever commits to the table.",
+    )
+)
 WRITE_ONLY = _register(
     Option("write-only", BOOL, False, "If true, commits never run maintenance (expiration); run it separately.")
 )
@@ -255,7 +263,7 @@ def render_options_markdown() -> str:
     lines = [
         "# Table options",
         "",
-        "Generated from `tableformat/options.py` by `python -m tableformat.options > docs/options.md`; do not edit.",
+        "Generated from `tableformat/options.py` by `python -m tableformat.options_doc > docs/options.md`; do not edit.",
         "Set them at `Table.create(..., options={...})`; maintenance calls can override the expiration ones per call.",
         "",
         "| key | type | default | description |",
@@ -265,7 +273,3 @@ def render_options_markdown() -> str:
         doc = option.doc + (f" Minimum {option.minimum}." if option.minimum is not None else "")
         lines.append(f"| `{option.key}` | {option.type.name} | `{option.render_default()}` | {doc} |")
     return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    sys.stdout.write(render_options_markdown())

@@ -21,6 +21,7 @@ from tableformat.context import TableContext
 from tableformat.errors import (
     CommitStateUnknownError,
     SnapshotNotFoundError,
+    StorageError,
     TableAlreadyExistsError,
     TagError,
     ValidationError,
@@ -37,6 +38,7 @@ from tableformat.options import (
     FILE_OPERATION_THREAD_NUM,
     PARTITION_DEFAULT_NAME,
     REGISTRY,
+    SINGLE_WRITER_UNSAFE_STORE,
     TableOptions,
 )
 from tableformat.scan.planner import PartitionPredicate, live_entries
@@ -67,6 +69,7 @@ class Table:
         self._ctx = context
         self.commit_user = str(uuid.uuid4())
         self._identifiers = itertools.count(1)
+        self._atomic_create_checked = False
 
     # --- create / open ---------------------------------------------------------------------------------------
     @classmethod
@@ -178,6 +181,7 @@ class Table:
         commit_identifier: int | None = None,
     ) -> Snapshot | None:
         self._refresh_schema()
+        self._check_atomic_create()
         ctx = self._ctx
         writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
         try:
@@ -210,6 +214,19 @@ class Table:
             self._ctx.io.delete_files(paths)
         except OSError as exc:
             log.warning("could not remove %d unreferenced data file(s): %s", len(paths), exc)
+
+    def _check_atomic_create(self) -> None:
+        """Before the first commit: refuse stores that cannot create snapshot files atomically."""
+        if self._atomic_create_checked:
+            return
+        ctx = self._ctx
+        if not ctx.io.verify_atomic_create(ctx.layout.root) and not self.options.require(SINGLE_WRITER_UNSAFE_STORE):
+            raise StorageError(
+                f"the store at {ctx.url()} does not honour atomic create-if-absent (S3 PutObject If-None-Match); "
+                "concurrent writers could lose commits. Use a store that supports conditional writes, or set "
+                "commit.allow-non-atomic-store=true if exactly one writer ever commits to this table"
+            )
+        self._atomic_create_checked = True
 
     def write_files(self, data: pa.Table | pa.RecordBatch) -> list[NewDataFile]:
         """Write data files without committing them (for engines whose workers write and whose driver commits).

@@ -87,6 +87,10 @@ class FileIO(ABC):
     def file_size(self, path: str) -> int:
         """Size in bytes; FileNotFoundError if it does not exist."""
 
+    def verify_atomic_create(self, root: str) -> bool:
+        """Whether write_if_absent is really atomic for tables under ``root`` (object stores ask the server)."""
+        return self.atomic_create
+
     def mkdirs(self, path: str) -> None:  # noqa: B027 - optional hook: object stores need no directories
         """Create a directory and its parents where the backend has directories."""
 

@@ -26,20 +26,11 @@ _log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-CREATE_ATTEMPTS = 5
-"""Conditional PUTs tried for one write_if_absent before the outcome is declared unknown."""
-
-DELETE_BATCH = 1000
-"""DeleteObjects accepts at most 1,000 keys per request."""
-
-CONCURRENCY = 8
-"""Parallel HEAD / DeleteObjects requests in one delete_files call."""
-
-LIST_MIN_KEYS = 4
-"""delete_files settles existence by listing a directory from this many requested keys in it, else by HEADs."""
-
-KEYS_PER_LIST_PAGE = 100
-"""Listing budget of delete_files: one ListObjectsV2 page per this many requested keys of a directory."""
+CREATE_ATTEMPTS = 5  # conditional PUTs per write_if_absent before the outcome is declared unknown
+DELETE_BATCH = 1000  # DeleteObjects accepts at most 1,000 keys per request
+CONCURRENCY = 8  # parallel HEAD / LIST / DeleteObjects requests of one delete_files call
+LIST_MIN_KEYS = 4  # delete_files lists a directory from this many requested keys in it, else HEADs each
+KEYS_PER_LIST_PAGE = 100  # delete_files' listing budget: one page per this many requested keys of a directory
 
 _SECRET_OPTIONS = ("key", "secret", "token", "username", "password")
 _SECRET_CLIENT_KWARGS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
@@ -58,16 +49,11 @@ def split_path(path: str) -> tuple[str, str]:
 
 def _error_code(exc: BaseException) -> tuple[str, int]:
     """S3 error code and HTTP status of the botocore ClientError in ``exc``'s chain, or ('', 0)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        response = getattr(current, "response", None)
+    for item in _chain(exc):
+        response = getattr(item, "response", None)
         if isinstance(response, dict):
-            code = str(response.get("Error", {}).get("Code", ""))
             status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-            return code, status
-        current = current.__cause__ or current.__context__
+            return str(response.get("Error", {}).get("Code", "")), status
     return "", 0
 
 
@@ -78,14 +64,19 @@ def is_exists_error(exc: BaseException) -> bool:
 
 
 def is_definite_failure(exc: BaseException) -> bool:
-    """The request was refused before taking effect (4xx such as AccessDenied, NoSuchBucket, bad input).
-
-    Timeouts, connection errors, 5xx, 408/409/429 leave the outcome unknown.
-    """
+    """Refused before taking effect (4xx such as AccessDenied, NoSuchBucket); timeouts, 5xx, 408/409/429 are not."""
     _code, status = _error_code(exc)
     if status:
         return 400 <= status < 500 and status not in _UNKNOWN_OUTCOME_STATUS
     return isinstance(exc, (PermissionError, FileNotFoundError, ValueError, TypeError))
+
+
+def _just_before(key: str) -> str:
+    """A string sorting shortly before ``key`` (for StartAfter): 'd/f04' for 'd/f05', else 'd/f0'."""
+    last = key[-1]
+    if " " < last <= "~":
+        return key[:-1] + chr(ord(last) - 1)
+    return key[:-1]
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -122,13 +113,8 @@ class Scrubber:
 
     def leaks(self, exc: BaseException) -> bool:
         """Whether a secret appears in the message or repr of ``exc`` or anything it chains to."""
-        if not self._secrets:
-            return False
-        for item in _chain(exc):
-            rendered = f"{item}\n{item!r}"
-            if any(secret in rendered for secret in self._secrets):
-                return True
-        return False
+        rendered = [f"{item}\n{item!r}" for item in _chain(exc)]
+        return any(secret in text for text in rendered for secret in self._secrets)
 
     def exception(self, exc: BaseException) -> BaseException:
         """``exc`` itself when it leaks nothing, else a fresh exception of the same kind without a chain."""
@@ -146,17 +132,28 @@ class Scrubber:
                 clean = StorageError(message)
         else:
             clean = StorageError(f"{type(exc).__name__}: {message}")
-        clean.__cause__ = None
-        clean.__context__ = None
+        clean.__cause__ = clean.__context__ = None
         clean.__suppress_context__ = True
         return clean
+
+
+def call_scrubbed(scrubber: Scrubber, func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``func(*args, **kwargs)``; anything raised is re-raised without credentials (and outside the handler)."""
+    clean: BaseException | None = None
+    try:
+        return func(*args, **kwargs)
+    except Exception as exc:
+        clean = scrubber.exception(exc)
+        if clean is exc:
+            raise
+    raise clean
 
 
 def _scrubbed(method: Callable[Concatenate[S3FileIO, P], T]) -> Callable[Concatenate[S3FileIO, P], T]:
     """Run a public method with credentials removed from whatever it raises."""
 
-    def wrapper(self: S3FileIO, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._call(method, self, *args, **kwargs)
+    def wrapper(self: S3FileIO, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return call_scrubbed(self._scrubber, method, self, *args, **kwargs)
 
     functools.update_wrapper(wrapper, method)
     return wrapper
@@ -187,36 +184,18 @@ class S3FileIO(FsspecFileIO):
 
         options = dict(storage_options)
         kwargs = {**options, "use_listings_cache": False, "skip_instance_cache": True}
-        clean: BaseException | None = None
-        try:
-            fs = s3fs.S3FileSystem(**kwargs)
-        except Exception as exc:
-            clean = Scrubber.for_options(options).exception(exc)
-            if clean is exc:
-                raise
-        if clean is not None:
-            raise clean
-        return cls(fs, options)
+        return cls(call_scrubbed(Scrubber.for_options(options), s3fs.S3FileSystem, **kwargs), options)
 
     def __repr__(self) -> str:
         endpoint = getattr(self.fs, "endpoint_url", None) or "default"
         return f"S3FileIO(endpoint_url={self._scrubber.text(str(endpoint))!r})"
 
-    def _call(self, func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``func(*args, **kwargs)``; anything raised is re-raised without credentials and outside this frame."""
-        clean: BaseException | None = None
-        try:
-            return func(*args, **kwargs)
-        except Exception as exc:
-            clean = self._scrubber.exception(exc)
-            if clean is exc:
-                raise
-        raise clean
+    def storage_options(self) -> dict[str, Any]:
+        """The options given to :meth:`create`, credentials included: ship them, never log them."""
+        return dict(self._storage_options)
 
     def _message(self, exc: BaseException) -> str:
         return self._scrubber.text(f"{type(exc).__name__}: {exc}")
-
-    # -- reads ---------------------------------------------------------------------------------------------------
 
     @_scrubbed
     def read_bytes(self, path: str) -> bytes:
@@ -243,11 +222,7 @@ class S3FileIO(FsspecFileIO):
             except FileNotFoundError:
                 return False
             return True
-        try:
-            self.fs.call_s3("head_object", Bucket=bucket, Key=key)
-        except FileNotFoundError:
-            return self._has_children(bucket, key)
-        return True
+        return self._is_object(bucket, key) or self._has_children(bucket, key)
 
     def _has_children(self, bucket: str, key: str) -> bool:
         try:
@@ -259,12 +234,10 @@ class S3FileIO(FsspecFileIO):
     def _pages(self, bucket: str, prefix: str, delimiter: str = "", start_after: str = "") -> Iterator[dict[str, Any]]:
         """ListObjectsV2 pages straight from the store (never a cache)."""
         kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.list_page_size}
-        if delimiter:
-            kwargs["Delimiter"] = delimiter
-        if start_after:
-            kwargs["StartAfter"] = start_after
+        optional = {"Delimiter": delimiter, "StartAfter": start_after}
+        kwargs.update({name: value for name, value in optional.items() if value})
         while True:
-            page: dict[str, Any] = self._call(self.fs.call_s3, "list_objects_v2", **kwargs)
+            page: dict[str, Any] = call_scrubbed(self._scrubber, self.fs.call_s3, "list_objects_v2", **kwargs)
             yield page
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
@@ -273,7 +246,7 @@ class S3FileIO(FsspecFileIO):
 
     @staticmethod
     def _file_info(bucket: str, entry: dict[str, Any]) -> FileInfo:
-        return FileInfo(path=f"{bucket}/{entry['Key']}", size=int(entry.get("Size") or 0), mtime_ms=mtime_ms_of(entry))
+        return FileInfo(f"{bucket}/{entry['Key']}", int(entry.get("Size") or 0), mtime_ms_of(entry))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         bucket, key = split_path(path)
@@ -300,8 +273,6 @@ class S3FileIO(FsspecFileIO):
                         yield self._file_info(bucket, entry)
         except FileNotFoundError:
             return
-
-    # -- writes --------------------------------------------------------------------------------------------------
 
     @_scrubbed
     def write_bytes(self, path: str, data: bytes) -> None:
@@ -338,6 +309,9 @@ class S3FileIO(FsspecFileIO):
         raise StorageError(f"outcome of creating {self.url(path)} unknown after {CREATE_ATTEMPTS} attempts: {last}")
 
     @_scrubbed
+    def verify_atomic_create(self, root: str) -> bool:
+        return self.probe_conditional_writes(root)
+
     def probe_conditional_writes(self, root: str) -> bool:
         """Whether the store refuses a second ``If-None-Match: *`` PUT of one key.
 
@@ -364,8 +338,6 @@ class S3FileIO(FsspecFileIO):
                 self.fs.rm_file(probe)
             except Exception as exc:
                 _log.warning("could not delete probe %s: %s", self.url(probe), self._message(exc))
-
-    # -- deletes -------------------------------------------------------------------------------------------------
 
     def remove_empty_dir(self, path: str) -> bool:
         return False
@@ -429,21 +401,25 @@ class S3FileIO(FsspecFileIO):
         prefixes: set[str] = set()
         complete = False
         if len(keys) >= LIST_MIN_KEYS:
-            complete, files, settled, prefixes = self._list_range(bucket, keys)
+            try:
+                complete, files, settled, prefixes = self._list_range(bucket, keys)
+            except Exception as exc:  # e.g. no s3:ListBucket permission: HEAD every key instead
+                _log.debug("listing for delete failed, using HEAD: %s", self._message(exc))
         errors: dict[str, str] = {}
         unsettled = [key for key in keys if key not in settled]
-        for key, outcome in zip(unsettled, pool.map(lambda k: self._head(bucket, k), unsettled)):
-            if outcome is True:
-                files.add(key)
-            elif outcome is not False:
+        for key, outcome in zip(unsettled, self._each(pool, self._is_object, bucket, unsettled), strict=True):
+            if isinstance(outcome, str):
                 errors[key] = outcome
+            elif outcome:
+                files.add(key)
         absent = [key for key in keys if key not in files and key not in errors]
-        known = [key for key in absent if complete or f"{key}/" in prefixes]
-        missing = {key: f"{key}/" in prefixes for key in known}
+        missing = {key: f"{key}/" in prefixes for key in absent if complete or f"{key}/" in prefixes}
         unknown = [key for key in absent if key not in missing]
-        lists = pool.map(lambda k: self._has_children(bucket, k), unknown)
-        for key, has_children in zip(unknown, lists, strict=True):
-            missing[key] = has_children
+        for key, outcome in zip(unknown, self._each(pool, self._has_children, bucket, unknown), strict=True):
+            if isinstance(outcome, str):
+                errors[key] = outcome
+            else:
+                missing[key] = outcome
         return sorted(files), missing, errors
 
     def _list_range(self, bucket: str, keys: list[str]) -> tuple[bool, set[str], set[str], set[str]]:
@@ -458,7 +434,7 @@ class S3FileIO(FsspecFileIO):
         prefixes: set[str] = set()
         high = ""
         budget = max(1, -(-len(keys) // KEYS_PER_LIST_PAGE))
-        pages = self._pages(bucket, prefix, delimiter="/", start_after=keys[0][:-1])
+        pages = self._pages(bucket, prefix, delimiter="/", start_after=_just_before(keys[0]))
         for number, page in enumerate(pages, start=1):
             listed = [entry["Key"] for entry in page.get("Contents", [])]
             if listed and (listed != sorted(listed) or listed[0] <= high):
@@ -472,15 +448,25 @@ class S3FileIO(FsspecFileIO):
                 break
         return False, found, {key for key in keys if key <= high}, prefixes
 
-    def _head(self, bucket: str, key: str) -> bool | str:
-        """True if the object exists, False if not, else the (scrubbed) error."""
+    def _is_object(self, bucket: str, key: str) -> bool:
         try:
             self.fs.call_s3("head_object", Bucket=bucket, Key=key)
         except FileNotFoundError:
             return False
-        except Exception as exc:
-            return self._message(exc)
         return True
+
+    def _each(
+        self, pool: ThreadPoolExecutor, check: Callable[[str, str], bool], bucket: str, keys: list[str]
+    ) -> Iterator[bool | str]:
+        """``check(bucket, key)`` for every key in parallel; a failure yields its (scrubbed) message instead."""
+
+        def run(key: str) -> bool | str:
+            try:
+                return check(bucket, key)
+            except Exception as exc:
+                return self._message(exc)
+
+        return pool.map(run, keys)
 
     def _delete_batch(self, bucket: str, keys: list[str]) -> tuple[str, set[str], dict[str, str]]:
         """One DeleteObjects call: (bucket, keys confirmed deleted, {key: error}) from its per-key results."""

@@ -1,0 +1,40 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+try:  # tests/ on sys.path (rootdir conftest without tests/__init__.py) or the repository root
+    from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS, WeedNotFoundError
+except ImportError:  # pragma: no cover
+    from tests.support.seaweedfs import DEFAULT_BUCKET, SeaweedFS, WeedNotFoundError  # type: ignore[no-redef]
+
+
+# --- S3 (SeaweedFS) -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[SeaweedFS]:
+    """One SeaweedFS server for the whole run; skipped without the weed binary unless CI=true (then an error)."""
+    try:
+        server = SeaweedFS()
+    except WeedNotFoundError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            raise
+        pytest.skip(f"S3 tests need SeaweedFS: {exc}")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_root(s3_server: SeaweedFS) -> tuple[str, dict[str, Any]]:
+    """(``s3://bucket/<unique prefix>``, storage options) for ``open_location(url, storage_options)``."""
+    return f"s3://{DEFAULT_BUCKET}/t-{uuid.uuid4().hex[:16]}", s3_server.storage_options()

@@ -1,0 +1,195 @@
+"""A FileIO wrapper that fails the N-th mutating call, before or after it takes effect.
+
+``FaultyFileIO(inner, fail_at=N, mode="before" | "after")`` forwards every call to ``inner`` and counts the mutating
+ones (``write_bytes``, ``write_if_absent``, ``delete_files``, ``remove_empty_dir`` by default). For
+``delete_files`` every path of a batch is one call point, so "fail at the 7th delete" works for batches: the paths
+before the failing one are deleted, and so is the failing one in "after" mode. At call point N it raises
+:class:`InjectedFault` (an ``OSError``):
+
+* ``mode="before"``: the call has no effect (a request refused or lost on the way to the store);
+* ``mode="after"``: the effect is applied, then the error is raised (the acknowledgement was lost).
+
+By default the fault fires once and later calls pass (a transient fault: the caller's error handling runs).
+With ``sticky=True`` every later mutating call fails too, before taking effect: the process has crashed and no
+clean-up of its own ever reaches the store.
+
+``fail_at=None`` is the counting mode: nothing fails, ``calls`` records every call point as ``(op, path)``, so a
+sweep learns how many points an operation has and can iterate over all of them.
+
+Reads are never counted or failed. The wrapper is thread-safe (deletes run on thread pools); call points are
+numbered in the order the calls reach the wrapper, so sweeps run maintenance with ``parallelism=1``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any, Literal
+
+from tableformat.context import TableContext
+from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.store import MetadataStore
+
+Mode = Literal["before", "after"]
+
+MUTATING_OPS: tuple[str, ...] = ("write_bytes", "write_if_absent", "delete_files", "remove_empty_dir")
+
+
+class InjectedFault(OSError):
+    """The failure FaultyFileIO raises; carries the call point, operation, path and mode."""
+
+    def __init__(self, point: int, op: str, path: str, mode: str) -> None:
+        super().__init__(f"injected fault at call {point} ({op} {path}, {mode})")
+        self.point = point
+        self.op = op
+        self.path = path
+        self.mode = mode
+
+
+class FaultyFileIO(FileIO):
+    """Wraps a FileIO; fails its ``fail_at``-th mutating call (1-based) in the given mode, or only counts."""
+
+    def __init__(
+        self,
+        inner: FileIO,
+        fail_at: int | None = None,
+        mode: Mode = "before",
+        ops: Iterable[str] = MUTATING_OPS,
+        *,
+        sticky: bool = False,
+    ) -> None:
+        if mode not in ("before", "after"):
+            raise ValueError(f"mode must be 'before' or 'after', got {mode!r}")
+        if fail_at is not None and fail_at < 1:
+            raise ValueError(f"fail_at counts from 1, got {fail_at}")
+        unknown = set(ops) - set(MUTATING_OPS)
+        if unknown:
+            raise ValueError(f"unknown operations {sorted(unknown)}; choose from {MUTATING_OPS}")
+        self.inner = inner
+        self.fail_at = fail_at
+        self.mode: Mode = mode
+        self.ops = frozenset(ops)
+        self.sticky = sticky
+        self.scheme = inner.scheme
+        self.atomic_create = inner.atomic_create
+        self.is_object_store = inner.is_object_store
+        self.calls: list[tuple[str, str]] = []
+        """Every counted call point, in order: (operation, path)."""
+        self.fired: InjectedFault | None = None
+        """The fault raised at ``fail_at`` (None until it fires)."""
+        self.refused = 0
+        """Calls refused after a sticky fault."""
+        self._lock = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        """Call points seen so far."""
+        return len(self.calls)
+
+    # --- the fault machinery ---------------------------------------------------------------------------------
+    def _crashed(self) -> bool:
+        return self.sticky and self.fired is not None
+
+    def _points(self, op: str, paths: Sequence[str]) -> tuple[int | None, int]:
+        """Number the call points of ``paths``; returns (index in ``paths`` that must fail or None, first point)."""
+        with self._lock:
+            first = len(self.calls) + 1
+            failing: int | None = None
+            if op in self.ops:
+                for index, path in enumerate(paths):
+                    self.calls.append((op, path))
+                    if failing is None and self.fail_at is not None and first + index == self.fail_at:
+                        failing = index
+            return failing, first
+
+    def _fault(self, point: int, op: str, path: str) -> InjectedFault:
+        fault = InjectedFault(point, op, path, self.mode)
+        with self._lock:
+            self.fired = fault
+        return fault
+
+    def _refuse(self, op: str, path: str) -> InjectedFault:
+        with self._lock:
+            self.refused += 1
+        return InjectedFault(0, op, path, "crashed")
+
+    def _single(self, op: str, path: str, apply: Any) -> Any:
+        if op in self.ops and self._crashed():
+            raise self._refuse(op, path)
+        failing, first = self._points(op, [path])
+        if failing is None:
+            return apply()
+        if self.mode == "before":
+            raise self._fault(first, op, path)
+        apply()
+        raise self._fault(first, op, path)
+
+    # --- mutating calls --------------------------------------------------------------------------------------
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._single("write_bytes", path, lambda: self.inner.write_bytes(path, data))
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        result: bool = self._single("write_if_absent", path, lambda: self.inner.write_if_absent(path, data))
+        return result
+
+    def remove_empty_dir(self, path: str) -> bool:
+        result: bool = self._single("remove_empty_dir", path, lambda: self.inner.remove_empty_dir(path))
+        return result
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        paths = list(paths)
+        op = "delete_files"
+        if op in self.ops and self._crashed():
+            raise self._refuse(op, paths[0] if paths else "")
+        failing, first = self._points(op, paths)
+        if failing is None:
+            return self.inner.delete_files(paths)
+        applied = paths[: failing + 1] if self.mode == "after" else paths[:failing]
+        if applied:
+            self.inner.delete_files(applied)
+        raise self._fault(first + failing, op, paths[failing])
+
+    # --- everything else is forwarded ------------------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes:
+        return self.inner.read_bytes(path)
+
+    def exists(self, path: str) -> bool:
+        return self.inner.exists(path)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        return self.inner.list_dir(path)
+
+    def walk_files(self, path: str) -> Iterator[FileInfo]:
+        return self.inner.walk_files(path)
+
+    def open_input(self, path: str) -> IO[bytes]:
+        return self.inner.open_input(path)
+
+    def file_size(self, path: str) -> int:
+        return self.inner.file_size(path)
+
+    def mkdirs(self, path: str) -> None:
+        self.inner.mkdirs(path)
+
+    def url(self, path: str) -> str:
+        return self.inner.url(path)
+
+    def arrow_filesystem(self) -> Any:
+        return self.inner.arrow_filesystem()
+
+    def fsspec_filesystem(self) -> Any:
+        return self.inner.fsspec_filesystem()
+
+    def storage_options(self) -> dict[str, Any]:
+        return self.inner.storage_options()
+
+
+def faulty_context(ctx: TableContext, faulty: FileIO) -> TableContext:
+    """A copy of ``ctx`` whose FileIO (and metadata store's FileIO) is ``faulty``."""
+    return TableContext(
+        location=ctx.location,
+        io=faulty,
+        layout=ctx.layout,
+        store=MetadataStore(faulty, ctx.layout),
+        schema=ctx.schema,
+    )
