@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tableformat.cleanup.expire import ExpireResult, expire_snapshots
 from tableformat.cleanup.maintenance import run_after_commit
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
@@ -450,6 +451,9 @@ class Table:
         )
         if not self._ctx.store.write_tag_if_absent(tag):
             raise TagError(f"tag {name!r} already exists")
+        if not self._ctx.store.snapshot_exists(snapshot.id):  # expired while tagging: the tag could miss files
+            self._ctx.store.delete_tag(name)
+            raise TagError(f"snapshot {snapshot.id} was expired while tagging it; tag not created")
         return tag
 
     def delete_tag(self, name: str) -> None:
@@ -460,3 +464,29 @@ class Table:
     def tags(self) -> list[Tag]:
         """Every tag, by name."""
         return self._ctx.store.tags()
+
+    # --- maintenance -----------------------------------------------------------------------------------------
+    def expire_snapshots(
+        self,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        time_retained: dt.timedelta | int | str | None = None,
+        limit: int | None = None,
+        dry_run: bool = False,
+        *,
+        parallelism: int | None = None,
+    ) -> ExpireResult:
+        """Expire old snapshots (and tags past their time-retained); arguments override the table's options.
+
+        Deletes data files, manifests and manifest lists that only expired snapshots used; a dry run returns
+        exactly the files the real run would delete.
+        """
+        return expire_snapshots(
+            self._ctx,
+            retain_min=retain_min,
+            retain_max=retain_max,
+            time_retained=time_retained,
+            limit=limit,
+            dry_run=dry_run,
+            parallelism=parallelism,
+        )

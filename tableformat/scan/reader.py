@@ -64,7 +64,7 @@ class DataReader:
         """One data file as a Table with the current schema."""
         path = self.path_of(entry)
         try:
-            table = pq.read_table(path, filesystem=self._fs)
+            table = pq.read_table(path, filesystem=self._fs, partitioning=None)  # never infer from k=v dirs
         except FileNotFoundError:
             raise StorageError(
                 f"data file {self.io.url(path)} referenced by the snapshot is missing (deleted outside tablefmt?)"

@@ -1,0 +1,240 @@
+"""Benchmark snapshot expiration against deltalake 1.6.6 and against plain deletion of the same files.
+
+Default run (local disk): 500 commits of 1,000 rows over 4 partitions (4 Parquet files per commit), partition 0
+dropped after commit 250, then expire all but the newest 10 snapshots:
+
+* tablefmt: ``expire_snapshots(retain_min=10, retain_max=10, time_retained=0)`` (plan + journal + deletes);
+* plain: an ``os.remove`` loop over exactly the files tablefmt deleted, on an identical copy of the table;
+* deltalake 1.6.6 on the equivalent Delta table (``partition_by=["part"]``, ``delete("part = 0")`` at commit
+  250): ``vacuum(retention_hours=0, enforce_retention_duration=False, keep_versions=<last 10>)``,
+  ``create_checkpoint()`` at the oldest kept version and ``cleanup_metadata()`` (notes/peers.md section 4).
+
+``--memory N`` (repeatable) instead builds a table whose metadata references N data files of 8 bytes (written
+with the metadata store directly), drops them all, and measures the peak RSS of a child process that expires it.
+
+Usage: ``python bench/expire.py [--commits 500] [--keep 10] [--skip-delta] [--memory 100000 --memory 300000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from tableformat.cleanup.expire import expire_snapshots
+from tableformat.codec.binary_row import encode_row
+from tableformat.layout import NameFactory
+from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
+from tableformat.model.snapshot import CommitKind, Snapshot
+from tableformat.table import Table
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
+PARTS = 4
+
+
+def batch(commit: int, rows: int) -> pa.Table:
+    start = commit * rows
+    return pa.table(
+        {"id": list(range(start, start + rows)), "part": [i % PARTS for i in range(rows)]}, schema=SCHEMA
+    )
+
+
+def files_under(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def build_ours(path: Path, commits: int, drop_at: int, rows: int) -> None:
+    table = Table.create(str(path), SCHEMA, ["part"], options={"write-only": "true"})
+    for commit in range(commits):
+        table.append(batch(commit, rows))
+        if commit + 1 == drop_at:
+            table.drop_partitions([{"part": 0}])
+
+
+def build_delta(path: Path, commits: int, drop_at: int, rows: int) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    config = {"delta.logRetentionDuration": "interval 0 seconds", "delta.enableExpiredLogCleanup": "false"}
+    for commit in range(commits):
+        write_deltalake(str(path), batch(commit, rows), partition_by=["part"], mode="append",
+                        configuration=config if commit == 0 else None)
+        if commit + 1 == drop_at:
+            DeltaTable(str(path)).delete("part = 0")
+
+
+def run_ours(path: Path, keep: int) -> tuple[float, Any]:
+    table = Table.open(str(path))
+    start = time.perf_counter()
+    result = expire_snapshots(table.context, retain_min=keep, retain_max=keep, time_retained=0, limit=1_000_000)
+    return time.perf_counter() - start, result
+
+
+def run_plain(path: Path, relative: list[str]) -> float:
+    start = time.perf_counter()
+    for rel in relative:
+        os.remove(os.path.join(path, rel))
+    return time.perf_counter() - start
+
+
+def run_delta(path: Path, keep: int) -> tuple[float, int]:
+    from deltalake import DeltaTable
+
+    before = files_under(path)
+    start = time.perf_counter()
+    table = DeltaTable(str(path))
+    latest = table.version()
+    kept = list(range(latest - keep + 1, latest + 1))
+    table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, keep_versions=kept)
+    DeltaTable(str(path), version=kept[0]).create_checkpoint()
+    DeltaTable(str(path)).cleanup_metadata()
+    seconds = time.perf_counter() - start
+    return seconds, len(before - files_under(path))
+
+
+def main_bench(args: argparse.Namespace, work: Path) -> None:
+    print(f"workload: {args.commits} commits x {args.rows} rows over {PARTS} partitions, partition 0 dropped after "
+          f"commit {args.drop_at}, keep {args.keep}")
+    built, ours, copy = work / "built", work / "ours", work / "plain"
+    start = time.perf_counter()
+    build_ours(built, args.commits, args.drop_at, args.rows)
+    print(f"built tablefmt table in {time.perf_counter() - start:.1f} s: {len(files_under(built))} files")
+    # Both runs work on fresh copies: files the committer wrote with fsync + link unlink slower on some
+    # filesystems than copied ones, which would favour the plain loop.
+    shutil.copytree(built, ours)
+    shutil.copytree(built, copy)
+    start = time.perf_counter()
+    dry = expire_snapshots(Table.open(str(ours)).context, retain_min=args.keep, retain_max=args.keep,
+                           time_retained=0, limit=1_000_000, dry_run=True)
+    print(f"tablefmt dry run (planning only): {time.perf_counter() - start:.3f} s, {len(dry.deleted_paths)} files")
+    seconds, result = run_ours(ours, args.keep)
+    print(f"tablefmt expire: {seconds:.3f} s; expired {result.expired_snapshots} snapshots, deleted "
+          f"{result.deleted_data_files} data files, {result.deleted_manifests} manifests, "
+          f"{result.deleted_manifest_lists} manifest lists, {len(result.deleted_paths)} files, "
+          f"{result.deleted_bytes} bytes")
+    plain = run_plain(copy, list(result.deleted_paths))
+    print(f"plain os.remove of the same {len(result.deleted_paths)} files: {plain:.3f} s")
+    assert files_under(copy) ^ files_under(ours) <= {"snapshot/EARLIEST"}, "plain deletion left a different table"
+    print(f"ratio tablefmt / plain: {seconds / plain:.2f} (target <= 1.5)")
+    if args.skip_delta:
+        return
+    delta = work / "delta"
+    start = time.perf_counter()
+    build_delta(delta, args.commits, args.drop_at, args.rows)
+    print(f"built Delta table in {time.perf_counter() - start:.1f} s: {len(files_under(delta))} files")
+    delta_seconds, delta_deleted = run_delta(delta, args.keep)
+    print(f"deltalake vacuum + create_checkpoint + cleanup_metadata: {delta_seconds:.3f} s; {delta_deleted} files")
+    print(f"ratio tablefmt / deltalake: {seconds / delta_seconds:.2f} (target <= 0.5)")
+
+
+# --- memory mode -----------------------------------------------------------------------------------------------
+def build_synthetic(path: Path, n_files: int, commits: int = 20, per_manifest: int = 50_000) -> None:
+    """N fake data files (8 bytes each) added over ``commits`` snapshots, then all dropped in one more."""
+    table = Table.create(str(path), SCHEMA, ["part"], options={"write-only": "true"})
+    store = table.context.store
+    types = [f.type for f in table.context.schema.partition_fields]
+    rows = [encode_row([p], types) for p in range(PARTS)]
+    names = NameFactory()
+    tag = uuid.uuid4().hex
+    for p in range(PARTS):
+        (path / f"part={p}" / "bucket-0").mkdir(parents=True, exist_ok=True)
+    per_commit = n_files // commits
+
+    def entries(commit: int, kind: FileKind) -> list[ManifestEntry]:
+        result = []
+        for k in range(per_commit):
+            meta = DataFileMeta(file_name=f"data-{tag}-{commit}-{k}.parquet", file_size=8, row_count=1)
+            result.append(ManifestEntry(kind=kind, partition=rows[k % PARTS], bucket=0, total_buckets=-1, file=meta))
+        return result
+
+    def manifests(items: list[ManifestEntry]) -> list[ManifestFileMeta]:
+        return [store.write_manifest(items[i : i + per_manifest], names, 0, types)
+                for i in range(0, len(items), per_manifest)]
+
+    base: list[ManifestFileMeta] = []
+    for commit in range(commits + 1):
+        if commit < commits:
+            added = entries(commit, FileKind.ADD)
+            for entry in added:
+                with open(path / f"part={rows.index(entry.partition)}" / "bucket-0" / entry.file.file_name, "wb") as f:
+                    f.write(b"8 bytes!")
+            delta = manifests(added)
+        else:
+            delta = []
+            for dropped in range(commits):
+                delta += manifests(entries(dropped, FileKind.DELETE))
+        base_list = store.write_manifest_list(base, names)
+        delta_list = store.write_manifest_list(delta, names)
+        store.write_snapshot_if_absent(Snapshot(
+            id=commit + 1, schema_id=0, base_manifest_list=base_list.name, delta_manifest_list=delta_list.name,
+            base_manifest_list_size=base_list.size, delta_manifest_list_size=delta_list.size,
+            commit_user="bench", commit_identifier=commit + 1,
+            commit_kind=CommitKind.APPEND if commit < commits else CommitKind.OVERWRITE,
+            time_millis=int(time.time() * 1000), total_record_count=0, delta_record_count=0,
+        ))
+        base = base + delta
+    store.write_hint("LATEST", commits + 1)
+
+
+def memory_child(path: str) -> None:
+    table = Table.open(path)
+    start = time.perf_counter()
+    result = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=1_000_000)
+    seconds = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"seconds": seconds, "peak_rss_mb": peak_kb / 1024,
+                      "deleted_data_files": result.deleted_data_files, "deleted_paths": len(result.deleted_paths)}))
+
+
+def memory_bench(sizes: list[int], work: Path) -> None:
+    for n_files in sizes:
+        path = work / f"mem-{n_files}"
+        start = time.perf_counter()
+        build_synthetic(path, n_files)
+        built = time.perf_counter() - start
+        out = subprocess.run([sys.executable, __file__, "--memory-child", str(path)], check=True,
+                             capture_output=True, text=True).stdout
+        figures = json.loads(out.strip().splitlines()[-1])
+        print(f"memory: {n_files} data files (built in {built:.0f} s): expire {figures['seconds']:.1f} s, "
+              f"peak RSS {figures['peak_rss_mb']:.0f} MB, deleted {figures['deleted_data_files']} data files "
+              f"({figures['deleted_paths']} files)")
+        shutil.rmtree(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=500)
+    parser.add_argument("--drop-at", type=int, default=250)
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--keep", type=int, default=10)
+    parser.add_argument("--skip-delta", action="store_true")
+    parser.add_argument("--memory", type=int, action="append", default=[], metavar="N_FILES")
+    parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", default=None, help="Where to build tables (default: a temp dir, removed).")
+    args = parser.parse_args()
+    if args.memory_child:
+        memory_child(args.memory_child)
+        return
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tablefmt-bench-"))
+    try:
+        if args.memory:
+            memory_bench(args.memory, work)
+        else:
+            main_bench(args, work)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,471 @@
+"""Snapshot expiration: ``expire_snapshots`` = complete pending journals, ``plan_expiration``, ``execute_expiration``.
+
+Execution order, designed so that a crash at any point followed by a re-run finishes the job and so that no
+reader of a retained snapshot or tag ever meets a missing file:
+
+1. write the journal (the exact plan) under ``expire-journal/``; if that fails nothing is deleted;
+2. advance ``snapshot/EARLIEST`` to the plan's end (never backwards);
+3. delete expired consumer files (re-checked: a consumer updated since planning is kept);
+4. delete the expired snapshot files, ascending: from here on nobody can start reading them, and a reader gets
+   "snapshot does not exist" rather than a missing data file;
+5. delete expired tag files (only if the tag still holds the planned snapshot);
+6. re-read the tag set: files of a tag created since planning on an expired snapshot are dropped from the plan;
+   an unreadable tag stops the run (the journal stays, a re-run retries);
+7. delete data files, then manifests, then manifest lists, in parallel;
+8. remove empty partition/bucket directories (optional, never on object stores, never recursive);
+9. remove the journal.
+
+A later run first completes every journal it finds (after the same tag re-check), counting its snapshots against
+its own limit, then plans from the state the journal left. A journal whose snapshots no longer match the table
+(ids reused after a rollback) is discarded without deleting anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tableformat.codec import json_codec
+from tableformat.context import TableContext
+from tableformat.errors import CorruptMetadataError, DeleteFailedError, MaintenanceError, SnapshotNotFoundError
+from tableformat.layout import EARLIEST
+
+from .expire_config import Duration, ExpireConfig
+from .expire_files import DataPaths, MetadataCache, TagRef, Workers
+from .expire_journal import list_journals, read_journal, remove_journal, write_journal
+from .expire_plan import ExpirePlan, PlannedFile, plan_expiration
+
+__all__ = [
+    "ExpireConfig",
+    "ExpirePlan",
+    "ExpireResult",
+    "Progress",
+    "execute_expiration",
+    "expire_snapshots",
+    "plan_expiration",
+]
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+"""Called with (files done, files planned) as deletion goes on."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpireResult:
+    """What an expiration did (or, for a dry run, would do). Real runs report only files actually deleted."""
+
+    expired_snapshots: int = 0
+    expired_snapshot_ids: tuple[int, ...] = ()
+    earliest_snapshot: int | None = None
+    deleted_data_files: int = 0
+    deleted_manifests: int = 0
+    deleted_manifest_lists: int = 0
+    deleted_bytes: int = 0
+    dry_run: bool = False
+    deleted_paths: tuple[str, ...] = ()
+    """Every deleted file, relative to the table root, in deletion order."""
+    expired_tags: tuple[str, ...] = ()
+    expired_consumers: tuple[str, ...] = ()
+    skipped_external_files: tuple[str, ...] = ()
+    removed_dirs: tuple[str, ...] = ()
+    completed_journals: tuple[str, ...] = ()
+    """Plan ids of interrupted earlier runs that this run finished."""
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the CLI's ``--json`` object)."""
+        return {
+            "expired_snapshots": self.expired_snapshots,
+            "expired_snapshot_ids": list(self.expired_snapshot_ids),
+            "earliest_snapshot": self.earliest_snapshot,
+            "deleted_data_files": self.deleted_data_files,
+            "deleted_manifests": self.deleted_manifests,
+            "deleted_manifest_lists": self.deleted_manifest_lists,
+            "deleted_bytes": self.deleted_bytes,
+            "dry_run": self.dry_run,
+            "deleted_paths": list(self.deleted_paths),
+            "expired_tags": list(self.expired_tags),
+            "expired_consumers": list(self.expired_consumers),
+            "skipped_external_files": list(self.skipped_external_files),
+            "removed_dirs": list(self.removed_dirs),
+            "completed_journals": list(self.completed_journals),
+            "notes": list(self.notes),
+        }
+
+
+def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | None) -> ExpireResult:
+    return ExpireResult(
+        expired_snapshots=sum(r.expired_snapshots for r in results),
+        expired_snapshot_ids=tuple(i for r in results for i in r.expired_snapshot_ids),
+        earliest_snapshot=earliest,
+        deleted_data_files=sum(r.deleted_data_files for r in results),
+        deleted_manifests=sum(r.deleted_manifests for r in results),
+        deleted_manifest_lists=sum(r.deleted_manifest_lists for r in results),
+        deleted_bytes=sum(r.deleted_bytes for r in results),
+        dry_run=dry_run,
+        deleted_paths=tuple(p for r in results for p in r.deleted_paths),
+        expired_tags=tuple(t for r in results for t in r.expired_tags),
+        expired_consumers=tuple(c for r in results for c in r.expired_consumers),
+        skipped_external_files=tuple(sorted({p for r in results for p in r.skipped_external_files})),
+        removed_dirs=tuple(d for r in results for d in r.removed_dirs),
+        completed_journals=tuple(j for r in results for j in r.completed_journals),
+        notes=tuple(n for r in results for n in r.notes),
+    )
+
+
+def planned_result(plan: ExpirePlan) -> ExpireResult:
+    """The dry-run result: exactly the plan's lists."""
+    paths = [f.path for f in plan.consumer_files + plan.snapshot_files + plan.tag_files]
+    for data in plan.data_files:
+        paths.append(data.path)
+        paths.extend(data.extras)
+    paths.extend(f.path for f in plan.manifests + plan.manifest_lists)
+    return ExpireResult(
+        expired_snapshots=len(plan.expired_snapshots),
+        expired_snapshot_ids=plan.expired_snapshots,
+        earliest_snapshot=plan.end,
+        deleted_data_files=len(plan.data_files),
+        deleted_manifests=len(plan.manifests),
+        deleted_manifest_lists=len(plan.manifest_lists),
+        deleted_bytes=sum(f.size for f in plan.files()),
+        dry_run=True,
+        deleted_paths=tuple(paths),
+        expired_tags=tuple(t.name for t in plan.expired_tags),
+        expired_consumers=plan.expired_consumers,
+        skipped_external_files=plan.skipped_external,
+        notes=(plan.note,) if plan.note else (),
+    )
+
+
+# --- deleting ----------------------------------------------------------------------------------------------------
+@dataclass
+class _Deleter:
+    """Parallel batched deletes that record what was actually deleted (FileIO.delete_files' answer)."""
+
+    ctx: TableContext
+    workers: Workers
+    progress: Progress | None
+    total: int
+    done: int = 0
+    deleted: list[str] = field(default_factory=list)
+    deleted_bytes: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def _batch(self, files: Sequence[PlannedFile]) -> tuple[list[PlannedFile], list[str]]:
+        by_path = {self.ctx.layout.join(f.path): f for f in files}
+        try:
+            gone = self.ctx.io.delete_files(list(by_path))
+            failed: list[str] = []
+        except DeleteFailedError as exc:
+            gone, failed = exc.deleted, exc.failed
+        return [by_path[p] for p in gone if p in by_path], failed
+
+    def run(self, files: Sequence[PlannedFile], *, ordered: bool = False) -> set[str]:
+        """Delete the files; returns the relative paths actually deleted. Failures are collected (see check())."""
+        if not files:
+            return set()
+        size = 64 if ordered else max(1, min(500, -(-len(files) // (self.workers.threads * 4))))
+        batches = [files[i : i + size] for i in range(0, len(files), size)]
+        gone: set[str] = set()
+
+        def record(outcome: tuple[list[PlannedFile], list[str]]) -> None:
+            deleted, failed = outcome
+            for planned in deleted:
+                log.info("expiration deleted %s", planned.path)
+                self.deleted.append(planned.path)
+                self.deleted_bytes += planned.size
+                gone.add(planned.path)
+            self.failures.extend(failed)
+            self.done += len(deleted) + len(failed)
+            if self.progress is not None:
+                self.progress(self.done, self.total)
+
+        if ordered:
+            for batch in batches:
+                record(self._batch(batch))
+        else:
+            for outcome in self.workers.map(self._batch, batches):
+                record(outcome)
+        return gone
+
+    def check(self, journal: str) -> None:
+        if self.failures:
+            raise MaintenanceError(
+                f"expiration could not delete {len(self.failures)} file(s), first: {self.failures[0]}; the journal "
+                f"{self.ctx.io.url(journal)} stays and a re-run finishes the job"
+            )
+
+
+def _advance_earliest(ctx: TableContext, end: int) -> None:
+    try:
+        current = json_codec.hint_from_bytes(ctx.io.read_bytes(ctx.layout.hint_file(EARLIEST)))
+    except OSError:
+        current = None
+    if current is None or current < end:
+        ctx.store.write_hint(EARLIEST, end)
+
+
+def _live_consumers(ctx: TableContext, plan: ExpirePlan) -> list[PlannedFile]:
+    """Planned consumer files whose consumer is still expired (one updated since planning is kept)."""
+    if not plan.consumer_files or plan.consumer_cutoff_ms is None:
+        return []
+    still = {
+        ctx.layout.relative(ctx.layout.consumer_file(c.consumer_id))
+        for c in ctx.store.consumers()
+        if c.modified_ms is not None and c.modified_ms < plan.consumer_cutoff_ms
+    }
+    return [f for f in plan.consumer_files if f.path in still]
+
+
+def _unchanged_tags(ctx: TableContext, plan: ExpirePlan) -> list[PlannedFile]:
+    """Planned tag files that still hold the planned snapshot (a re-created tag is kept)."""
+    result = []
+    for ref, planned in zip(plan.expired_tags, plan.tag_files):
+        try:
+            tag = ctx.store.read_tag(ref.name)
+        except SnapshotNotFoundError:
+            continue
+        if TagRef.of(tag) == ref:
+            result.append(planned)
+    return result
+
+
+def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
+    """The plan minus files of tags created after planning on a snapshot older than the plan's end."""
+    if not (plan.data_files or plan.manifests or plan.manifest_lists):
+        return plan
+    try:
+        try:
+            tags = ctx.store.tags()
+        except SnapshotNotFoundError:
+            tags = ctx.store.tags()
+    except (CorruptMetadataError, OSError, SnapshotNotFoundError) as exc:
+        raise MaintenanceError(f"cannot re-check tags before deleting data; a re-run continues: {exc}") from exc
+    known = set(plan.protecting_tags) | set(plan.expired_tags)
+    new = [t for t in tags if TagRef.of(t) not in known and (plan.end is None or t.snapshot.id < plan.end)]
+    if not new:
+        return plan
+    cache = MetadataCache(ctx, workers)
+    paths = DataPaths(ctx)
+    wanted = {f.path for f in plan.data_files}
+    planned_lists = {f.path.rsplit("/", 1)[-1] for f in plan.manifest_lists}
+    keep_lists: set[str] = set()
+    keep_manifests: set[str] = set()
+    protected: set[str] = set()
+    for tag in new:
+        lists = {tag.snapshot.base_manifest_list, tag.snapshot.delta_manifest_list}
+        keep_lists |= lists
+        try:
+            keep_manifests |= {m.file_name for m in cache.manifests_of(tag.snapshot)}
+            protected |= cache.live_paths(tag.snapshot, wanted, paths, None)
+        except (CorruptMetadataError, OSError) as exc:
+            if lists & planned_lists:
+                log.error(
+                    "tag %r was created on expired snapshot %d during expiration; it is broken: %s",
+                    tag.name,
+                    tag.snapshot.id,
+                    exc,
+                )
+                continue
+            raise MaintenanceError(f"cannot read tag {tag.name!r} before deleting data, stopping: {exc}") from exc
+        log.warning("tag %r on snapshot %d appeared during expiration; its files are kept", tag.name, tag.snapshot.id)
+
+    def keep(planned: PlannedFile, names: set[str]) -> bool:
+        return planned.path.rsplit("/", 1)[-1] not in names
+
+    return replace(
+        plan,
+        data_files=tuple(f for f in plan.data_files if f.path not in protected),
+        manifests=tuple(f for f in plan.manifests if keep(f, keep_manifests)),
+        manifest_lists=tuple(f for f in plan.manifest_lists if keep(f, keep_lists)),
+        protecting_tags=plan.protecting_tags + tuple(TagRef.of(t) for t in new),
+    )
+
+
+def _complete(
+    ctx: TableContext,
+    plan: ExpirePlan,
+    journal: str,
+    config: ExpireConfig,
+    progress: Progress | None,
+    workers: Workers,
+) -> ExpireResult:
+    """Steps 2-9 of the module docstring for a journaled plan."""
+    deleter = _Deleter(ctx, workers, progress, plan.file_count())
+    if plan.end is not None:
+        _advance_earliest(ctx, plan.end)
+    consumers = deleter.run(_live_consumers(ctx, plan))
+    snapshots = deleter.run(plan.snapshot_files, ordered=True)
+    tags = deleter.run(_unchanged_tags(ctx, plan))
+    deleter.check(journal)
+    plan = protect_new_tags(ctx, plan, workers)
+    data_files = [*plan.data_files, *(PlannedFile(e, 0) for f in plan.data_files for e in f.extras)]
+    data = deleter.run(data_files)
+    deleter.check(journal)
+    manifests = deleter.run(plan.manifests)
+    deleter.check(journal)
+    lists = deleter.run(plan.manifest_lists)
+    deleter.check(journal)
+    removed = _remove_empty_dirs(ctx, plan) if config.clean_empty_dirs and not ctx.io.is_object_store else []
+    remove_journal(ctx, journal)
+    tag_names = {f.path: r.name for r, f in zip(plan.expired_tags, plan.tag_files)}
+    snapshot_ids = {f.path: i for i, f in zip(plan.expired_snapshots, plan.snapshot_files)}
+    return ExpireResult(
+        expired_snapshots=len(snapshots),
+        expired_snapshot_ids=tuple(sorted(snapshot_ids[p] for p in snapshots)),
+        earliest_snapshot=plan.end,
+        deleted_data_files=sum(1 for f in plan.data_files if f.path in data),
+        deleted_manifests=len(manifests),
+        deleted_manifest_lists=len(lists),
+        deleted_bytes=deleter.deleted_bytes,
+        deleted_paths=tuple(deleter.deleted),
+        expired_tags=tuple(sorted(tag_names[p] for p in tags)),
+        expired_consumers=tuple(sorted(p.rsplit("/", 1)[-1][len("consumer-") :] for p in consumers)),
+        skipped_external_files=plan.skipped_external,
+        removed_dirs=tuple(removed),
+        notes=(plan.note,) if plan.note else (),
+    )
+
+
+def _remove_empty_dirs(ctx: TableContext, plan: ExpirePlan) -> list[str]:
+    removed = []
+    for rel in plan.empty_dir_candidates:  # deepest first; non-recursive: a directory with anything left stays
+        try:
+            if ctx.io.remove_empty_dir(ctx.layout.join(rel)):
+                removed.append(rel)
+        except OSError as exc:
+            log.warning("could not remove empty directory %s: %s", rel, exc)
+    return removed
+
+
+def execute_expiration(
+    ctx: TableContext,
+    plan: ExpirePlan,
+    *,
+    config: ExpireConfig | None = None,
+    progress: Progress | None = None,
+    workers: Workers | None = None,
+) -> ExpireResult:
+    """Journal the plan, then delete exactly its files (minus files of tags that appeared meanwhile)."""
+    config = config or ExpireConfig.resolve(ctx.options)
+    if workers is None:
+        with Workers(config.parallelism) as own:
+            return execute_expiration(ctx, plan, config=config, progress=progress, workers=own)
+    if plan.is_empty:
+        return ExpireResult(earliest_snapshot=plan.end, notes=(plan.note,) if plan.note else ())
+    try:
+        journal = write_journal(ctx, plan)
+    except OSError as exc:
+        raise MaintenanceError(f"could not write the expiration journal, nothing was deleted: {exc}") from exc
+    return _complete(ctx, plan, journal, config, progress, workers)
+
+
+def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
+    """A pending plan restricted to files that still exist (what completing it would actually delete)."""
+    every = [f.path for f in plan.files()] + [e for f in plan.data_files for e in f.extras]
+    found = workers.map(lambda p: ctx.io.exists(ctx.layout.join(p)), every)
+    present = {path for path, there in zip(every, found) if there}
+    snapshots = [(i, f) for i, f in zip(plan.expired_snapshots, plan.snapshot_files) if f.path in present]
+    tags = [(r, f) for r, f in zip(plan.expired_tags, plan.tag_files) if f.path in present]
+    return replace(
+        plan,
+        expired_snapshots=tuple(i for i, _ in snapshots),
+        snapshot_files=tuple(f for _, f in snapshots),
+        expired_tags=tuple(r for r, _ in tags),
+        tag_files=tuple(f for _, f in tags),
+        consumer_files=tuple(f for f in plan.consumer_files if f.path in present),
+        expired_consumers=tuple(c for c, f in zip(plan.expired_consumers, plan.consumer_files) if f.path in present),
+        data_files=tuple(
+            replace(f, extras=tuple(e for e in f.extras if e in present)) for f in plan.data_files if f.path in present
+        ),
+        manifests=tuple(f for f in plan.manifests if f.path in present),
+        manifest_lists=tuple(f for f in plan.manifest_lists if f.path in present),
+    )
+
+
+def _stale(ctx: TableContext, plan: ExpirePlan, cache: MetadataCache) -> bool:
+    """True if a snapshot the journal names now holds different content (ids reused after a rollback)."""
+    try:
+        for snapshot_id, base_list in plan.fingerprints:
+            found = cache.read_snapshot_file(snapshot_id)
+            if found is not None and found[0].base_manifest_list != base_list:
+                return True
+    except (CorruptMetadataError, OSError) as exc:
+        raise MaintenanceError(f"cannot check the pending expiration journal {plan.plan_id}: {exc}") from exc
+    return False
+
+
+def expire_snapshots(
+    ctx: TableContext,
+    *,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    time_retained: Duration | None = None,
+    limit: int | None = None,
+    dry_run: bool = False,
+    parallelism: int | None = None,
+    now_ms: int | None = None,
+    progress: Progress | None = None,
+) -> ExpireResult:
+    """Expire snapshots (and tags whose time-retained passed, and expired consumers) per the table's options.
+
+    Arguments that are not None override the table's options for this call. Invalid settings raise a
+    ValidationError before anything is read or deleted; unreadable metadata raises a MaintenanceError before
+    anything is deleted. A dry run returns exactly what a real run at the same moment would delete.
+    """
+    config = ExpireConfig.resolve(
+        ctx.options,
+        retain_min=retain_min,
+        retain_max=retain_max,
+        time_retained=time_retained,
+        limit=limit,
+        parallelism=parallelism,
+    )
+    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    with Workers(config.parallelism) as workers:
+        return _expire(ctx, config, now, dry_run, progress, workers)
+
+
+def _expire(
+    ctx: TableContext, config: ExpireConfig, now: int, dry_run: bool, progress: Progress | None, workers: Workers
+) -> ExpireResult:
+    results: list[ExpireResult] = []
+    completed: list[ExpirePlan] = []
+    try:
+        journals = list_journals(ctx)
+    except OSError as exc:
+        raise MaintenanceError(f"cannot list pending expiration journals: {exc}") from exc
+    for path in journals:
+        pending = read_journal(ctx, path)
+        if pending is None:
+            continue
+        if _stale(ctx, pending, MetadataCache(ctx, workers)):
+            log.warning("expiration journal %s no longer matches the table; discarding it (nothing deleted)", path)
+            if not dry_run:
+                remove_journal(ctx, path)
+            continue
+        if dry_run:
+            done = planned_result(_remaining(ctx, protect_new_tags(ctx, pending, workers), workers))
+        else:
+            done = _complete(ctx, pending, path, config, progress, workers)
+        results.append(replace(done, completed_journals=(pending.plan_id,)))
+        completed.append(pending)
+    plan = plan_expiration(ctx, config, now, pending=completed, workers=workers)
+    if dry_run:
+        results.append(planned_result(plan))
+    else:
+        if plan.is_empty and plan.end is not None and ctx.store.earliest_snapshot_id() == plan.end:
+            _write_missing_earliest(ctx, plan.end)
+        results.append(execute_expiration(ctx, plan, config=config, progress=progress, workers=workers))
+    earliest = plan.end if plan.end is not None else ctx.store.earliest_snapshot_id()
+    return _merge(results, dry_run=dry_run, earliest=earliest)
+
+
+def _write_missing_earliest(ctx: TableContext, earliest: int) -> None:
+    """Paimon PR #3398: with nothing to expire, still write EARLIEST if it is missing (pypaimon relies on it)."""
+    if not ctx.io.exists(ctx.layout.hint_file(EARLIEST)):
+        ctx.store.write_hint(EARLIEST, earliest)

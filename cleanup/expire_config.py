@@ -1,0 +1,115 @@
+"""Expiration settings: the table's options with per-call overrides, validated before anything is touched."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from tableformat.durations import parse_duration_ms
+from tableformat.errors import ValidationError
+from tableformat.options import (
+    CONSUMER_EXPIRATION_TIME,
+    FILE_OPERATION_THREAD_NUM,
+    SNAPSHOT_CLEAN_EMPTY_DIRECTORIES,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    TableOptions,
+)
+
+Duration = dt.timedelta | int | str
+"""A retention time: a timedelta, milliseconds, or a duration string such as ``30s``, ``15m``, ``1h``, ``7d``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpireConfig:
+    """What one expiration run may expire (Paimon's ExpireConfig, plus tablefmt's run settings)."""
+
+    retain_min: int
+    """The newest N snapshots never expire (``snapshot.num-retained.min``, >= 1)."""
+    retain_max: int
+    """Snapshots beyond the newest N expire regardless of age (``snapshot.num-retained.max``, >= retain_min)."""
+    time_retained_ms: int
+    """A snapshot expires only once its successor is older than this (``snapshot.time-retained``)."""
+    limit: int
+    """At most this many snapshot ids per run (``snapshot.expire.limit``, >= 1)."""
+    clean_empty_dirs: bool = False
+    """Remove partition/bucket directories left empty (``snapshot.clean-empty-directories``)."""
+    parallelism: int = 8
+    """Threads for metadata reads and deletes (``file-operation.thread-num``)."""
+    consumer_expiration_ms: int | None = None
+    """Consumers not updated for this long stop protecting snapshots and are removed (``consumer.expiration-time``)."""
+
+    def __post_init__(self) -> None:
+        for name in ("retain_min", "retain_max", "time_retained_ms", "limit", "parallelism"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValidationError(f"{name} must be an integer, got {value!r}")
+        if self.retain_min < 1:
+            raise ValidationError(f"snapshot.num-retained.min must be >= 1, got {self.retain_min}")
+        if self.retain_max < self.retain_min:
+            raise ValidationError(
+                f"snapshot.num-retained.max ({self.retain_max}) must be >= "
+                f"snapshot.num-retained.min ({self.retain_min})"
+            )
+        if self.time_retained_ms < 0:
+            raise ValidationError(f"snapshot.time-retained must not be negative, got {self.time_retained_ms} ms")
+        if self.limit < 1:
+            raise ValidationError(f"snapshot.expire.limit must be >= 1, got {self.limit}")
+        if self.parallelism < 1:
+            raise ValidationError(f"parallelism must be >= 1, got {self.parallelism}")
+        if self.consumer_expiration_ms is not None and self.consumer_expiration_ms < 0:
+            raise ValidationError(f"consumer.expiration-time must not be negative: {self.consumer_expiration_ms} ms")
+
+    @classmethod
+    def resolve(
+        cls,
+        options: TableOptions,
+        *,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        time_retained: Duration | None = None,
+        limit: int | None = None,
+        parallelism: int | None = None,
+    ) -> ExpireConfig:
+        """The table's options, each overridden by the argument when it is not None."""
+        return cls(
+            retain_min=_int_arg("retain_min", retain_min, options.require(SNAPSHOT_NUM_RETAINED_MIN)),
+            retain_max=_int_arg("retain_max", retain_max, options.require(SNAPSHOT_NUM_RETAINED_MAX)),
+            time_retained_ms=(
+                options.require(SNAPSHOT_TIME_RETAINED) if time_retained is None else duration_ms(time_retained)
+            ),
+            limit=_int_arg("limit", limit, options.require(SNAPSHOT_EXPIRE_LIMIT)),
+            clean_empty_dirs=options.require(SNAPSHOT_CLEAN_EMPTY_DIRECTORIES),
+            parallelism=_int_arg("parallelism", parallelism, options.require(FILE_OPERATION_THREAD_NUM)),
+            consumer_expiration_ms=options.get(CONSUMER_EXPIRATION_TIME),
+        )
+
+
+def _int_arg(name: str, value: int | None, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
+def duration_ms(value: Duration) -> int:
+    """Milliseconds of a timedelta, an int (ms) or a duration string; negative values are refused."""
+    if isinstance(value, bool):
+        raise ValidationError(f"invalid duration {value!r}")
+    if isinstance(value, dt.timedelta):
+        millis = int(value.total_seconds() * 1000)
+    elif isinstance(value, int):
+        millis = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.startswith("-"):
+            raise ValidationError(f"duration must not be negative, got {value!r}")
+        millis = parse_duration_ms(text)
+    else:
+        raise ValidationError(f"invalid duration {value!r}: use a timedelta, milliseconds or a string such as 1h")
+    if millis < 0:
+        raise ValidationError(f"duration must not be negative, got {value!r}")
+    return millis

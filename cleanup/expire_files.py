@@ -1,0 +1,213 @@
+"""Metadata reading for expiration: cached, parallel manifest reads and data file paths relative to the table root.
+
+Every read failure propagates (a missing or corrupt manifest list, manifest, snapshot or tag is never treated as
+"empty"): the caller turns it into a MaintenanceError before anything is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from tableformat.codec import json_codec
+from tableformat.context import TableContext
+from tableformat.errors import CorruptMetadataError
+from tableformat.layout import check_file_name
+from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from tableformat.model.partition import partition_path
+from tableformat.model.snapshot import Snapshot, Tag
+from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
+from tableformat.scan.planner import PartitionPredicate
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class TagRef:
+    """A tag as expiration saw it: name plus the snapshot it holds (a re-created tag is a different TagRef)."""
+
+    name: str
+    snapshot_id: int
+    base_manifest_list: str
+
+    @classmethod
+    def of(cls, tag: Tag) -> TagRef:
+        return cls(tag.name, tag.snapshot.id, tag.snapshot.base_manifest_list)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A data file that expiration may delete: size from its manifest entry and its extra files (same directory)."""
+
+    size: int
+    extras: tuple[str, ...] = ()
+
+
+ENTRIES_IN_FLIGHT = 50_000
+"""Manifest entries decoded at once (about 1 KB each in memory): bounds peak memory on tables with many files."""
+
+
+class Workers:
+    """One thread pool for a whole expiration run: threads start once (lazily), not per batch of work."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[fn(x) for x in items]``, in parallel when worthwhile (in order; the first exception propagates)."""
+        if len(items) <= 1 or self.threads <= 1:
+            return [fn(item) for item in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tablefmt-expire")
+        return list(self._pool.map(fn, items))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class DataPaths:
+    """Paths of data files relative to the table root, from manifest entries (names checked, dirs cached)."""
+
+    def __init__(self, ctx: TableContext) -> None:
+        schema = ctx.schema
+        self._fields = schema.partition_fields
+        self._keys = schema.partition_keys
+        self._codec = ctx.partition_codec()
+        self._default_name = ctx.options.require(PARTITION_DEFAULT_NAME)
+        self._legacy = ctx.options.require(PARTITION_LEGACY_NAME)
+        self._dirs: dict[tuple[bytes, int], str] = {}
+
+    @property
+    def partitioned(self) -> bool:
+        return bool(self._keys)
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """``k=v/.../bucket-N`` (``bucket-N`` for an unpartitioned table)."""
+        key = (partition, bucket)
+        cached = self._dirs.get(key)
+        if cached is None:
+            values = self._codec.values(partition)
+            rel = partition_path(
+                [values[k] for k in self._keys], self._fields, default_name=self._default_name, legacy_name=self._legacy
+            )
+            bucket_name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
+            cached = f"{rel}/{bucket_name}" if rel else bucket_name
+            self._dirs[key] = cached
+        return cached
+
+    def of(self, entry: ManifestEntry) -> str | None:
+        """The entry's file path relative to the root; None for a file with an external path (never ours to delete)."""
+        if entry.file.external_path:
+            return None
+        name = check_file_name(entry.file.file_name, what="data file name")
+        return f"{self.bucket_dir(entry.partition, entry.bucket)}/{name}"
+
+    def extras(self, entry: ManifestEntry) -> tuple[str, ...]:
+        """Relative paths of the entry's extra files (e.g. ``.index`` sidecars next to the data file)."""
+        if not entry.file.extra_files or entry.file.external_path:
+            return ()
+        directory = self.bucket_dir(entry.partition, entry.bucket)
+        return tuple(f"{directory}/{check_file_name(n, what='extra file name')}" for n in entry.file.extra_files)
+
+    def predicate(self, partitions: Iterable[bytes]) -> PartitionPredicate | None:
+        """A predicate matching exactly these partitions (None for an unpartitioned table: everything matches)."""
+        if not self._keys:
+            return None
+        return PartitionPredicate(tuple(dict(self._codec.values(p)) for p in set(partitions)))
+
+    def may_hold(self, meta: ManifestFileMeta, predicate: PartitionPredicate | None) -> bool:
+        return predicate is None or predicate.may_match(meta, self._codec)
+
+
+class MetadataCache:
+    """Manifest lists (cached by name) and manifests (read on demand) for one expiration run."""
+
+    def __init__(self, ctx: TableContext, workers: Workers) -> None:
+        self.ctx = ctx
+        self.workers = workers
+        self._lists: dict[str, list[ManifestFileMeta]] = {}
+        self._filtered: dict[str, list[tuple[FileKind, str]]] = {}
+
+    def read_snapshot_file(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
+        """The snapshot and its file size, or None when ``snapshot-N`` does not exist."""
+        path = self.ctx.layout.snapshot_file(snapshot_id)
+        try:
+            data = self.ctx.io.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        snapshot = json_codec.snapshot_from_json(data, self.ctx.io.url(path))
+        if snapshot.id != snapshot_id:
+            raise CorruptMetadataError(self.ctx.io.url(path), f"file holds snapshot id {snapshot.id}")
+        return snapshot, len(data)
+
+    def load_lists(self, names: Iterable[str]) -> None:
+        """Read every named manifest list not read yet (in parallel)."""
+        missing = sorted({n for n in names if n not in self._lists})
+        for name, metas in zip(missing, self.workers.map(self.ctx.store.read_manifest_list, missing)):
+            self._lists[name] = metas
+
+    def manifest_list(self, name: str) -> list[ManifestFileMeta]:
+        if name not in self._lists:
+            self.load_lists([name])
+        return self._lists[name]
+
+    def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        """Base then delta manifests (the order that merging needs)."""
+        self.load_lists([snapshot.base_manifest_list, snapshot.delta_manifest_list])
+        return self._lists[snapshot.base_manifest_list] + self._lists[snapshot.delta_manifest_list]
+
+    def entries(self, metas: Sequence[ManifestFileMeta]) -> Iterator[list[ManifestEntry]]:
+        """Entries of each manifest in order, read in parallel chunks (bounded memory)."""
+        chunk: list[str] = []
+        pending = 0
+        for meta in metas:
+            chunk.append(meta.file_name)
+            pending += meta.num_added_files + meta.num_deleted_files
+            if len(chunk) >= self.workers.threads or pending >= ENTRIES_IN_FLIGHT:
+                yield from self.workers.map(self.ctx.store.read_manifest, chunk)
+                chunk, pending = [], 0
+        if chunk:
+            yield from self.workers.map(self.ctx.store.read_manifest, chunk)
+
+    def live_paths(
+        self, snapshot: Snapshot, candidates: set[str], paths: DataPaths, predicate: PartitionPredicate | None
+    ) -> set[str]:
+        """The candidates that are live in ``snapshot`` (ADD/DELETE merged in manifest order).
+
+        Manifests whose partition statistics exclude every candidate partition are not read. Per manifest only the
+        entries naming a candidate are kept (cached), so memory stays bounded by the candidate set.
+        """
+        wanted = candidates
+        metas = [m for m in self.manifests_of(snapshot) if paths.may_hold(m, predicate)]
+        unread = [m for m in metas if m.file_name not in self._filtered]
+        for meta, entries in zip(unread, self.entries(unread)):
+            kept: list[tuple[FileKind, str]] = []
+            for entry in entries:
+                path = paths.of(entry)
+                if path is not None and path in wanted:
+                    kept.append((entry.kind, path))
+            self._filtered[meta.file_name] = kept
+        live: set[str] = set()
+        for meta in metas:
+            for kind, path in self._filtered[meta.file_name]:
+                if kind == FileKind.ADD:
+                    live.add(path)
+                else:
+                    live.discard(path)
+        return live
+
+    def reset_filter(self) -> None:
+        """Forget filtered manifests (call when the candidate set changes)."""
+        self._filtered.clear()

@@ -1,0 +1,182 @@
+"""The expiration journal: the exact plan, written before anything is deleted, removed when the run finished.
+
+File: ``<table>/snapshot/.expire-journal-<plan uuid>`` (UTF-8 JSON, written atomically by FileIO.write_bytes).
+A run that finds a journal completes it first, so a crash at any point loses nothing: every file the plan lists is
+deleted by a later run, after the plan has been re-checked against the tags that exist then. Java Paimon and
+pypaimon list only ``snapshot-*``, ``EARLIEST`` and ``LATEST`` there; orphan cleanup treats the name as metadata
+(cleanup/file_census.py). If a foreign orphan cleaner removes an old journal, nothing unsafe follows: the files it
+listed are unreferenced by then (snapshot files go first) and become ordinary orphans.
+
+Paths inside are relative to the table root and are checked on load against the only places expiration deletes
+from (``snapshot/snapshot-N``, ``manifest/<name>``, ``tag/tag-<name>``, ``consumer/consumer-<id>``, and
+``k=v/.../bucket-N/<file>`` data paths), so even a tampered journal cannot make a run delete anything else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.errors import MaintenanceError, UnsafePathError
+from tableformat.layout import check_file_name, check_tag_name
+
+from .expire_files import TagRef
+from .expire_plan import JOURNAL_PREFIX, ExpirePlan, PlannedFile
+
+FORMAT = "tablefmt-expire-journal"
+VERSION = 1
+
+
+def journal_path(ctx: TableContext, plan_id: str) -> str:
+    return ctx.layout.join("snapshot", f"{JOURNAL_PREFIX}{check_file_name(plan_id, what='plan id')}")
+
+
+def list_journals(ctx: TableContext) -> list[str]:
+    """Paths of pending journals (temp files of an interrupted write, ``..expire-journal-*.tmp``, are not)."""
+    return sorted(
+        info.path
+        for info in ctx.io.list_dir(ctx.layout.snapshot_dir)
+        if not info.is_dir and info.name.startswith(JOURNAL_PREFIX) and not info.name.endswith(".tmp")
+    )
+
+
+def _files(files: Sequence[PlannedFile], *, with_extras: bool = False) -> list[list[Any]]:
+    if with_extras:
+        return [[f.path, f.size, list(f.extras)] for f in files]
+    return [[f.path, f.size] for f in files]
+
+
+def _tags(refs: Sequence[TagRef]) -> list[list[Any]]:
+    return [[r.name, r.snapshot_id, r.base_manifest_list] for r in refs]
+
+
+def plan_to_json(plan: ExpirePlan) -> bytes:
+    document = {
+        "format": FORMAT,
+        "version": VERSION,
+        "planId": plan.plan_id,
+        "nowMs": plan.now_ms,
+        "end": plan.end,
+        "expiredSnapshots": list(plan.expired_snapshots),
+        "fingerprints": [list(fp) for fp in plan.fingerprints],
+        "snapshotFiles": _files(plan.snapshot_files),
+        "dataFiles": _files(plan.data_files, with_extras=True),
+        "manifests": _files(plan.manifests),
+        "manifestLists": _files(plan.manifest_lists),
+        "tagFiles": _files(plan.tag_files),
+        "consumerFiles": _files(plan.consumer_files),
+        "expiredTags": _tags(plan.expired_tags),
+        "protectingTags": _tags(plan.protecting_tags),
+        "expiredConsumers": list(plan.expired_consumers),
+        "consumerCutoffMs": plan.consumer_cutoff_ms,
+        "skippedExternal": list(plan.skipped_external),
+        "emptyDirCandidates": list(plan.empty_dir_candidates),
+    }
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def write_journal(ctx: TableContext, plan: ExpirePlan) -> str:
+    """Record the plan; returns the journal path. A failure here deletes nothing (the caller stops)."""
+    path = journal_path(ctx, plan.plan_id)
+    ctx.io.mkdirs(ctx.layout.snapshot_dir)
+    ctx.io.write_bytes(path, plan_to_json(plan))
+    return path
+
+
+def remove_journal(ctx: TableContext, path: str) -> None:
+    ctx.io.delete_files([path])
+
+
+# --- loading, with path checks -----------------------------------------------------------------------------------
+def _check_components(path: str) -> list[str]:
+    parts = path.split("/")
+    for part in parts:
+        check_file_name(part, what="journal path component")
+    return parts
+
+
+def _check_path(path: str, kind: str) -> str:
+    parts = _check_components(path)
+    ok = False
+    if kind == "snapshot":
+        ok = len(parts) == 2 and parts[0] == "snapshot" and parts[1].startswith("snapshot-") and parts[1][9:].isdigit()
+    elif kind == "manifest":
+        ok = len(parts) == 2 and parts[0] == "manifest" and parts[1].startswith("manifest-")
+    elif kind == "tag":
+        ok = len(parts) == 2 and parts[0] == "tag" and parts[1].startswith("tag-")
+        ok = ok and bool(check_tag_name(parts[1][4:]))
+    elif kind == "consumer":
+        ok = len(parts) == 2 and parts[0] == "consumer" and parts[1].startswith("consumer-")
+    elif kind == "data":
+        ok = len(parts) >= 2 and parts[-2].startswith("bucket-") and all("=" in p for p in parts[:-2])
+    elif kind == "dir":
+        ok = all("=" in p for p in parts[:-1]) and ("=" in parts[-1] or parts[-1].startswith("bucket-"))
+    if not ok:
+        raise UnsafePathError(f"journal names {path!r}, which is not a {kind} path expiration may delete")
+    return path
+
+
+def _load_files(raw: Any, kind: str, *, with_extras: bool = False) -> tuple[PlannedFile, ...]:
+    result = []
+    for item in raw:
+        extras: tuple[str, ...] = ()
+        if with_extras:
+            extras = tuple(_check_path(str(e), kind) for e in item[2])
+        result.append(PlannedFile(_check_path(str(item[0]), kind), int(item[1]), extras))
+    return tuple(result)
+
+
+def _load_tags(raw: Any) -> tuple[TagRef, ...]:
+    return tuple(TagRef(str(name), int(sid), str(base)) for name, sid, base in raw)
+
+
+def plan_from_json(data: bytes) -> ExpirePlan:
+    doc = json.loads(data.decode("utf-8"))
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError("not an expiration journal")
+    if doc.get("version") != VERSION:
+        raise ValueError(f"unsupported journal version {doc.get('version')!r}")
+    cutoff = doc.get("consumerCutoffMs")
+    return ExpirePlan(
+        plan_id=str(doc["planId"]),
+        now_ms=int(doc["nowMs"]),
+        end=None if doc["end"] is None else int(doc["end"]),
+        expired_snapshots=tuple(int(i) for i in doc["expiredSnapshots"]),
+        fingerprints=tuple((int(i), str(name)) for i, name in doc["fingerprints"]),
+        snapshot_files=_load_files(doc["snapshotFiles"], "snapshot"),
+        data_files=_load_files(doc["dataFiles"], "data", with_extras=True),
+        manifests=_load_files(doc["manifests"], "manifest"),
+        manifest_lists=_load_files(doc["manifestLists"], "manifest"),
+        tag_files=_load_files(doc["tagFiles"], "tag"),
+        consumer_files=_load_files(doc["consumerFiles"], "consumer"),
+        expired_tags=_load_tags(doc["expiredTags"]),
+        protecting_tags=_load_tags(doc["protectingTags"]),
+        expired_consumers=tuple(str(c) for c in doc["expiredConsumers"]),
+        consumer_cutoff_ms=None if cutoff is None else int(cutoff),
+        skipped_external=tuple(str(p) for p in doc["skippedExternal"]),
+        empty_dir_candidates=tuple(_check_path(str(d), "dir") for d in doc["emptyDirCandidates"]),
+    )
+
+
+def read_journal(ctx: TableContext, path: str) -> ExpirePlan | None:
+    """The journal's plan; None if it vanished (another run completed it). Unreadable = MaintenanceError."""
+    try:
+        data = ctx.io.read_bytes(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise MaintenanceError(f"cannot read expiration journal {ctx.io.url(path)}: {exc}") from exc
+    try:
+        plan = plan_from_json(data)
+    except UnsafePathError as exc:
+        raise MaintenanceError(f"expiration journal {ctx.io.url(path)} is unsafe, refusing it: {exc}") from exc
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
+        raise MaintenanceError(
+            f"expiration journal {ctx.io.url(path)} is unreadable ({exc}); inspect it, then delete it to continue "
+            "(files it lists are then left for orphan cleanup)"
+        ) from exc
+    if journal_path(ctx, plan.plan_id) != path:
+        raise MaintenanceError(f"expiration journal {ctx.io.url(path)} holds plan {plan.plan_id}, not its own")
+    return plan

@@ -1,0 +1,444 @@
+"""Plan a snapshot expiration: which snapshots, tags and consumers expire, and the exact files that go with them.
+
+Range (Paimon master, ``ExpireSnapshotsImpl.expire``): with ``earliest``/``latest`` snapshot ids,
+``low = max(latest - retain_max + 1, earliest)`` (everything below expires whatever its age) and
+``max_exclusive = min(latest - retain_min + 1, smallest consumer nextSnapshot, earliest + limit)``. Walking the
+existing snapshots from ``low``, the first one whose *successor* committed at or after ``now - time_retained``
+is kept (a snapshot was the table state until its successor committed). The snapshot that ends the range, ``end``,
+always exists and becomes EARLIEST. Missing ids (gaps) never stall: the range is measured in ids, ``end`` moves
+to the next existing snapshot, and snapshots stranded below a gap are expired with the range.
+
+Data files, delta-based with reachability checks (chosen for cost: it reads only the deltas of the range, and
+for the protection checks only the manifests that can hold a candidate):
+
+* candidates: the DELETE entries of delta(s) for every s in (b, end], where b..end is the gap-free run ending at
+  ``end``, in entry order (a DELETE followed by an ADD of the same file in one delta keeps the file); plus every
+  file live in a stranded snapshot below a gap and in an expired tag older than ``end``;
+* minus every file live in ``end`` and every file live in ANY remaining tag (not only the nearest one).
+
+That is exact reachability under the format's invariant that a file name is added once and its live range is one
+contiguous run of snapshots (paimon-format.md section 9): a file live in some retained snapshot r > end and in an
+expired one is live in ``end``. The check against ``end`` itself does not rely on the invariant. Manifests and
+manifest lists of expired snapshots (and of expired tags older than ``end``) are deleted unless referenced by
+``end`` or any remaining tag, by the same contiguity argument for manifests. Changelog lists, index manifests and
+statistics files are never deleted (append tables have none).
+
+Any metadata needed for a decision that cannot be read (snapshot, manifest list, manifest, tag, consumer) stops the
+planner with a MaintenanceError naming the file; nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tableformat.context import TableContext
+from tableformat.errors import (
+    CorruptMetadataError,
+    MaintenanceError,
+    SnapshotNotFoundError,
+    StorageError,
+    UnsafePathError,
+)
+from tableformat.model.manifest import FileKind
+from tableformat.model.snapshot import Consumer, Snapshot, Tag
+from tableformat.scan.planner import merge_entries
+
+from .expire_config import ExpireConfig
+from .expire_files import Candidate, DataPaths, MetadataCache, TagRef, Workers
+
+log = logging.getLogger(__name__)
+
+JOURNAL_PREFIX = ".expire-journal-"
+"""Expiration journals are ``snapshot/.expire-journal-<plan uuid>`` (see expire_journal)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFile:
+    """A file to delete: path relative to the table root, size in bytes, and (data files) its extra files."""
+
+    path: str
+    size: int
+    extras: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpirePlan:
+    """Everything one expiration deletes, decided before anything is deleted. Immutable."""
+
+    plan_id: str
+    now_ms: int
+    end: int | None
+    """The snapshot that becomes EARLIEST (None when the table has no snapshot)."""
+    expired_snapshots: tuple[int, ...] = ()
+    fingerprints: tuple[tuple[int, str], ...] = ()
+    """(id, base manifest list) of every expired snapshot and of ``end``: a re-run refuses a changed table."""
+    snapshot_files: tuple[PlannedFile, ...] = ()
+    data_files: tuple[PlannedFile, ...] = ()
+    manifests: tuple[PlannedFile, ...] = ()
+    manifest_lists: tuple[PlannedFile, ...] = ()
+    tag_files: tuple[PlannedFile, ...] = ()
+    consumer_files: tuple[PlannedFile, ...] = ()
+    expired_tags: tuple[TagRef, ...] = ()
+    protecting_tags: tuple[TagRef, ...] = ()
+    expired_consumers: tuple[str, ...] = ()
+    consumer_cutoff_ms: int | None = None
+    skipped_external: tuple[str, ...] = ()
+    """Files of expired snapshots with an external path: never deleted by tablefmt, reported."""
+    empty_dir_candidates: tuple[str, ...] = ()
+    """Bucket and partition directories (relative, deepest first) that may be empty afterwards."""
+    note: str = ""
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.expired_snapshots or self.files() or self.expired_tags or self.expired_consumers)
+
+    def files(self) -> list[PlannedFile]:
+        """Every planned file, in deletion order: consumers, snapshots, tags, data, manifests, manifest lists."""
+        return [
+            *self.consumer_files,
+            *self.snapshot_files,
+            *self.tag_files,
+            *self.data_files,
+            *self.manifests,
+            *self.manifest_lists,
+        ]
+
+    @property
+    def reclaimable_bytes(self) -> int:
+        """Bytes of every planned file (what a real run frees if nothing changes meanwhile)."""
+        return sum(f.size for f in self.files())
+
+    def file_count(self) -> int:
+        return len(self.files()) + sum(len(f.extras) for f in self.data_files)
+
+
+def new_plan_id() -> str:
+    return str(uuid.uuid4())
+
+
+def tag_expired(tag: Tag, now_ms: int) -> bool:
+    """Whether a tag's ``tagTimeRetained`` has passed (its create time is a local date-time, as Paimon writes it)."""
+    if tag.time_retained_seconds is None or not tag.create_time or len(tag.create_time) < 3:
+        return False
+    parts = [*tag.create_time, 0, 0, 0, 0][:7]
+    try:
+        created = dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
+    except ValueError:
+        return False
+    return created.timestamp() * 1000 + tag.time_retained_seconds * 1000 < now_ms
+
+
+def plan_expiration(
+    ctx: TableContext,
+    config: ExpireConfig | None = None,
+    now_ms: int | None = None,
+    *,
+    pending: Sequence[ExpirePlan] = (),
+    workers: Workers | None = None,
+) -> ExpirePlan:
+    """Decide what one run expires (``config`` defaults to the table's options). Reads metadata only.
+
+    ``pending``: journaled plans this run completes (or, in a dry run, would complete) first: their snapshots,
+    tags and consumers are treated as gone, and their snapshots count against this run's limit.
+    """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    config = config or ExpireConfig.resolve(ctx.options)
+    if workers is None:
+        with Workers(config.parallelism) as own:
+            return plan_expiration(ctx, config, now, pending=pending, workers=own)
+    planner = _Planner(ctx, config, now, workers)
+    try:
+        return planner.plan(pending)
+    except _ConcurrentChange as exc:
+        return ExpirePlan(plan_id=new_plan_id(), now_ms=now, end=None, note=str(exc))
+    except (CorruptMetadataError, StorageError, UnsafePathError, SnapshotNotFoundError) as exc:
+        if planner.changed_underneath():
+            note = f"another expiration changed the table while planning ({exc}); nothing done"
+            log.info("%s", note)
+            return ExpirePlan(plan_id=new_plan_id(), now_ms=now, end=None, note=note)
+        raise MaintenanceError(f"expiration stopped, nothing was deleted: {exc}") from exc
+
+
+class _ConcurrentChange(Exception):
+    """The snapshots being planned vanished: another expirer is at work."""
+
+
+@dataclass
+class _Range:
+    earliest: int
+    end: int
+    end_snapshot: Snapshot
+    expired: dict[int, tuple[Snapshot, int]] = field(default_factory=dict)
+
+
+class _Planner:
+    def __init__(self, ctx: TableContext, config: ExpireConfig, now_ms: int, workers: Workers) -> None:
+        self.ctx = ctx
+        self.config = config
+        self.now = now_ms
+        self.workers = workers
+        self.cache = MetadataCache(ctx, workers)
+        self.paths = DataPaths(ctx)
+        self._listing: list[int] | None = None
+        self._earliest_seen: int | None = None
+        self._started = False
+        self._pending_ids: set[str] = set()
+        self._snapshots: dict[int, tuple[Snapshot, int] | None] = {}
+
+    # --- state that can change under us ----------------------------------------------------------------------
+    def changed_underneath(self) -> bool:
+        """True if another expirer moved the earliest snapshot or left a journal since planning began."""
+        if not self._started:
+            return False
+        try:
+            names = [f.name for f in self.ctx.io.list_dir(self.ctx.layout.snapshot_dir)]
+            ours = {JOURNAL_PREFIX + plan_id for plan_id in self._pending_ids}
+            if any(n.startswith(JOURNAL_PREFIX) and not n.endswith(".tmp") and n not in ours for n in names):
+                return True
+            return self.ctx.store.earliest_snapshot_id() != self._earliest_seen
+        except OSError:
+            return False
+
+    def _tags(self) -> list[Tag]:
+        try:
+            return self.ctx.store.tags()
+        except SnapshotNotFoundError:  # a tag was deleted between listing and reading: list again once
+            return self.ctx.store.tags()
+
+    def _ids(self) -> list[int]:
+        if self._listing is None:
+            self._listing = self.ctx.store.snapshot_ids()
+        return self._listing
+
+    def _read(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
+        if snapshot_id not in self._snapshots:
+            self._snapshots[snapshot_id] = self.cache.read_snapshot_file(snapshot_id)
+        return self._snapshots[snapshot_id]
+
+    def _next_existing(self, snapshot_id: int, upto: int) -> int | None:
+        """The smallest existing id >= snapshot_id and <= upto."""
+        if snapshot_id <= upto and self._read(snapshot_id) is not None:
+            return snapshot_id
+        ids = self._ids()
+        pos = bisect.bisect_left(ids, snapshot_id)
+        return ids[pos] if pos < len(ids) and ids[pos] <= upto else None
+
+    # --- planning ----------------------------------------------------------------------------------------------
+    def plan(self, pending: Sequence[ExpirePlan]) -> ExpirePlan:
+        store = self.ctx.store
+        self._earliest_seen = store.earliest_snapshot_id()
+        self._started = True
+        self._pending_ids = {p.plan_id for p in pending}
+        gone_tags = {ref for p in pending for ref in p.expired_tags}
+        gone_consumers = {c for p in pending for c in p.expired_consumers}
+        ends = [p.end for p in pending if p.end is not None and p.expired_snapshots]
+        floor = max(ends) if ends else None
+        spent = sum(len(p.expired_snapshots) for p in pending)
+        tags = [t for t in self._tags() if TagRef.of(t) not in gone_tags]
+        consumers = [c for c in store.consumers() if c.consumer_id not in gone_consumers]
+        cutoff = None if self.config.consumer_expiration_ms is None else self.now - self.config.consumer_expiration_ms
+        dead = [c for c in consumers if cutoff is not None and c.modified_ms is not None and c.modified_ms < cutoff]
+        alive = [c for c in consumers if c not in dead]
+        expired_tags = [t for t in tags if tag_expired(t, self.now)]
+        protecting = [t for t in tags if t not in expired_tags]
+
+        earliest = self._earliest_seen
+        latest = store.latest_snapshot_id()
+        if earliest is None or latest is None:
+            return self._consumers_only(dead, cutoff)
+        if floor is not None:
+            earliest = max(earliest, floor)
+        limit = self.config.limit - spent
+        end = earliest
+        if limit > 0 and earliest <= latest:
+            end = self._select_end(earliest, latest, min((c.next_snapshot for c in alive), default=None), limit)
+        span = self._expired_range(earliest, end, latest)
+        stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
+        return self._files(span, protecting, expired_tags, stale_tags, dead, cutoff)
+
+    def _select_end(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> int:
+        config = self.config
+        low = max(latest - config.retain_max + 1, earliest)
+        max_exclusive = latest - config.retain_min + 1
+        if consumer_next is not None:
+            max_exclusive = min(max_exclusive, consumer_next)
+        max_exclusive = min(max_exclusive, earliest + limit)
+        if max_exclusive <= earliest:
+            return earliest
+        threshold = self.now - config.time_retained_ms
+        candidate: int | None = None
+        current = self._next_existing(low, latest)
+        while current is not None:
+            found = self._read(current)
+            if found is None:  # vanished while walking
+                raise _ConcurrentChange(f"snapshot {current} disappeared while planning; another expirer is at work")
+            if candidate is not None and found[0].time_millis >= threshold:
+                return candidate
+            if current >= max_exclusive:
+                break
+            candidate = current
+            current = self._next_existing(current + 1, latest)
+        return max_exclusive
+
+    def _expired_range(self, earliest: int, end: int, latest: int) -> _Range:
+        end_id = self._next_existing(end, latest)
+        found_end = None if end_id is None else self._read(end_id)
+        if end_id is None or found_end is None:
+            raise _ConcurrentChange(f"snapshot {end} and all after it up to {latest} disappeared while planning")
+        span = _Range(earliest=earliest, end=end_id, end_snapshot=found_end[0])
+        ahead = [i for i in range(earliest, min(end, end_id)) if i not in self._snapshots]
+        for sid, found in zip(ahead, self.workers.map(self.cache.read_snapshot_file, ahead)):
+            self._snapshots[sid] = found
+        sid = earliest
+        while sid < end_id:
+            found = self._read(sid)
+            if found is not None:
+                span.expired[sid] = found
+                sid += 1
+                continue
+            ids = self._ids()  # a gap: jump to the next listed id instead of probing every missing one
+            pos = bisect.bisect_right(ids, sid)
+            sid = ids[pos] if pos < len(ids) else end_id
+        return span
+
+    def _consumers_only(self, dead: list[Consumer], cutoff: int | None) -> ExpirePlan:
+        return ExpirePlan(
+            plan_id=new_plan_id(),
+            now_ms=self.now,
+            end=None,
+            consumer_files=tuple(self._consumer_files(dead)),
+            expired_consumers=tuple(c.consumer_id for c in dead),
+            consumer_cutoff_ms=cutoff,
+        )
+
+    def _consumer_files(self, dead: list[Consumer]) -> list[PlannedFile]:
+        layout = self.ctx.layout
+        return [PlannedFile(layout.relative(layout.consumer_file(c.consumer_id)), 0) for c in dead]
+
+    def _files(
+        self,
+        span: _Range,
+        protecting: list[Tag],
+        expired_tags: list[Tag],
+        stale_tags: list[Tag],
+        dead: list[Consumer],
+        cutoff: int | None,
+    ) -> ExpirePlan:
+        layout = self.ctx.layout
+        expired = [span.expired[i][0] for i in sorted(span.expired)]
+        keep_roots = [span.end_snapshot, *[t.snapshot for t in protecting]]
+        gone_roots = [*expired, *[t.snapshot for t in stale_tags]]
+        roots = [*keep_roots, *gone_roots]
+        self.cache.load_lists(n for s in roots for n in (s.base_manifest_list, s.delta_manifest_list))
+
+        candidates, partitions, external = self._candidates(span, stale_tags)
+        if candidates:
+            wanted = set(candidates)
+            predicate = self.paths.predicate(partitions)
+            for root in keep_roots:
+                for path in self.cache.live_paths(root, wanted, self.paths, predicate):
+                    candidates.pop(path, None)
+
+        keep_lists = {n for s in keep_roots for n in (s.base_manifest_list, s.delta_manifest_list)}
+        keep_manifests = {m.file_name for s in keep_roots for m in self.cache.manifests_of(s)}
+        lists: dict[str, int] = {}
+        manifests: dict[str, int] = {}
+        for snap in gone_roots:
+            for name, size in (
+                (snap.base_manifest_list, snap.base_manifest_list_size),
+                (snap.delta_manifest_list, snap.delta_manifest_list_size),
+            ):
+                if name not in keep_lists:
+                    lists.setdefault(name, size if size is not None else self._size(layout.manifest_file(name)))
+            for meta in self.cache.manifests_of(snap):
+                if meta.file_name not in keep_manifests:
+                    manifests.setdefault(meta.file_name, meta.file_size)
+
+        data = [PlannedFile(p, c.size, c.extras) for p, c in sorted(candidates.items())]
+        dirs: set[str] = set()
+        for planned in data:
+            parts = planned.path.split("/")[:-1]
+            dirs.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+        fingerprints = [(s.id, s.base_manifest_list) for s in expired]
+        fingerprints.append((span.end, span.end_snapshot.base_manifest_list))
+        return ExpirePlan(
+            plan_id=new_plan_id(),
+            now_ms=self.now,
+            end=span.end,
+            expired_snapshots=tuple(s.id for s in expired),
+            fingerprints=tuple(fingerprints),
+            snapshot_files=tuple(
+                PlannedFile(layout.relative(layout.snapshot_file(i)), span.expired[i][1]) for i in sorted(span.expired)
+            ),
+            data_files=tuple(data),
+            manifests=self._manifest_files(manifests),
+            manifest_lists=self._manifest_files(lists),
+            tag_files=tuple(
+                PlannedFile(layout.relative(layout.tag_file(t.name)), self._size(layout.tag_file(t.name)))
+                for t in expired_tags
+            ),
+            consumer_files=tuple(self._consumer_files(dead)),
+            expired_tags=tuple(TagRef.of(t) for t in expired_tags),
+            protecting_tags=tuple(TagRef.of(t) for t in protecting),
+            expired_consumers=tuple(c.consumer_id for c in dead),
+            consumer_cutoff_ms=cutoff,
+            skipped_external=tuple(sorted(external)),
+            empty_dir_candidates=tuple(sorted(dirs, key=lambda d: (-d.count("/"), d))),
+        )
+
+    def _manifest_files(self, sizes: dict[str, int]) -> tuple[PlannedFile, ...]:
+        layout = self.ctx.layout
+        return tuple(PlannedFile(layout.relative(layout.manifest_file(n)), size) for n, size in sorted(sizes.items()))
+
+    def _size(self, path: str) -> int:
+        try:
+            return self.ctx.io.file_size(path)
+        except FileNotFoundError:
+            return 0
+
+    def _candidates(self, span: _Range, stale_tags: list[Tag]) -> tuple[dict[str, Candidate], set[bytes], set[str]]:
+        """Data files that stop being referenced: see the module docstring."""
+        candidates: dict[str, Candidate] = {}
+        partitions: set[bytes] = set()
+        external: set[str] = set()
+        paths = self.paths
+        begin = span.end
+        while begin - 1 in span.expired:
+            begin -= 1
+        for sid in range(begin + 1, span.end + 1):
+            snap = span.end_snapshot if sid == span.end else span.expired[sid][0]
+            metas = self.cache.manifest_list(snap.delta_manifest_list)
+            if not any(m.num_deleted_files > 0 for m in metas):
+                continue  # a pure append retires nothing
+            pending: dict[str, tuple[bytes, Candidate]] = {}
+            for entries in self.cache.entries(metas):
+                for entry in entries:
+                    path = paths.of(entry)
+                    if path is None:
+                        if entry.kind == FileKind.DELETE:
+                            external.add(str(entry.file.external_path))
+                        continue
+                    if entry.kind == FileKind.ADD:
+                        pending.pop(path, None)
+                    else:
+                        pending[path] = (entry.partition, Candidate(entry.file.file_size, paths.extras(entry)))
+            for path, (partition, candidate) in pending.items():
+                candidates[path] = candidate
+                partitions.add(partition)
+        stranded = [span.expired[i][0] for i in sorted(span.expired) if i < begin]
+        for snap in [*stranded, *[t.snapshot for t in stale_tags]]:
+            live = merge_entries(self.cache.entries(self.cache.manifests_of(snap)))
+            for entry in live.values():
+                path = paths.of(entry)
+                if path is None:
+                    external.add(str(entry.file.external_path))
+                    continue
+                candidates[path] = Candidate(entry.file.file_size, paths.extras(entry))
+                partitions.add(entry.partition)
+        return candidates, partitions, external

@@ -1,0 +1,123 @@
+"""``tablefmt expire``: snapshot expiration from the command line (registered on the group in cli/main.py)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from tableformat.cleanup.expire import ExpireResult, Progress, expire_snapshots
+from tableformat.cli.common import echo_json, handle_errors, open_table, storage_option_flag
+from tableformat.durations import parse_duration_ms
+from tableformat.errors import ValidationError
+
+_SHOWN = 20
+"""Paths printed in text mode before '... and N more'."""
+
+
+def _duration_ms(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if text.strip().startswith("-"):
+        raise click.BadParameter(f"must not be negative, got {text!r}", param_hint="--time-retained")
+    try:
+        return parse_duration_ms(text)
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--time-retained") from None
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Progress | None]:
+    """A progress bar on stderr when it is a terminal; nothing under cron or in pipes."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    state = {"shown": 0}
+    with click.progressbar(length=1, label="expiring", file=sys.stderr) as bar:
+
+        def update(done: int, total: int) -> None:
+            bar.length = max(total, 1)
+            bar.update(done - state["shown"])
+            state["shown"] = done
+
+        yield update
+
+
+def _render(result: ExpireResult) -> None:
+    verb = "would delete" if result.dry_run else "deleted"
+    expired = "would expire" if result.dry_run else "expired"
+    click.echo(
+        f"{expired} {result.expired_snapshots} snapshot(s); earliest snapshot is {result.earliest_snapshot}; "
+        f"{verb} {result.deleted_data_files} data file(s), {result.deleted_manifests} manifest(s), "
+        f"{result.deleted_manifest_lists} manifest list(s), {len(result.deleted_paths)} file(s) in all, "
+        f"{result.deleted_bytes} bytes"
+    )
+    if result.expired_tags:
+        click.echo(f"{expired} tag(s): {', '.join(result.expired_tags)}")
+    if result.expired_consumers:
+        click.echo(f"{expired} consumer(s): {', '.join(result.expired_consumers)}")
+    if result.completed_journals:
+        click.echo(f"finished {len(result.completed_journals)} interrupted expiration(s)")
+    if result.skipped_external_files:
+        click.echo(f"kept {len(result.skipped_external_files)} file(s) with external paths (never deleted)")
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    if result.dry_run:
+        for path in result.deleted_paths[:_SHOWN]:
+            click.echo(f"  {path}")
+        if len(result.deleted_paths) > _SHOWN:
+            click.echo(f"  ... and {len(result.deleted_paths) - _SHOWN} more (use --json for all)")
+
+
+@click.command("expire")
+@click.argument("table")
+@click.option("--retain-min", type=click.IntRange(min=1), default=None, help="Keep at least the newest N snapshots.")
+@click.option("--retain-max", type=click.IntRange(min=1), default=None, help="Keep at most the newest N snapshots.")
+@click.option(
+    "--time-retained",
+    default=None,
+    metavar="DURATION",
+    help="Expire a snapshot once its successor is older than this, e.g. 30s, 15m, 1h, 7d.",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N snapshots per run.")
+@click.option("--dry-run", is_flag=True, help="Only report what would be deleted.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--parallelism", type=click.IntRange(min=1), default=None, help="Threads for reads and deletes.")
+@storage_option_flag
+@handle_errors
+def expire(
+    table: str,
+    retain_min: int | None,
+    retain_max: int | None,
+    time_retained: str | None,
+    limit: int | None,
+    dry_run: bool,
+    as_json: bool,
+    parallelism: int | None,
+    storage_options: tuple[str, ...],
+) -> None:
+    """Expire old snapshots of TABLE and delete the files only they used (options default to the table's)."""
+    retained_ms = _duration_ms(time_retained)
+    if retain_min is not None and retain_max is not None and retain_max < retain_min:
+        raise click.UsageError(f"--retain-max ({retain_max}) must be >= --retain-min ({retain_min})")
+    target = open_table(table, storage_options)
+    with _progress(not dry_run) as progress:
+        try:
+            result = expire_snapshots(
+                target.context,
+                retain_min=retain_min,
+                retain_max=retain_max,
+                time_retained=retained_ms,
+                limit=limit,
+                dry_run=dry_run,
+                parallelism=parallelism,
+                progress=progress,
+            )
+        except ValidationError as exc:
+            raise click.UsageError(" ".join(str(exc).split())) from None
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        _render(result)

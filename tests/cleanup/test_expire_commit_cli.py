@@ -1,0 +1,116 @@
+"""Expire-on-commit per the table's options, write-only, and the ``expire`` CLI command."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from tableformat.cleanup.maintenance import run_after_commit
+from tableformat.cli.expire_command import expire
+
+RETAIN_3 = {
+    "write-only": "false",
+    "snapshot.num-retained.min": "2",
+    "snapshot.num-retained.max": "3",
+}
+
+
+def test_commits_expire_per_the_options(kit) -> None:
+    table = kit.table(**RETAIN_3)
+    for _ in range(6):
+        table.append(kit.rows(2))
+    assert [s.id for s in table.snapshots()] == [4, 5, 6]
+    assert (kit.root(table) / "snapshot" / "EARLIEST").read_text() == "4"
+    assert kit.disk_files(kit.root(table)) == kit.reachable_files(table.context)
+
+
+def test_write_only_disables_expire_on_commit(kit) -> None:
+    table = kit.table(**{**RETAIN_3, "write-only": "true"})
+    for _ in range(6):
+        table.append(kit.rows(2))
+    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5, 6]
+    assert run_after_commit(table.context) is None
+
+
+def test_a_failing_expiration_never_fails_the_commit(kit) -> None:
+    table = kit.table(**RETAIN_3)
+    for _ in range(3):
+        table.append(kit.rows(2))
+    table.create_tag("t", 1)
+    (kit.root(table) / "tag" / "tag-t").write_bytes(b"garbage")  # expiration now refuses to run
+    snapshot = table.append(kit.rows(2))
+    assert snapshot is not None and snapshot.id == 4
+    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4]
+
+
+def run(*args: str):
+    return CliRunner().invoke(expire, list(args), catch_exceptions=False)
+
+
+def history(kit, count: int = 5):
+    table = kit.table()
+    for _ in range(count):
+        table.append(kit.rows(2))
+    table.drop_partitions([{"part": 0}])
+    return table
+
+
+def test_cli_json_and_dry_run(kit) -> None:
+    table = history(kit)
+    root = str(kit.root(table))
+    before = kit.disk_files(kit.root(table))
+    dry = run(root, "--retain-min", "1", "--time-retained", "0s", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.output)
+    assert planned["dry_run"] is True and planned["expired_snapshots"] == 5
+    assert kit.disk_files(kit.root(table)) == before
+    real = run(root, "--retain-min", "1", "--time-retained", "0s", "--json", "--parallelism", "2")
+    assert real.exit_code == 0, real.output
+    done = json.loads(real.output)
+    assert done["dry_run"] is False
+    assert sorted(done["deleted_paths"]) == sorted(planned["deleted_paths"])
+    for key in ("expired_snapshots", "earliest_snapshot", "deleted_data_files", "deleted_manifests",
+                "deleted_manifest_lists", "deleted_bytes"):
+        assert done[key] == planned[key]
+    assert done["earliest_snapshot"] == 6
+
+
+def test_cli_text_output_and_limit(kit) -> None:
+    table = history(kit)
+    result = run(str(kit.root(table)), "--retain-min", "1", "--time-retained", "0s", "--limit", "2")
+    assert result.exit_code == 0
+    assert result.output.startswith("expired 2 snapshot(s); earliest snapshot is 3;")
+    assert [s.id for s in table.snapshots()] == [3, 4, 5, 6]
+
+
+def test_cli_bad_input_is_a_usage_error(kit) -> None:
+    table = history(kit)
+    root = str(kit.root(table))
+    before = kit.disk_files(kit.root(table))
+    for args in (
+        ["--retain-min", "0"],
+        ["--retain-min", "5", "--retain-max", "2"],
+        ["--time-retained", "soon"],
+        ["--time-retained", "-1h"],
+        ["--limit", "0"],
+        ["--storage-option", "novalue"],
+    ):
+        result = CliRunner().invoke(expire, [root, *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output
+    assert kit.disk_files(kit.root(table)) == before
+    result = CliRunner().invoke(expire, [root, "--retain-min", "20"])  # valid: nothing to expire
+    assert result.exit_code == 0
+    assert kit.disk_files(kit.root(table)) == before | {"snapshot/EARLIEST"}
+
+
+def test_cli_table_errors_exit_1(kit, tmp_path) -> None:
+    result = CliRunner().invoke(expire, [str(tmp_path / "missing")])
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ") and "Traceback" not in result.output
+    table = history(kit)
+    (kit.root(table) / "manifest" / table.snapshot(2).base_manifest_list).write_bytes(b"junk")
+    result = CliRunner().invoke(expire, [str(kit.root(table)), "--retain-min", "1", "--time-retained", "0s"])
+    assert result.exit_code == 1
+    assert table.snapshot(2).base_manifest_list in result.output
