@@ -263,7 +263,7 @@ def render_options_markdown() -> str:
     lines = [
         "# Table options",
         "",
-        "Generated from `tableformat/options.py` by `python -m tableformat.options_doc > docs/options.md`; do not edit.",
+        "Generated from `tableformat/options.py` (`python -m tableformat.options_doc > docs/options.md`); do not edit.",
         "Set them at `Table.create(..., options={...})`; maintenance calls can override the expiration ones per call.",
         "",
         "| key | type | default | description |",
