@@ -109,4 +109,22 @@ def demo(directory: str | None) -> None:
 
 
 def run_maintenance_demo(table: Table, path: str) -> None:
-    """Show expiration and orphan cleanup on the demo table (extended as maintenance features land)."""
+    """Show expiration and orphan cleanup on the demo table."""
+    click.echo("\nexpiration: keep the newest 2 snapshots (time-retained 0 s for the demo)")
+    planned = table.expire_snapshots(retain_min=2, time_retained="0s", limit=100, dry_run=True)
+    click.echo(
+        f"  dry run: would expire {planned.expired_snapshots} snapshots and delete {planned.deleted_data_files} data "
+        f"files, {planned.deleted_manifests} manifests, {planned.deleted_manifest_lists} manifest lists"
+    )
+    done = table.expire_snapshots(retain_min=2, time_retained="0s", limit=100)
+    click.echo(
+        f"  expired {done.expired_snapshots} snapshots (earliest is now {done.earliest_snapshot}); deleted "
+        f"{done.deleted_data_files} data files, {done.deleted_manifests} manifests, "
+        f"{done.deleted_manifest_lists} manifest lists, {done.deleted_bytes} bytes"
+    )
+    click.echo(
+        f"  the tag still protects its files: end-of-week reads {table.to_arrow(tag='end-of-week').num_rows} rows, "
+        f"latest reads {table.to_arrow().num_rows} rows"
+    )
+    files, size = count_files(path)
+    click.echo(f"  on disk: {files} files, {size} bytes")
