@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import random
 import tempfile
+import time
 
 import click
 import pyarrow as pa
@@ -128,3 +129,27 @@ def run_maintenance_demo(table: Table, path: str) -> None:
     )
     files, size = count_files(path)
     click.echo(f"  on disk: {files} files, {size} bytes")
+    show_crash_leftover_cleanup(table)
+
+
+def show_crash_leftover_cleanup(table: Table) -> None:
+    """A job wrote data files and crashed before committing; orphan cleanup finds and removes them."""
+    click.echo("\norphan cleanup: a load job wrote its files, then crashed before committing")
+    leftovers = table.write_files(events_for(dt.date(2026, 11, 8), 150, 1_000_000, random.Random(8)))
+    two_days_ago = time.time() - 2 * 86_400
+    for leftover in leftovers:  # age them past the 1-day guard, as if the crash happened two days ago
+        os.utime(leftover.path, (two_days_ago, two_days_ago))
+    report = table.check()
+    click.echo(f"  check: ok={report.ok}, {report.orphan_files} orphan file(s), {report.orphan_bytes} bytes")
+    planned = table.remove_orphan_files(dry_run=True)
+    click.echo(f"  dry run would delete: {list(planned.deleted_paths)}")
+    done = table.remove_orphan_files()
+    click.echo(
+        f"  deleted {len(done.deleted_paths)} file(s), {done.deleted_bytes} bytes; "
+        f"unknown files left alone: {len(done.skipped_unknown)}"
+    )
+    after = table.check()
+    click.echo(
+        f"  check: ok={after.ok}, {after.orphan_files} orphan file(s); latest still reads "
+        f"{table.to_arrow().num_rows} rows"
+    )

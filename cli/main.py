@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from tableformat.cli.common import echo_json, handle_errors, open_table, parse_storage_options, storage_option_flag
 from tableformat.cli.demo_command import demo
 from tableformat.cli.expire_command import expire
+from tableformat.cli.orphans_command import check, remove_orphans
 from tableformat.model.partition import parse_spec_text
 from tableformat.model.snapshot import Snapshot
 from tableformat.table import Table
@@ -205,6 +206,8 @@ def tag_list(table: str, as_json: bool, storage_options: tuple[str, ...]) -> Non
 
 cli.add_command(demo)
 cli.add_command(expire)
+cli.add_command(remove_orphans)
+cli.add_command(check)
 
 
 def main() -> None:

@@ -13,8 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from tableformat.cleanup.check import CheckResult, check_table
 from tableformat.cleanup.expire import ExpireResult, expire_snapshots
 from tableformat.cleanup.maintenance import run_after_commit
+from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile
@@ -490,3 +492,24 @@ class Table:
             dry_run=dry_run,
             parallelism=parallelism,
         )
+
+    def remove_orphan_files(
+        self,
+        older_than: dt.timedelta | None = None,
+        dry_run: bool = False,
+        parallelism: int | None = None,
+        *,
+        force: bool = False,
+    ) -> OrphanResult:
+        """Delete files no snapshot, tag or branch references and older than ``older_than``.
+
+        Default: the table option orphan-files.older-than (1 day); a cutoff under 1 hour or in the future needs
+        ``force``. Only file names the format produces are candidates; others are reported, never deleted.
+        """
+        return remove_orphan_files(
+            self._ctx, older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force
+        )
+
+    def check(self, parallelism: int | None = None) -> CheckResult:
+        """Verify every referenced file exists with its recorded size; count orphans and reclaimable bytes."""
+        return check_table(self._ctx, parallelism=parallelism)

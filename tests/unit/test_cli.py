@@ -87,3 +87,7 @@ def test_demo_builds_the_sample_table(tmp_path: Path) -> None:
     assert table.to_arrow().num_rows == 1260
     assert [t.name for t in table.tags()] == ["end-of-week"]
     assert "latest: 1260 rows" in out
+    assert "expired 7 snapshots (earliest is now 8)" in out
+    assert "deleted 1 file(s)" in out and "check: ok=True, 0 orphan file(s)" in out
+    assert [s.id for s in table.snapshots()] == [8, 9]
+    assert table.check().ok

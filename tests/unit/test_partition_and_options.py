@@ -76,4 +76,6 @@ def test_invalid_option_combinations_are_refused() -> None:
 
 def test_options_doc_is_generated_from_the_registry() -> None:
     doc = Path(__file__).parents[2] / "docs" / "options.md"
-    assert doc.read_text() == render_options_markdown(), "regenerate: python -m tableformat.options_doc > docs/options.md"
+    assert doc.read_text() == render_options_markdown(), (
+        "regenerate: python -m tableformat.options_doc > docs/options.md"
+    )

@@ -1,0 +1,260 @@
+"""Benchmark orphan removal: tablefmt vs deltalake 1.6.6 ``vacuum(full=True)``, and peak memory at up to 1M files.
+
+Compare mode (default), one run, local disk:
+  1. Build a 500-commit table (1,000 rows per commit over 4 partitions) with tablefmt and the same data as a Delta
+     table (``partition_by=["part"]``).
+  2. Plant the same strays in both: 1,000 old ones (1 KiB, mtime now - 10 days) spread over the partition
+     directories and 100 fresh ones (mtime now, an in-flight writer).
+  3. Time each system's dry run then real run with the same guard: 7 days (Delta's enforced default
+     ``retention_hours=168``; tablefmt ``older_than=7 days``). Deletions are measured by diffing the filesystem.
+
+Memory mode (``--memory 100000,300000,1000000``): for each size, a synthetic table whose one snapshot references
+that many (empty) data files through real manifests, plus 1 % strays; a fresh process runs the dry run and reports
+its peak RSS (ru_maxrss) over its RSS before the run.
+
+    python bench/orphans.py [--commits 500] [--strays 1000] [--fresh 100] [--workdir DIR]
+    python bench/orphans.py --memory 100000,300000,1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from tableformat import Table
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.codec.binary_row import encode_row
+from tableformat.layout import NameFactory
+from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry
+from tableformat.model.snapshot import CommitKind, Snapshot
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32()), pa.field("payload", pa.string())])
+PARTITIONS = 4
+DAY_S = 86_400
+GUARD_DAYS = 7
+STRAY_AGE_DAYS = 10
+
+
+def batch(commit: int, rows: int) -> pa.Table:
+    start = commit * rows
+    ids = list(range(start, start + rows))
+    return pa.table(
+        {"id": ids, "part": [i % PARTITIONS for i in ids], "payload": [f"row-{i}" for i in ids]}, schema=SCHEMA
+    )
+
+
+def files_of(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def plant(directory: Path, name: str, age_days: float) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_bytes(os.urandom(1024))
+    stamp = time.time() - age_days * DAY_S
+    os.utime(path, (stamp, stamp))
+
+
+def plant_strays(root: Path, old: int, fresh: int, *, delta: bool) -> None:
+    """The same strays for both systems: Delta data sits in part=N/, tablefmt's in part=N/bucket-0/."""
+    for index in range(old + fresh):
+        part_dir = root / f"part={index % PARTITIONS}"
+        directory = part_dir if delta else part_dir / "bucket-0"
+        name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet" if delta else f"data-{uuid.uuid4()}-0.parquet"
+        plant(directory, name, STRAY_AGE_DAYS if index < old else 0)
+
+
+def build_tablefmt(path: Path, commits: int, rows: int) -> float:
+    table = Table.create(str(path), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    seconds, _ = timed(lambda: [table.append(batch(c, rows)) for c in range(commits)])
+    return seconds
+
+
+def build_delta(path: Path, commits: int, rows: int) -> float:
+    from deltalake import write_deltalake
+
+    def run() -> None:
+        for c in range(commits):
+            write_deltalake(str(path), batch(c, rows), mode="append", partition_by=["part"])
+
+    seconds, _ = timed(run)
+    return seconds
+
+
+def compare(args: argparse.Namespace) -> dict[str, Any]:
+    import deltalake
+    from deltalake import DeltaTable
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-orphans-"))
+    ours, delta = work / "tablefmt", work / "delta"
+    for path in (ours, delta):
+        shutil.rmtree(path, ignore_errors=True)
+    report: dict[str, Any] = {"commits": args.commits, "old_strays": args.strays, "fresh_strays": args.fresh}
+    report["deltalake_version"] = deltalake.__version__
+    report["build_tablefmt_s"] = build_tablefmt(ours, args.commits, args.rows)
+    report["build_delta_s"] = build_delta(delta, args.commits, args.rows)
+    plant_strays(ours, args.strays, args.fresh, delta=False)
+    plant_strays(delta, args.strays, args.fresh, delta=True)
+    report["files_tablefmt"] = len(files_of(ours))
+    report["files_delta"] = len(files_of(delta))
+
+    table = Table.open(str(ours))
+    guard = timedelta(days=GUARD_DAYS)
+    before = files_of(ours)
+    report["tablefmt_dry_s"], dry = timed(lambda: remove_orphan_files(table.context, older_than=guard, dry_run=True))
+    report["tablefmt_real_s"], real = timed(lambda: remove_orphan_files(table.context, older_than=guard))
+    gone = before - files_of(ours)
+    report["tablefmt_found"] = dry.orphan_files
+    report["tablefmt_deleted_measured"] = len(gone)
+    report["tablefmt_dry_equals_real"] = set(dry.deleted_paths) == set(real.deleted_paths) == gone
+
+    dt = DeltaTable(str(delta))
+    before = files_of(delta)
+    hours = GUARD_DAYS * 24
+    report["delta_dry_s"], delta_dry = timed(lambda: dt.vacuum(retention_hours=hours, dry_run=True, full=True))
+    report["delta_real_s"], _ = timed(
+        lambda: DeltaTable(str(delta)).vacuum(retention_hours=hours, dry_run=False, full=True)
+    )
+    report["delta_found"] = len(delta_dry)
+    report["delta_deleted_measured"] = len(before - files_of(delta))
+    report["ratio_real"] = report["tablefmt_real_s"] / report["delta_real_s"]
+    report["ratio_dry"] = report["tablefmt_dry_s"] / report["delta_dry_s"]
+    rows_after = Table.open(str(ours)).to_arrow().num_rows
+    report["tablefmt_rows_after"] = rows_after
+    report["delta_rows_after"] = DeltaTable(str(delta)).to_pyarrow_table().num_rows
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
+# --- memory mode ------------------------------------------------------------------------------------------------------
+
+
+def build_synthetic(path: Path, files: int, per_manifest: int = 10_000) -> None:
+    """One snapshot referencing ``files`` empty data files through real manifests, plus 1 % unreferenced strays."""
+    table = Table.create(str(path), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    ctx = table.context
+    store, types = ctx.store, [f.type for f in ctx.schema.partition_fields]
+    names = NameFactory()
+    partitions = [encode_row([p], types) for p in range(PARTITIONS)]
+    for p in range(PARTITIONS):
+        (path / f"part={p}" / "bucket-0").mkdir(parents=True)
+    metas = []
+    for start in range(0, files, per_manifest):
+        entries = []
+        for index in range(start, min(files, start + per_manifest)):
+            name = f"data-{uuid.uuid4()}-0.parquet"
+            part = index % PARTITIONS
+            os.close(os.open(path / f"part={part}" / "bucket-0" / name, os.O_CREAT | os.O_WRONLY, 0o644))
+            meta = DataFileMeta(file_name=name, file_size=0, row_count=1, schema_id=0)
+            entries.append(
+                ManifestEntry(kind=FileKind.ADD, partition=partitions[part], bucket=0, total_buckets=-1, file=meta)
+            )
+        metas.append(store.write_manifest(entries, names, 0, types))
+    base = store.write_manifest_list(metas, names)
+    delta = store.write_manifest_list([], names)
+    snapshot = Snapshot(
+        id=1,
+        schema_id=0,
+        base_manifest_list=base.name,
+        delta_manifest_list=delta.name,
+        base_manifest_list_size=base.size,
+        delta_manifest_list_size=delta.size,
+        commit_user="bench",
+        commit_identifier=1,
+        commit_kind=CommitKind.APPEND,
+        time_millis=int(time.time() * 1000),
+    )
+    store.write_snapshot_if_absent(snapshot)
+    for index in range(files // 100):
+        name = f"data-{uuid.uuid4()}-0.parquet"
+        os.close(os.open(path / f"part={index % PARTITIONS}" / "bucket-0" / name, os.O_CREAT | os.O_WRONLY, 0o644))
+
+
+def rss_kib() -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def memory_child(path: str) -> None:
+    table = Table.open(path)
+    baseline = rss_kib()
+    future = int(time.time() * 1000) + 2 * DAY_S * 1000  # every file counts as old
+    seconds, result = timed(lambda: remove_orphan_files(table.context, dry_run=True, now_ms=future))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    doc = {"baseline_kib": baseline, "peak_kib": peak, "seconds": seconds, "orphans": result.orphan_files}
+    print(json.dumps(doc))
+
+
+def memory(args: argparse.Namespace) -> list[dict[str, Any]]:
+    results = []
+    for size in (int(s) for s in args.memory.split(",")):
+        work = Path(tempfile.mkdtemp(prefix=f"bench-orphans-{size}-", dir=args.workdir))
+        try:
+            build_s, _ = timed(lambda size=size, work=work: build_synthetic(work / "t", size))  # type: ignore[misc]
+            child = subprocess.run(
+                [sys.executable, __file__, "--memory-child", str(work / "t")],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            doc = json.loads(child.stdout.strip().splitlines()[-1])
+            doc.update(files=size, build_s=build_s)
+            doc["kib_per_file"] = (doc["peak_kib"] - doc["baseline_kib"]) / (size * 1.01)
+            results.append(doc)
+            print(json.dumps(doc), flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--commits", type=int, default=500)
+    parser.add_argument("--rows", type=int, default=1000, help="Rows per commit.")
+    parser.add_argument("--strays", type=int, default=1000, help="Old strays (10 days).")
+    parser.add_argument("--fresh", type=int, default=100, help="Fresh strays (now).")
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--keep", action="store_true", help="Keep the tables of compare mode.")
+    parser.add_argument("--memory", default=None, metavar="N[,N...]", help="Memory mode with these file counts.")
+    parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        memory_child(args.memory_child)
+        return
+    if args.memory:
+        memory(args)
+        return
+    report = compare(args)
+    width = max(len(k) for k in report)
+    for key, value in report.items():
+        shown = f"{value:.3f}" if isinstance(value, float) else value
+        print(f"{key:<{width}}  {shown}")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,320 @@
+"""``tablefmt check``: every file the table references exists with its recorded size; orphans and reclaimable bytes.
+
+Referenced files are those of every root (snapshots, tags and changelogs of the main table and of every branch):
+their manifest lists (sizes from the snapshot where it records them), index manifests and statistics files, the
+manifests of the lists (``_FILE_SIZE`` of the list rows) and each root's **live** data files (ADD and DELETE entries
+merged; ``_FILE_SIZE`` of the entry). A file DELETEd by a root may be gone legitimately (expiration removed it), so
+only live files must exist. Data files with an external path are outside the table root and are not checked.
+
+Orphans are counted with the cleaner's own planner (same classification and references, the table's default
+cutoff), so ``check`` and ``remove-orphans`` agree.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from tableformat.context import TableContext
+from tableformat.errors import (
+    CorruptMetadataError,
+    MaintenanceError,
+    StorageError,
+    UnsafePathError,
+    UnsupportedFormatError,
+    ValidationError,
+)
+from tableformat.layout import check_file_name
+from tableformat.model.manifest import FileKind as EntryKind
+from tableformat.model.manifest import ManifestEntry
+from tableformat.model.partition import partition_path
+from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
+from tableformat.scan.planner import PartitionCodec
+
+from .file_census import DirKind, walk_table
+from .orphans import plan_orphan_removal, resolve_parallelism
+from .references import References, Root, bounded_map
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_READ_ERRORS = (CorruptMetadataError, StorageError, UnsafePathError, UnsupportedFormatError, MaintenanceError, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    """A referenced file that is missing (``actual_size`` None) or has another size than recorded."""
+
+    path: str
+    """Relative to the table root."""
+    kind: str
+    """'data', 'manifest', 'manifest-list', 'index-manifest' or 'statistics'."""
+    referenced_by: str
+    expected_size: int | None
+    actual_size: int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "referenced_by": self.referenced_by,
+            "expected_size": self.expected_size,
+            "actual_size": self.actual_size,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckResult:
+    """What check_table found."""
+
+    snapshots: int
+    tags: int
+    roots: int
+    """Snapshots, tags and changelogs of the main table and every branch."""
+    referenced_files: int
+    referenced_bytes: int
+    missing_files: tuple[FileProblem, ...]
+    size_mismatches: tuple[FileProblem, ...]
+    errors: tuple[str, ...]
+    """Metadata that could not be read (the check of the files behind it is incomplete)."""
+    orphan_files: int | None
+    """None when orphans could not be counted (see errors)."""
+    orphan_bytes: int
+    reclaimable_bytes: int
+    reclaimable_note: str
+    external_files_skipped: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing_files and not self.size_mismatches and not self.errors
+
+    def to_json(self) -> dict[str, object]:
+        """The --json document."""
+        return {
+            "ok": self.ok,
+            "snapshots": self.snapshots,
+            "tags": self.tags,
+            "roots": self.roots,
+            "referenced_files": self.referenced_files,
+            "referenced_bytes": self.referenced_bytes,
+            "missing_files": [p.path for p in self.missing_files],
+            "missing": [p.to_json() for p in self.missing_files],
+            "size_mismatches": [p.to_json() for p in self.size_mismatches],
+            "errors": list(self.errors),
+            "orphan_files": self.orphan_files,
+            "orphan_bytes": self.orphan_bytes,
+            "reclaimable_bytes": self.reclaimable_bytes,
+            "reclaimable_note": self.reclaimable_note,
+            "external_files_skipped": self.external_files_skipped,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Ref:
+    kind: str
+    expected_size: int | None
+    referenced_by: str
+
+
+class _Collector:
+    """Referenced files by path relative to the root, with the first expectation recorded for each."""
+
+    def __init__(self) -> None:
+        self.refs: dict[str, _Ref] = {}
+        self.errors: list[str] = []
+        self.external = 0
+
+    def add(self, rel: str, kind: str, size: int | None, by: str) -> None:
+        known = self.refs.get(rel)
+        if known is None or (known.expected_size is None and size is not None):
+            self.refs[rel] = _Ref(kind, size, by)
+
+
+def _data_path_function(ctx: TableContext) -> Callable[[ManifestEntry], str]:
+    options = ctx.options
+    codec = PartitionCodec(ctx.schema)
+    default_name = options.require(PARTITION_DEFAULT_NAME)
+    legacy = options.require(PARTITION_LEGACY_NAME)
+    fields = ctx.schema.partition_fields
+    keys = ctx.schema.partition_keys
+    cache: dict[bytes, str] = {}
+
+    def rel_path(entry: ManifestEntry) -> str:
+        directory = cache.get(entry.partition)
+        if directory is None:
+            values = codec.values(entry.partition)
+            part = partition_path([values[k] for k in keys], fields, default_name=default_name, legacy_name=legacy)
+            directory = cache[entry.partition] = ctx.layout.relative(ctx.layout.bucket_dir(part, entry.bucket))
+        return f"{directory}/{entry.file.file_name}"
+
+    return rel_path
+
+
+def _collect_references(ctx: TableContext, refs: References, roots: list[Root], collector: _Collector) -> None:
+    """Every file the roots reference, with recorded sizes; each root's live data files after merging."""
+    list_sizes: dict[str, tuple[int | None, str]] = {}
+    for root in roots:
+        s = root.snapshot
+        sized = [
+            (s.base_manifest_list, s.base_manifest_list_size),
+            (s.delta_manifest_list, s.delta_manifest_list_size),
+            (s.changelog_manifest_list, s.changelog_manifest_list_size),
+        ]
+        for name, size in sized:
+            if name:
+                collector.add(f"manifest/{name}", "manifest-list", size, root.label)
+                list_sizes.setdefault(name, (size, root.label))
+        if s.index_manifest:
+            collector.add(f"manifest/{s.index_manifest}", "index-manifest", None, root.label)
+        if s.statistics:
+            collector.add(f"statistics/{s.statistics}", "statistics", None, root.label)
+    lists: dict[str, list[str]] = {}
+    store = ctx.store
+    read_lists = bounded_map(
+        refs.pool, lambda n: _tolerant(collector, store.read_manifest_list, n), list_sizes, refs.window
+    )
+    for name, rows in read_lists:
+        if rows is None:
+            continue  # missing (reported with the referenced files) or unreadable (reported in errors)
+        lists[name] = [row.file_name for row in rows]
+        for row in rows:
+            collector.add(f"manifest/{row.file_name}", "manifest", row.file_size, f"manifest list {name}")
+    wanted = dict.fromkeys(m for names in lists.values() for m in names)
+    entries_of: dict[str, list[ManifestEntry]] = {}
+    read_manifests = bounded_map(refs.pool, lambda n: _tolerant(collector, store.read_manifest, n), wanted, refs.window)
+    for name, entries in read_manifests:
+        if entries is not None:
+            entries_of[name] = entries
+    rel_path = _data_path_function(ctx)
+    for root in roots:
+        live: dict[tuple[object, ...], ManifestEntry] = {}
+        for list_name in root.snapshot.manifest_lists():
+            for manifest in lists.get(list_name, ()):
+                for entry in entries_of.get(manifest, ()):
+                    if entry.kind == EntryKind.ADD:
+                        live[entry.identifier()] = entry
+                    else:
+                        live.pop(entry.identifier(), None)
+        for entry in live.values():
+            if entry.file.external_path:
+                collector.external += 1
+                continue
+            path = rel_path(entry)
+            collector.add(path, "data", entry.file.file_size, root.label)
+            directory = path.rpartition("/")[0]
+            for extra in entry.file.extra_files:
+                collector.add(f"{directory}/{extra}", "data", None, root.label)
+
+
+def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) -> list[T] | None:
+    """``read(name)``; None when the file is missing or unreadable (the latter recorded as an error)."""
+    try:
+        check_file_name(name, what="manifest name")
+        return read(name)
+    except CorruptMetadataError as exc:
+        if "missing" not in exc.reason:
+            collector.errors.append(str(exc))
+        return None
+    except (UnsafePathError, StorageError, UnsupportedFormatError) as exc:
+        collector.errors.append(str(exc))
+        return None
+
+
+def _listed_sizes(ctx: TableContext, pool: ThreadPoolExecutor, workers: int) -> dict[str, int]:
+    """Sizes of every file in the manifest, statistics and data directories, by path relative to the root."""
+    sizes: dict[str, int] = {}
+    kinds = (DirKind.MANIFEST, DirKind.STATISTICS, DirKind.BUCKET)
+    for listing in walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers):
+        if listing.kind in kinds:
+            for info in listing.files:
+                sizes[ctx.layout.relative(info.path)] = info.size
+    return sizes
+
+
+def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
+    """Orphan bytes plus what a snapshot expiration under the table's options would delete now (its dry run)."""
+    try:
+        expire = importlib.import_module("tableformat.cleanup.expire")
+    except ImportError:
+        return orphan_bytes, "orphan bytes only (snapshot expiration is not available)"
+    dry_run_expiration = getattr(expire, "expire_snapshots", None)
+    if dry_run_expiration is None:
+        return orphan_bytes, "orphan bytes only (no expire_snapshots)"
+    try:
+        planned = dry_run_expiration(ctx, dry_run=True)
+    except Exception as exc:  # the other module's failures must not fail the check
+        log.warning("could not plan expiration for the reclaimable estimate: %s", exc)
+        return orphan_bytes, f"orphan bytes only (expiration dry run failed: {exc})"
+    value = getattr(planned, "deleted_bytes", None)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return orphan_bytes, "orphan bytes only (the expiration dry run reports no byte count)"
+    return orphan_bytes + value, "orphan bytes + bytes an expiration under the table's options would delete now"
+
+
+def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckResult:
+    """Verify every referenced file; count orphans and reclaimable bytes. Never deletes anything."""
+    workers = resolve_parallelism(ctx, parallelism)
+    collector = _Collector()
+    roots: list[Root] = []
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tablefmt-check") as pool:
+        refs = References(ctx, pool, workers)
+        try:
+            roots = refs.collect_roots()
+            _collect_references(ctx, refs, roots, collector)
+        except _READ_ERRORS as exc:
+            collector.errors.append(str(exc))
+        sizes = _listed_sizes(ctx, pool, workers)
+        missing: list[FileProblem] = []
+        mismatched: list[FileProblem] = []
+        unlisted = [rel for rel in collector.refs if rel not in sizes]
+        for rel, size in zip(unlisted, pool.map(lambda r: _stat(ctx, r), unlisted)):
+            if size is not None:
+                sizes[rel] = size
+    referenced_bytes = 0
+    for rel, ref in sorted(collector.refs.items()):
+        actual = sizes.get(rel)
+        problem = FileProblem(rel, ref.kind, ref.referenced_by, ref.expected_size, actual)
+        if actual is None:
+            missing.append(problem)
+            continue
+        referenced_bytes += actual
+        if ref.expected_size is not None and ref.expected_size != actual:
+            mismatched.append(problem)
+    orphan_files: int | None = None
+    orphan_bytes = 0
+    try:
+        plan = plan_orphan_removal(ctx, force=True, parallelism=workers)
+        orphan_files, orphan_bytes = len(plan.orphans), plan.orphan_bytes
+    except (MaintenanceError, ValidationError) as exc:
+        collector.errors.append(f"orphans not counted: {exc}")
+    reclaimable, note = _reclaimable(ctx, orphan_bytes)
+    return CheckResult(
+        snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
+        tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
+        roots=len(roots),
+        referenced_files=len(collector.refs),
+        referenced_bytes=referenced_bytes,
+        missing_files=tuple(missing),
+        size_mismatches=tuple(mismatched),
+        errors=tuple(collector.errors),
+        orphan_files=orphan_files,
+        orphan_bytes=orphan_bytes,
+        reclaimable_bytes=reclaimable,
+        reclaimable_note=note,
+        external_files_skipped=collector.external,
+    )
+
+
+def _stat(ctx: TableContext, rel: str) -> int | None:
+    try:
+        return ctx.io.file_size(ctx.layout.join(rel))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot stat %s: %s", rel, exc)
+        return None

@@ -1,0 +1,301 @@
+"""List a table's own directories in parallel and say what each file found there is.
+
+Only the directories the format creates are listed: ``snapshot/``, ``schema/``, ``tag/``, ``consumer/``,
+``changelog/``, ``manifest/``, ``statistics/``, ``index/``, the ``branch/branch-<name>/`` metadata directories and the
+data directories, found by descending one level per partition key (``<key>=<value>`` directories whose key is the
+partition key of that level) and then ``bucket-<n>``. Unknown directories are never entered.
+
+Every file is classified by the directory it is in and its name (:func:`classify`). Only names the format produces
+can be orphan candidates; metadata roots (snapshots, schemas, tags, consumers, hints, expiration journals) never
+are; everything else is unknown and must be reported, never deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from enum import Enum
+
+from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.layout import (
+    BUCKET_PREFIX,
+    CONSUMER_PREFIX,
+    EARLIEST,
+    LATEST,
+    MANIFEST_LIST_PREFIX,
+    MANIFEST_PREFIX,
+    SCHEMA_PREFIX,
+    SNAPSHOT_PREFIX,
+    TAG_PREFIX,
+    TableLayout,
+)
+from tableformat.model.partition import escape_path_name
+
+log = logging.getLogger(__name__)
+
+INDEX_MANIFEST_PREFIX = "index-manifest-"
+STATISTICS_PREFIX = "stat-"
+CHANGELOG_PREFIX = "changelog-"
+BRANCH_PREFIX = "branch-"
+EXPIRE_JOURNAL_PREFIX = ".expire-journal-"
+DATA_FORMATS = ("parquet", "orc", "avro")
+
+METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
+"""Directories of metadata roots, in the table root and in every branch: only temp files there can be orphans."""
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_TEMP = re.compile(rf"^\..+\.{_UUID}\.tmp$")
+"""Paimon's temp file of an atomic write: ``.<name>.<uuid>.tmp`` (tableformat.io.local.temp_name_for)."""
+
+_BUCKET_DIR = re.compile(r"^bucket-(\d+|postpone)$")
+_NUMBERED = {
+    "snapshot": (SNAPSHOT_PREFIX,),
+    "schema": (SCHEMA_PREFIX,),
+    "changelog": (CHANGELOG_PREFIX,),
+}
+
+
+class DirKind(str, Enum):
+    """What a listed directory is."""
+
+    ROOT = "root"
+    METADATA = "metadata"
+    MANIFEST = "manifest"
+    STATISTICS = "statistics"
+    INDEX = "index"
+    BRANCHES = "branches"
+    BRANCH = "branch"
+    PARTITION = "partition"
+    BUCKET = "bucket"
+
+
+class FileKind(str, Enum):
+    """What a file is, judged by its directory and name."""
+
+    ROOT_METADATA = "root-metadata"
+    """Snapshot, schema, tag, consumer, changelog, hint or expiration journal: never an orphan."""
+    DATA = "data"
+    DATA_INDEX = "data-index"
+    """A file-index sidecar ``<datafile>.index`` (listed in its data file's extra files)."""
+    MANIFEST = "manifest"
+    MANIFEST_LIST = "manifest-list"
+    INDEX_MANIFEST = "index-manifest"
+    STATISTICS = "statistics"
+    TEMP = "temp"
+    UNKNOWN = "unknown"
+    """Not a name this format produces here: reported, never deleted."""
+
+
+CANDIDATE_KINDS = frozenset(
+    {
+        FileKind.DATA,
+        FileKind.DATA_INDEX,
+        FileKind.MANIFEST,
+        FileKind.MANIFEST_LIST,
+        FileKind.INDEX_MANIFEST,
+        FileKind.STATISTICS,
+        FileKind.TEMP,
+    }
+)
+"""Kinds that may be deleted once nothing references them and they are older than the cutoff."""
+
+
+class NameRules:
+    """Classification rules of one table (its data file prefix decides which data names are ours)."""
+
+    __slots__ = ("_data", "_data_index", "data_prefix")
+
+    def __init__(self, data_prefix: str = "data-") -> None:
+        formats = "|".join(DATA_FORMATS)
+        prefix = re.escape(data_prefix)
+        self.data_prefix = data_prefix
+        self._data = re.compile(rf"^{prefix}[^/]+\.({formats})$")
+        self._data_index = re.compile(rf"^{prefix}[^/]+\.({formats})\.index$")
+
+    def classify(self, kind: DirKind, name: str, metadata_dir: str = "") -> FileKind:
+        """The kind of file ``name`` found in a directory of kind ``kind`` (``metadata_dir``: 'snapshot', ...)."""
+        if kind == DirKind.METADATA and _is_root_metadata(metadata_dir, name):
+            return FileKind.ROOT_METADATA
+        if _TEMP.match(name) and kind not in (DirKind.ROOT, DirKind.BRANCHES, DirKind.BRANCH, DirKind.PARTITION):
+            return FileKind.TEMP
+        if kind == DirKind.MANIFEST:
+            if name.startswith(MANIFEST_LIST_PREFIX) and len(name) > len(MANIFEST_LIST_PREFIX):
+                return FileKind.MANIFEST_LIST
+            if name.startswith(MANIFEST_PREFIX) and len(name) > len(MANIFEST_PREFIX):
+                return FileKind.MANIFEST
+            if name.startswith(INDEX_MANIFEST_PREFIX) and len(name) > len(INDEX_MANIFEST_PREFIX):
+                return FileKind.INDEX_MANIFEST
+        elif kind == DirKind.STATISTICS:
+            if name.startswith(STATISTICS_PREFIX) and len(name) > len(STATISTICS_PREFIX):
+                return FileKind.STATISTICS
+        elif kind == DirKind.BUCKET:
+            if self._data.match(name):
+                return FileKind.DATA
+            if self._data_index.match(name):
+                return FileKind.DATA_INDEX
+        return FileKind.UNKNOWN
+
+
+def _is_root_metadata(metadata_dir: str, name: str) -> bool:
+    if name.startswith(EXPIRE_JOURNAL_PREFIX):
+        return True  # the expiration journal (and nothing that merely resembles a temp file of it)
+    if metadata_dir == "snapshot" and name in (LATEST, EARLIEST):
+        return True
+    for prefix in _NUMBERED.get(metadata_dir, ()):
+        if name.startswith(prefix) and name[len(prefix) :].isdigit():
+            return True
+    if metadata_dir == "tag":
+        return name.startswith(TAG_PREFIX) and len(name) > len(TAG_PREFIX) and not _TEMP.match(name)
+    if metadata_dir == "consumer":
+        return name.startswith(CONSUMER_PREFIX) and len(name) > len(CONSUMER_PREFIX) and not _TEMP.match(name)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One listed directory: its kind, backend path, path relative to the table root and direct entries."""
+
+    kind: DirKind
+    path: str
+    rel: str
+    entries: tuple[FileInfo, ...]
+    level: int = 0
+    """Partition level of a PARTITION directory (1 = first key); depth of a BUCKET directory."""
+    metadata_dir: str = ""
+    """For METADATA directories: 'snapshot', 'schema', 'tag', 'consumer' or 'changelog'."""
+    mtime_ms: int = 0
+    """The directory's own mtime as its parent listed it (0 when unknown)."""
+
+    @property
+    def files(self) -> Iterator[FileInfo]:
+        return (entry for entry in self.entries if not entry.is_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    kind: DirKind
+    path: str
+    level: int = 0
+    metadata_dir: str = ""
+    mtime_ms: int = 0
+
+
+def partition_dir_prefixes(partition_keys: tuple[str, ...]) -> tuple[str, ...]:
+    """``<escaped key>=`` for every partition level."""
+    return tuple(f"{escape_path_name(key)}=" for key in partition_keys)
+
+
+def walk_table(
+    file_io: FileIO, layout: TableLayout, partition_keys: tuple[str, ...], pool: Executor, window: int = 8
+) -> Iterator[Listing]:
+    """Every directory of the table that the format uses, listed in parallel, level by level.
+
+    At most ``window`` listings are held at once (fewer around huge directories). A listing failure raises
+    (an unreadable directory is unknown, never empty); a directory that does not exist lists as empty.
+    """
+    prefixes = partition_dir_prefixes(partition_keys)
+    lister = _Lister(pool, file_io, window)
+    frontier = [_Pending(DirKind.ROOT, layout.root)]
+    while frontier:
+        listed = lister.listings(frontier)
+        next_frontier: list[_Pending] = []
+        for pending, entries in listed:
+            rel = "" if pending.kind == DirKind.ROOT else layout.relative(pending.path)
+            listing = Listing(
+                kind=pending.kind,
+                path=pending.path,
+                rel=rel,
+                entries=tuple(entries),
+                level=pending.level,
+                metadata_dir=pending.metadata_dir,
+                mtime_ms=pending.mtime_ms,
+            )
+            next_frontier.extend(_children(listing, prefixes))
+            yield listing
+        frontier = next_frontier
+
+
+BIG_DIRECTORY = 10_000
+"""Listings with more entries than this keep the number of listings in flight at 2 (memory)."""
+
+
+class _Lister:
+    """Lists directories in parallel with a bounded, adaptive number of listings in flight.
+
+    A listing costs memory per entry until it is consumed, and a few huge bucket directories listed together
+    would dominate peak memory. So on every level the bound starts at 2 and doubles (up to ``window``) after every
+    small listing, and falls back to 2 after a big one: tables with many small partitions are listed at full
+    parallelism, tables with a few huge directories two at a time.
+    """
+
+    def __init__(self, pool: Executor, file_io: FileIO, window: int) -> None:
+        self.pool = pool
+        self.file_io = file_io
+        self.limit = max(1, window)
+        self.window = 1
+
+    def listings(self, frontier: list[_Pending]) -> Iterator[tuple[_Pending, list[FileInfo]]]:
+        pending: deque[tuple[_Pending, Future[list[FileInfo]]]] = deque()
+        self.window = min(2, self.limit)  # every level starts slow: its directories may all be huge
+        for item in frontier:
+            while len(pending) >= self.window:
+                yield self._next(pending)
+            pending.append((item, self.pool.submit(self.file_io.list_dir, item.path)))
+        while pending:
+            yield self._next(pending)
+
+    def _next(self, pending: deque[tuple[_Pending, Future[list[FileInfo]]]]) -> tuple[_Pending, list[FileInfo]]:
+        item, future = pending.popleft()
+        entries = future.result()
+        if len(entries) > BIG_DIRECTORY:
+            self.window = min(2, self.limit)
+        else:
+            self.window = min(self.limit, self.window * 2)
+        return item, entries
+
+
+def _children(listing: Listing, prefixes: tuple[str, ...]) -> Iterator[_Pending]:
+    for entry in listing.entries:
+        if not entry.is_dir:
+            continue
+        name = entry.name
+        child = _child_of(listing, name, prefixes)
+        if child is None:
+            if listing.kind in (DirKind.ROOT, DirKind.PARTITION, DirKind.BRANCHES, DirKind.BRANCH):
+                log.debug("orphan census: not entering unknown directory %s", entry.path)
+            continue
+        kind, level, metadata_dir = child
+        yield _Pending(kind, entry.path, level, metadata_dir, entry.mtime_ms)
+
+
+def _child_of(listing: Listing, name: str, prefixes: tuple[str, ...]) -> tuple[DirKind, int, str] | None:
+    kind = listing.kind
+    if kind in (DirKind.ROOT, DirKind.BRANCH) and name in METADATA_DIRS:
+        return DirKind.METADATA, 0, name
+    if kind == DirKind.ROOT:
+        special = {"manifest": DirKind.MANIFEST, "statistics": DirKind.STATISTICS, "index": DirKind.INDEX}
+        if name in special:
+            return special[name], 0, ""
+        if name == "branch":
+            return DirKind.BRANCHES, 0, ""
+        return _data_child(0, name, prefixes)
+    if kind == DirKind.BRANCHES and name.startswith(BRANCH_PREFIX) and len(name) > len(BRANCH_PREFIX):
+        return DirKind.BRANCH, 0, ""
+    if kind == DirKind.PARTITION:
+        return _data_child(listing.level, name, prefixes)
+    return None
+
+
+def _data_child(level: int, name: str, prefixes: tuple[str, ...]) -> tuple[DirKind, int, str] | None:
+    """The data directory below partition level ``level`` (0 = table root) called ``name``, if it is one."""
+    if level < len(prefixes):
+        if name.startswith(prefixes[level]):
+            return DirKind.PARTITION, level + 1, ""
+        return None
+    if name.startswith(BUCKET_PREFIX) and _BUCKET_DIR.match(name):
+        return DirKind.BUCKET, level + 1, ""
+    return None

@@ -1,0 +1,384 @@
+"""Find every metadata root that keeps files alive and read what it references, tolerating concurrent expiration.
+
+Roots are the snapshots, tags and changelogs of the main table and of every branch (``branch/branch-<name>/``;
+branches have their own metadata but share ``manifest/`` and the data directories with the main table).
+
+Concurrency rules (the cleaners and the checker rely on them):
+
+* Roots are listed, read, then listed again until a listing shows nothing that was not read (at most
+  ``MAX_ROUNDS`` rounds; a table whose roots never settle stops the caller). A root that vanished between listing
+  and reading was removed by expiration, rollback or tag deletion and protects nothing any more: it is skipped.
+* A manifest list that is missing is an error unless every root that references it has vanished too.
+* A manifest that is missing is an error unless no root present now references it (checked by listing and
+  reading the roots again, which only happens on this rare path).
+* Any other read failure (corrupt file, storage error, a name that is not a plain file name) raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from typing import TypeVar
+
+from tableformat.codec import json_codec
+from tableformat.context import TableContext
+from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
+from tableformat.layout import TableLayout, check_file_name
+from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
+from tableformat.model.snapshot import Snapshot
+from tableformat.store import MetadataStore
+
+from .file_census import BRANCH_PREFIX, CHANGELOG_PREFIX
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 10
+"""Listings of the roots before giving up on a table whose snapshots and tags keep changing."""
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    """A snapshot-like metadata file that keeps its files alive."""
+
+    label: str
+    """For messages: 'snapshot 5', 'tag v1', 'branch b snapshot 3', 'changelog 4'."""
+    path: str
+    snapshot: Snapshot
+    kind: str = "snapshot"
+    """'snapshot', 'tag' or 'changelog'."""
+    branch: str = ""
+    """'' for the main table."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """Roots of one kind in one branch: how to list their keys and read one."""
+
+    label: str
+    kind: str
+    branch: str
+    list_keys: Callable[[], list[str]]
+    path_of: Callable[[str], str]
+    read: Callable[[str], Snapshot | None]
+
+
+def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[tuple[T, R]]:
+    """(item, fn(item)) in input order with at most ``window`` calls in flight (bounded memory)."""
+    pending: deque[tuple[T, Future[R]]] = deque()
+    for item in items:
+        pending.append((item, pool.submit(fn, item)))
+        if len(pending) >= window:
+            first, future = pending.popleft()
+            yield first, future.result()
+    while pending:
+        first, future = pending.popleft()
+        yield first, future.result()
+
+
+class References:
+    """Reads the roots of one table and the manifests they reference."""
+
+    def __init__(self, ctx: TableContext, pool: Executor, parallelism: int) -> None:
+        self.ctx = ctx
+        self.pool = pool
+        self.window = max(2, 2 * parallelism)
+
+    # --- roots -----------------------------------------------------------------------------------------------
+    def _sources(self) -> list[_Source]:
+        ctx = self.ctx
+        sources = self._sources_of("", ctx.store)
+        for info in ctx.io.list_dir(ctx.layout.join("branch")):
+            if info.is_dir and info.name.startswith(BRANCH_PREFIX) and len(info.name) > len(BRANCH_PREFIX):
+                layout = TableLayout(ctx.layout.join("branch", info.name))
+                branch = info.name[len(BRANCH_PREFIX) :]
+                sources += self._sources_of(branch, MetadataStore(ctx.io, layout))
+        return sources
+
+    def _sources_of(self, branch: str, store: MetadataStore) -> list[_Source]:
+        layout = store.layout
+        prefix = f"branch {branch} " if branch else ""
+
+        def read_snapshot(key: str) -> Snapshot | None:
+            try:
+                return store.read_snapshot(int(key))
+            except SnapshotNotFoundError:
+                return None
+
+        def read_tag(key: str) -> Snapshot | None:
+            try:
+                return store.read_tag(key).snapshot
+            except SnapshotNotFoundError:
+                return None
+
+        def changelog_keys() -> list[str]:
+            names = [f.name for f in self.ctx.io.list_dir(layout.join("changelog")) if not f.is_dir]
+            return sorted(n[len(CHANGELOG_PREFIX) :] for n in names if n[len(CHANGELOG_PREFIX) :].isdigit())
+
+        def read_changelog(key: str) -> Snapshot | None:
+            path = layout.join("changelog", CHANGELOG_PREFIX + key)
+            try:
+                data = self.ctx.io.read_bytes(path)
+            except FileNotFoundError:
+                return None
+            return json_codec.snapshot_from_json(data, self.ctx.io.url(path))
+
+        return [
+            _Source(
+                f"{prefix}snapshot",
+                "snapshot",
+                branch,
+                lambda: [str(i) for i in store.snapshot_ids()],
+                lambda key: layout.snapshot_file(int(key)),
+                read_snapshot,
+            ),
+            _Source(f"{prefix}tag", "tag", branch, store.tag_names, layout.tag_file, read_tag),
+            _Source(
+                f"{prefix}changelog",
+                "changelog",
+                branch,
+                changelog_keys,
+                lambda key: layout.join("changelog", CHANGELOG_PREFIX + key),
+                read_changelog,
+            ),
+        ]
+
+    def collect_roots(self) -> list[Root]:
+        """Every root present, read; listed again after reading until the set of roots is stable."""
+        read: dict[tuple[str, str], Root | None] = {}
+        for _ in range(MAX_ROUNDS):
+            sources = self._sources()
+            listed = self.pool.map(lambda s: (s, s.list_keys()), sources)
+            present = [(source, key) for source, keys in listed for key in keys]
+            todo = [(source, key) for source, key in present if (source.label, key) not in read]
+            if not todo:
+                roots = [read[(source.label, key)] for source, key in present]
+                return [root for root in roots if root is not None]
+            for (source, key), snapshot in bounded_map(self.pool, lambda sk: sk[0].read(sk[1]), todo, self.window):
+                if snapshot is None:
+                    log.info("%s %s vanished while being read (expired or deleted); skipped", source.label, key)
+                    read[(source.label, key)] = None
+                else:
+                    label = f"{source.label} {key}"
+                    read[(source.label, key)] = Root(label, source.path_of(key), snapshot, source.kind, source.branch)
+            # A root listed, found missing and listed again (an id reused after a rollback) is read again.
+            read = {k: v for k, v in read.items() if v is not None}
+        raise MaintenanceError(
+            f"the snapshots and tags of {self.ctx.url()} kept changing over {MAX_ROUNDS} listings; "
+            "nothing was deleted, try again later"
+        )
+
+    def root_exists(self, root: Root) -> bool:
+        return self.ctx.io.exists(root.path)
+
+    # --- names ------------------------------------------------------------------------------------------------
+    @staticmethod
+    def root_files(root: Root) -> list[tuple[str, str]]:
+        """(directory, name) of the files a root names itself: manifest lists, index manifest, statistics."""
+        snapshot = root.snapshot
+        what = f"manifest list of {root.label}"
+        names = [("manifest", check_file_name(n, what=what)) for n in snapshot.manifest_lists()]
+        if snapshot.index_manifest:
+            names.append(("manifest", check_file_name(snapshot.index_manifest, what=f"index manifest of {root.label}")))
+        if snapshot.statistics:
+            names.append(("statistics", check_file_name(snapshot.statistics, what=f"statistics of {root.label}")))
+        return names
+
+    # --- manifest lists ---------------------------------------------------------------------------------------
+    def _read_list(self, name: str) -> list[ManifestFileMeta] | None:
+        """A manifest list, or None if its file does not exist."""
+        try:
+            return self.ctx.store.read_manifest_list(name)
+        except CorruptMetadataError:
+            if not self.ctx.io.exists(self.ctx.layout.manifest_file(name)):
+                return None
+            raise
+
+    def manifest_lists(self, roots: list[Root]) -> Iterator[tuple[str, list[ManifestFileMeta]]]:
+        """(name, rows) of every manifest list of the roots, each read once.
+
+        A missing list is skipped only when every root naming it has vanished; otherwise CorruptMetadataError.
+        """
+        owners: dict[str, list[Root]] = {}
+        for root in roots:
+            for name in root.snapshot.manifest_lists():
+                owners.setdefault(name, []).append(root)
+        return self.named_manifest_lists(owners)
+
+    def named_manifest_lists(self, owners: dict[str, list[Root]]) -> Iterator[tuple[str, list[ManifestFileMeta]]]:
+        """(name, rows) of the given manifest lists, each named by the roots in ``owners[name]``."""
+        for name, roots in owners.items():
+            check_file_name(name, what=f"manifest list of {roots[0].label}")
+        for name, rows in bounded_map(self.pool, self._read_list, list(owners), self.window):
+            if rows is None:
+                alive = [root.label for root in owners[name] if self.root_exists(root)]
+                if alive:
+                    raise CorruptMetadataError(
+                        self.ctx.url(self.ctx.layout.manifest_file(name)), f"missing, but {alive[0]} references it"
+                    )
+                log.info("manifest list %s vanished with its snapshots; skipped", name)
+                continue
+            for row in rows:
+                check_file_name(row.file_name, what=f"manifest name in {name}")
+            yield name, rows
+
+    # --- manifests --------------------------------------------------------------------------------------------
+    def _read_manifest(self, name: str) -> list[ManifestEntry] | None:
+        try:
+            return self.ctx.store.read_manifest(name)
+        except CorruptMetadataError:
+            if not self.ctx.io.exists(self.ctx.layout.manifest_file(name)):
+                return None
+            raise
+
+    def manifests(self, names: Iterable[str]) -> Iterator[tuple[str, list[ManifestEntry]]]:
+        """(name, entries) of each manifest, read in parallel with a bounded number in flight.
+
+        Entry file names are checked to be plain names. A missing manifest still referenced by a root present
+        now raises CorruptMetadataError; one that no present root references (expired concurrently) is skipped.
+        """
+        for name, entries in bounded_map(self.pool, self._read_manifest, names, self.window):
+            if entries is None:
+                self._vanished_manifest(name)
+                continue
+            for entry in entries:
+                _check_entry_names(entry, name)
+            yield name, entries
+
+    def manifest_file_names(self, names: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
+        """Like manifests(), but only the file names of each manifest's entries (data files and extra files).
+
+        The entries are reduced to names in the worker threads, so at most ``parallelism`` manifests are ever
+        held as full entries: memory stays bounded by the manifest size, not by the table size.
+        """
+
+        def read_names(name: str) -> list[str] | None:
+            entries = self._read_manifest(name)
+            if entries is None:
+                return None
+            result: list[str] = []
+            for entry in entries:
+                _check_entry_names(entry, name)
+                result.append(entry.file.file_name)
+                result.extend(entry.file.extra_files)
+            return result
+
+        for name, files in bounded_map(self.pool, read_names, names, max(1, self.window // 2)):
+            if files is None:
+                self._vanished_manifest(name)
+                continue
+            yield name, files
+
+    def _vanished_manifest(self, name: str) -> None:
+        holder = self.referencing_root(name)
+        if holder is not None:
+            path = self.ctx.url(self.ctx.layout.manifest_file(name))
+            raise CorruptMetadataError(path, f"missing, but {holder} references it")
+        log.info("manifest %s vanished with its snapshots; skipped", name)
+
+    def referencing_root(self, manifest_name: str) -> str | None:
+        """The label of a root present now whose manifest lists name ``manifest_name`` (slow path, sequential)."""
+        for root in self.collect_roots():
+            for list_name in root.snapshot.manifest_lists():
+                rows = self._read_list(list_name)
+                if rows is None and self.root_exists(root):
+                    path = self.ctx.url(self.ctx.layout.manifest_file(list_name))
+                    raise CorruptMetadataError(path, f"missing, but {root.label} references it")
+                if rows is not None and any(row.file_name == manifest_name for row in rows):
+                    return root.label
+        return None
+
+
+def _check_entry_names(entry: ManifestEntry, manifest: str) -> None:
+    check_file_name(entry.file.file_name, what=f"data file name in manifest {manifest}")
+    for extra in entry.file.extra_files:
+        check_file_name(extra, what=f"extra file name in manifest {manifest}")
+
+
+@dataclass(frozen=True, slots=True)
+class ListSummary:
+    """What the selection below needs from one manifest list: its manifests and whether any has DELETE entries."""
+
+    manifests: tuple[str, ...]
+    has_deletes: bool
+
+
+def summarize(rows: list[ManifestFileMeta]) -> ListSummary:
+    return ListSummary(tuple(row.file_name for row in rows), any(row.num_deleted_files for row in rows))
+
+
+class DataManifestSelection:
+    """The manifests whose entries name every data file any root references, without reading every manifest.
+
+    Paimon's base list of snapshot ``s + 1`` is the merged state of snapshot ``s`` (its base and delta), and merging
+    only copies or cancels entries. So in a run of consecutive snapshots ``a..b`` of one branch, every entry of every
+    manifest is in ``base(a)`` or in some ``delta(s)``. An entry of ``delta(s)`` is still live in ``b`` unless a later
+    delta DELETEs it, which the manifest lists record (``_NUM_DELETED_FILES``). With ``k`` the last snapshot of the
+    run whose delta has DELETE entries (or ``a`` when ``base(a)`` has some), the names used in the run are those of
+    ``base(b) + delta(b)`` and, when ``k`` exists, of ``base(a)`` and ``delta(a..k)``. Tags and changelogs that are
+    not a copy of a snapshot present, and every changelog list, are read in full. A missing list in a run makes the
+    caller fall back to reading every manifest.
+    """
+
+    def __init__(self, roots: list[Root]) -> None:
+        snapshots = sorted((r for r in roots if r.kind == "snapshot"), key=lambda r: (r.branch, r.snapshot.id))
+        self.runs: list[list[Root]] = []
+        for root in snapshots:
+            last = self.runs[-1][-1] if self.runs else None
+            if last is not None and last.branch == root.branch and last.snapshot.id + 1 == root.snapshot.id:
+                self.runs[-1].append(root)
+            else:
+                self.runs.append([root])
+        present = {(r.branch, r.snapshot.id, r.snapshot.manifest_lists()) for r in snapshots}
+        self.others = [
+            r
+            for r in roots
+            if r.kind != "snapshot" and (r.branch, r.snapshot.id, r.snapshot.manifest_lists()) not in present
+        ]
+        self.owners: dict[str, list[Root]] = {}
+        for run in self.runs:
+            for root in run:
+                self._need(root.snapshot.delta_manifest_list, root)
+                if root.snapshot.changelog_manifest_list:
+                    self._need(root.snapshot.changelog_manifest_list, root)
+            self._need(run[0].snapshot.base_manifest_list, run[0])
+            self._need(run[-1].snapshot.base_manifest_list, run[-1])
+        for root in self.others:
+            for name in root.snapshot.manifest_lists():
+                self._need(name, root)
+
+    def _need(self, name: str, root: Root) -> None:
+        self.owners.setdefault(name, []).append(root)
+
+    def select(self, lists: dict[str, ListSummary]) -> dict[str, None] | None:
+        """Manifest names to read, given the summaries of ``self.owners``' lists; None if any list is missing."""
+        if any(name not in lists for name in self.owners):
+            return None
+        selected: dict[str, None] = {}
+
+        def take(list_name: str) -> None:
+            selected.update(dict.fromkeys(lists[list_name].manifests))
+
+        for run in self.runs:
+            first, last = run[0].snapshot, run[-1].snapshot
+            take(last.base_manifest_list)
+            take(last.delta_manifest_list)
+            deleting = [i for i, r in enumerate(run) if lists[r.snapshot.delta_manifest_list].has_deletes]
+            if lists[first.base_manifest_list].has_deletes:
+                deleting.append(0)
+            if deleting:
+                take(first.base_manifest_list)
+                for root in run[: max(deleting) + 1]:
+                    take(root.snapshot.delta_manifest_list)
+            for root in run:
+                if root.snapshot.changelog_manifest_list:
+                    take(root.snapshot.changelog_manifest_list)
+        for root in self.others:
+            for name in root.snapshot.manifest_lists():
+                take(name)
+        return selected

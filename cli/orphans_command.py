@@ -1,0 +1,114 @@
+"""``tablefmt remove-orphans`` and ``tablefmt check`` (registered on the group in cli/main.py)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+
+import click
+
+from tableformat.cleanup.check import check_table
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cli.common import echo_json, handle_errors, open_table, storage_option_flag
+from tableformat.durations import format_duration_ms, parse_duration_ms
+from tableformat.errors import ValidationError
+
+_SHOWN = 20
+"""Paths printed in text mode before '... and N more'."""
+
+
+def _duration(text: str | None) -> timedelta | None:
+    if text is None:
+        return None
+    try:
+        return timedelta(milliseconds=parse_duration_ms(text))
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+
+
+def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
+    if not paths:
+        return
+    click.echo(f"{title}:")
+    for path in paths[:_SHOWN]:
+        click.echo(f"  {path}")
+    if len(paths) > _SHOWN:
+        click.echo(f"  ... and {len(paths) - _SHOWN} more")
+
+
+@click.command("remove-orphans")
+@click.argument("table")
+@click.option(
+    "--older-than",
+    default=None,
+    metavar="DURATION",
+    help="Only delete unreferenced files older than this, e.g. 3d, 36h (default: table option "
+    "orphan-files.older-than, 1 d). Under 1 h needs --force.",
+)
+@click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
+@click.option("--parallelism", type=click.IntRange(min=1), default=None, help="Threads for listing, reading, deleting.")
+@click.option("--force", is_flag=True, help="Allow --older-than under 1 h (only when no writer is running).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@storage_option_flag
+@handle_errors
+def remove_orphans(
+    table: str,
+    older_than: str | None,
+    dry_run: bool,
+    parallelism: int | None,
+    force: bool,
+    as_json: bool,
+    storage_options: tuple[str, ...],
+) -> None:
+    """Delete files of TABLE that no snapshot, tag or branch references (unknown files are never touched)."""
+    guard = _duration(older_than)
+    target = open_table(table, storage_options)
+    result = remove_orphan_files(
+        target.context, older_than=guard, dry_run=dry_run, parallelism=parallelism, force=force
+    )
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        verb = "would delete" if dry_run else "deleted"
+        count = len(result.deleted_paths)
+        older = "the table default" if guard is None else format_duration_ms(guard // timedelta(milliseconds=1))
+        click.echo(
+            f"{result.orphan_files} orphan file(s), {result.orphan_bytes} bytes, older than {older}; "
+            f"{verb} {count} file(s), {result.deleted_bytes} bytes"
+        )
+        _echo_paths("would delete" if dry_run else "deleted", result.deleted_paths)
+        _echo_paths("unknown files (never deleted)", result.skipped_unknown)
+        _echo_paths("could not delete", result.failed)
+        if result.removed_dirs:
+            click.echo(f"{'would remove' if dry_run else 'removed'} {len(result.removed_dirs)} empty directories")
+    if result.failed:
+        sys.exit(1)
+
+
+@click.command("check")
+@click.argument("table")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--parallelism", type=click.IntRange(min=1), default=None, help="Threads for listing and reading.")
+@storage_option_flag
+@handle_errors
+def check(table: str, as_json: bool, parallelism: int | None, storage_options: tuple[str, ...]) -> None:
+    """Verify that every file TABLE references exists with its recorded size; count orphans (exit 1 if not ok)."""
+    result = check_table(open_table(table, storage_options).context, parallelism=parallelism)
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        click.echo(
+            f"{'ok' if result.ok else 'NOT OK'}: {result.snapshots} snapshot(s), {result.tags} tag(s), "
+            f"{result.referenced_files} referenced file(s), {result.referenced_bytes} bytes"
+        )
+        for problem in result.missing_files[:_SHOWN]:
+            click.echo(f"  missing {problem.kind} {problem.path} (referenced by {problem.referenced_by})")
+        for problem in result.size_mismatches[:_SHOWN]:
+            click.echo(f"  size mismatch {problem.path}: recorded {problem.expected_size}, found {problem.actual_size}")
+        for error in result.errors:
+            click.echo(f"  error: {error}")
+        orphans = "not counted" if result.orphan_files is None else f"{result.orphan_files}"
+        click.echo(f"orphan files: {orphans} ({result.orphan_bytes} bytes)")
+        click.echo(f"reclaimable: {result.reclaimable_bytes} bytes ({result.reclaimable_note})")
+    if not result.ok:
+        sys.exit(1)
