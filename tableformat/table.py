@@ -387,9 +387,16 @@ class Table:
         threads = self.options.require(FILE_OPERATION_THREAD_NUM)
         return live_entries(self._ctx.store, snapshot, self._ctx.partition_codec(), predicate, threads)
 
-    def _reader(self) -> DataReader:
+    def _reader(self, schema: TableSchema | None = None) -> DataReader:
         ctx = self._ctx
-        return DataReader(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec())
+        return DataReader(ctx.io, ctx.layout, schema or ctx.schema, ctx.schema_by_id, ctx.partition_codec())
+
+    def _read_schema(self, snapshot: Snapshot | None, travelled: bool) -> TableSchema:
+        """Time travel (a snapshot id, a tag or a time) reads with the schema the snapshot was committed with, as
+        Paimon (Java TimeTravelUtil, pypaimon) does; the latest read uses the latest schema."""
+        if travelled and snapshot is not None:
+            return self._ctx.schema_by_id(snapshot.schema_id)
+        return self._ctx.schema
 
     def to_arrow(
         self,
@@ -401,8 +408,10 @@ class Table:
     ) -> pa.Table:
         """Rows of the latest snapshot (or a snapshot id, a tag, or a point in time), optionally of some partitions."""
         self._refresh_schema()
-        entries = self._plan(self._select(snapshot_id, tag, as_of), partition_filter)
-        return self._reader().read_all(entries)
+        snapshot = self._select(snapshot_id, tag, as_of)
+        entries = self._plan(snapshot, partition_filter)
+        travelled = snapshot_id is not None or tag is not None or as_of is not None
+        return self._reader(self._read_schema(snapshot, travelled)).read_all(entries)
 
     def to_batches(
         self,
@@ -414,8 +423,10 @@ class Table:
     ) -> pa.RecordBatchReader:
         """Like to_arrow, streaming one file at a time."""
         self._refresh_schema()
-        entries = self._plan(self._select(snapshot_id, tag, as_of), partition_filter)
-        reader = self._reader()
+        snapshot = self._select(snapshot_id, tag, as_of)
+        entries = self._plan(snapshot, partition_filter)
+        travelled = snapshot_id is not None or tag is not None or as_of is not None
+        reader = self._reader(self._read_schema(snapshot, travelled))
         return pa.RecordBatchReader.from_batches(reader.arrow_schema, reader.batches(entries))
 
     def files(self, snapshot_id: int | None = None) -> list[DataFileInfo]:

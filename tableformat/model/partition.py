@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import struct
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 
@@ -14,7 +15,7 @@ from tableformat.model.types import BINARY_ROOTS, INTEGER_ROOTS, STRING_ROOTS, T
 EPOCH_DATE = dt.date(1970, 1, 1)
 
 # Hive/Paimon PartitionPathUtils: characters escaped as %XX in partition directory names.
-_ESCAPED = frozenset([chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
+_ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{}[]^"))
 
 
 def escape_path_name(text: str) -> str:
@@ -40,20 +41,51 @@ def _is_hex(pair: str) -> bool:
     return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
 
 
-def _java_double_string(value: float) -> str:
-    """Java's Double.toString for ordinary values (1.0, 0.5, 1.0E10)."""
+def _java_floating_string(value: float, single_precision: bool = False) -> str:
+    """Java's Float.toString / Double.toString as pypaimon 2.1.0 reproduces it: the shortest digits (at least 2
+    significant) that round-trip at the column's precision; plain for 1e-3 <= |v| < 1e7 with at least one fraction
+    digit (100.0), otherwise d.dddE<exp> (1.0E10, 1.2345678E7, 1.0E-5)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
-    if value == int(value) and abs(value) < 1e7:
-        return f"{int(value)}.0"
+    if value == 0.0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    encoding = ">f" if single_precision else ">d"
+    bits = struct.pack(encoding, value)
     text = repr(value)
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        if "." not in mantissa:
-            mantissa += ".0"
-        return f"{mantissa}E{int(exponent)}"
+    for precision in range(2, 10 if single_precision else 18):
+        candidate = f"{value:.{precision}g}"
+        if struct.pack(encoding, float(candidate)) == bits:
+            text = candidate
+            break
+    sign, digit_tuple, exponent = Decimal(text).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    point_exponent = len(digits) - 1 + exponent  # the power of ten of the first digit
+    prefix = "-" if sign else ""
+    if -3 <= point_exponent < 7:
+        if exponent >= 0:
+            return f"{prefix}{digits}{'0' * exponent}.0"
+        point = len(digits) + exponent
+        if point > 0:
+            return f"{prefix}{digits[:point]}.{digits[point:]}"
+        return f"{prefix}0.{'0' * -point}{digits}"
+    return f"{prefix}{digits[0]}.{digits[1:] or '0'}E{point_exponent}"
+
+
+def _java_local_date_time(value: dt.datetime) -> str:
+    """Java's LocalDateTime.toString() (Paimon's legacy partition name): minutes always; seconds when the seconds or
+    the fraction are non-zero; the fraction as 3 digits for whole milliseconds, else 6. Aware values: UTC fields."""
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    text = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}"
+    if value.second or value.microsecond:
+        text += f":{value.second:02d}"
+        if value.microsecond and value.microsecond % 1000 == 0:
+            text += f".{value.microsecond // 1000:03d}"
+        elif value.microsecond:
+            text += f".{value.microsecond:06d}"
     return text
 
 
@@ -68,11 +100,10 @@ def value_to_path_string(value: object, dtype: DataType, *, legacy_name: bool = 
     if root == "BOOLEAN":
         return "true" if value else "false"
     if root in ("FLOAT", "DOUBLE"):
-        return _java_double_string(float(value))  # type: ignore[arg-type]
+        return _java_floating_string(float(value), single_precision=root == "FLOAT")  # type: ignore[arg-type]
     if root in TIMESTAMP_ROOTS:
         assert isinstance(value, dt.datetime)
-        text = value.replace(tzinfo=None).isoformat()
-        return text[:-3] if text.endswith(":00") and value.second == 0 and value.microsecond == 0 else text
+        return _java_local_date_time(value)
     if root in BINARY_ROOTS:
         raise ValidationError(f"binary column type {dtype} cannot be a partition key")
     return str(value)
@@ -174,7 +205,7 @@ def partition_path(
     parts = []
     for value, field in zip(values, partition_fields):
         text = value_to_path_string(value, field.type, legacy_name=legacy_name)
-        if text is None or text == "":
+        if text is None or text == "" or text.isspace():  # Java: StringUtils.isNullOrWhitespaceOnly
             text = default_name
         parts.append(f"{escape_path_name(field.name)}={escape_path_name(text)}")
     return "/".join(parts)
