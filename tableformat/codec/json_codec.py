@@ -228,6 +228,21 @@ def consumer_from_json(consumer_id: str, data: bytes, path: str, modified_ms: in
         raise CorruptMetadataError(path, f"missing or invalid nextSnapshot ({exc})") from None
 
 
+# --- commit log (a snapshot property) ----------------------------------------------------------------------------
+def commit_log_to_text(log: Mapping[str, int]) -> str:
+    """The {commitUser: last commitIdentifier} map as compact JSON text."""
+    return json.dumps(dict(log), separators=(",", ":"))
+
+
+def commit_log_from_text(text: str) -> dict[str, int]:
+    """Parse the commit log; an unreadable log is empty (it only guards against re-commits)."""
+    try:
+        loaded = json.loads(text)
+        return {str(k): int(v) for k, v in loaded.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
 # --- hints -------------------------------------------------------------------------------------------------------
 def hint_to_bytes(snapshot_id: int) -> bytes:
     """LATEST / EARLIEST content: the decimal id, no newline."""

@@ -9,7 +9,6 @@ the check still works after older snapshots are expired.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from tableformat.codec import json_codec
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.manifest_merge import ManifestMerger, MergePolicy
 from tableformat.errors import (
@@ -80,11 +80,7 @@ def read_commit_log(snapshot: Snapshot | None) -> dict[str, int]:
     text = snapshot.properties.get(COMMIT_LOG_PROPERTY)
     if not text:
         return {}
-    try:
-        loaded = json.loads(text)
-        return {str(k): int(v) for k, v in loaded.items()}
-    except (ValueError, TypeError, AttributeError):
-        return {}
+    return json_codec.commit_log_from_text(text)
 
 
 class Committer:
@@ -256,7 +252,7 @@ class Committer:
         retained = self.options.require(COMMIT_DEDUP_USERS)
         commit_log = dict(list(commit_log.items())[-retained:])
         properties = dict(latest.properties or {}) if latest is not None else {}
-        properties[COMMIT_LOG_PROPERTY] = json.dumps(commit_log, separators=(",", ":"))
+        properties[COMMIT_LOG_PROPERTY] = json_codec.commit_log_to_text(commit_log)
         kind = CommitKind.APPEND if request.kind == ChangeKind.APPEND else CommitKind.OVERWRITE
         return Snapshot(
             id=(latest.id + 1) if latest is not None else 1,
