@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import timedelta
 
 import click
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cli.common import echo_json, handle_errors, open_table, storage_option_flag
+from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
+from tableformat.cli.common import echo_json, handle_errors, open_table, parse_storage_options, storage_option_flag
 from tableformat.durations import format_duration_ms, parse_duration_ms
-from tableformat.errors import ValidationError
+from tableformat.errors import TableFormatError, ValidationError
 
 _SHOWN = 20
 """Paths printed in text mode before '... and N more'."""
@@ -48,6 +49,15 @@ def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
 @click.option("--parallelism", type=click.IntRange(min=1), default=None, help="Threads for listing, reading, deleting.")
 @click.option("--force", is_flag=True, help="Allow --older-than under 1 h (only when no writer is running).")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="local: threads in this process. spark: list and delete on Spark executors, same rules and result "
+    "(needs the spark extra; run it under spark-submit or give --spark-master).",
+)
+@click.option("--spark-master", default=None, metavar="URL", help="Spark master for --engine spark, e.g. local[4].")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @storage_option_flag
 @handle_errors
@@ -57,15 +67,20 @@ def remove_orphans(
     dry_run: bool,
     parallelism: int | None,
     force: bool,
+    engine: str,
+    spark_master: str | None,
     as_json: bool,
     storage_options: tuple[str, ...],
 ) -> None:
     """Delete files of TABLE that no snapshot, tag or branch references (unknown files are never touched)."""
     guard = _duration(older_than)
-    target = open_table(table, storage_options)
-    result = remove_orphan_files(
-        target.context, older_than=guard, dry_run=dry_run, parallelism=parallelism, force=force
-    )
+    if engine == "spark":
+        result = _remove_orphans_on_spark(table, storage_options, spark_master, guard, dry_run, parallelism, force)
+    else:
+        target = open_table(table, storage_options)
+        result = remove_orphan_files(
+            target.context, older_than=guard, dry_run=dry_run, parallelism=parallelism, force=force
+        )
     if as_json:
         echo_json(result.to_json())
     else:
@@ -83,6 +98,45 @@ def remove_orphans(
             click.echo(f"{'would remove' if dry_run else 'removed'} {len(result.removed_dirs)} empty directories")
     if result.failed:
         sys.exit(1)
+
+
+def _remove_orphans_on_spark(
+    table: str,
+    storage_options: tuple[str, ...],
+    spark_master: str | None,
+    guard: timedelta | None,
+    dry_run: bool,
+    parallelism: int | None,
+    force: bool,
+) -> OrphanResult:
+    """remove-orphans --engine spark: the same cleaner with listing and deletion on Spark executors."""
+    try:
+        from pyspark.sql import SparkSession
+
+        from tableformat.spark import remove_orphan_files as remove_orphan_files_on_spark
+    except ImportError as exc:
+        raise click.ClickException(f"--engine spark needs pyspark: pip install 'tablefmt[spark]' ({exc})") from None
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("tablefmt remove-orphans")
+    if spark_master:
+        builder = builder.master(spark_master)
+    spark = builder.getOrCreate()
+    try:
+        return remove_orphan_files_on_spark(
+            spark,
+            table,
+            older_than=guard,
+            dry_run=dry_run,
+            parallelism=parallelism,
+            storage_options=parse_storage_options(storage_options),
+            force=force,
+        )
+    except (click.ClickException, TableFormatError, OSError, ValueError):
+        raise
+    except Exception as exc:  # Spark/Py4J errors: one line like every other CLI error
+        raise click.ClickException(f"Spark failed: {' '.join(str(exc).split())[:500]}") from None
+    finally:
+        spark.stop()
 
 
 @click.command("check")

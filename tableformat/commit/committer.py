@@ -181,8 +181,15 @@ class Committer:
             except OSError as exc:
                 ambiguous = True
                 resolved = self._resolve_unknown(snapshot, exc)
-                if resolved is None:  # nothing landed: a plain failure of this commit
-                    raise
+                if resolved is None:
+                    if self.store.io.is_object_store:
+                        # A request that failed on the wire may still be applied later: keep every file.
+                        raise CommitStateUnknownError(
+                            f"snapshot {snapshot.id} write failed ({exc}) and is not visible yet; it may still "
+                            "land. Files are kept; re-run the commit with the same commit user and identifier "
+                            "to resolve it (unreferenced files are reclaimed by orphan cleanup)"
+                        ) from exc
+                    raise  # local filesystems fail synchronously: nothing landed
                 won = resolved
         except CommitStateUnknownError:
             raise

@@ -6,12 +6,29 @@
   listing and deletion on Spark's executors, by the local cleaner's rules.
 
 Needs the ``spark`` extra (pyspark 4.3) and the tablefmt package installed where Spark's Python workers run.
+The names below load on first use, so Spark's workers, which import only the data source modules, never import
+the maintenance code.
 """
 
-from tableformat.spark.datasource import TablefmtDataSource
-from tableformat.spark.fast_read import read_native
-from tableformat.spark.maintenance import MaintenanceReport, maintain, remove_orphan_files
-from tableformat.spark.registration import register
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tableformat.spark.datasource import TablefmtDataSource
+    from tableformat.spark.fast_read import read_native
+    from tableformat.spark.maintenance import MaintenanceReport, maintain, remove_orphan_files
+    from tableformat.spark.registration import register
+
+_EXPORTS = {
+    "MaintenanceReport": "tableformat.spark.maintenance",
+    "TablefmtDataSource": "tableformat.spark.datasource",
+    "maintain": "tableformat.spark.maintenance",
+    "read_native": "tableformat.spark.fast_read",
+    "register": "tableformat.spark.registration",
+    "remove_orphan_files": "tableformat.spark.maintenance",
+}
 
 __all__ = [
     "MaintenanceReport",
@@ -21,3 +38,10 @@ __all__ = [
     "register",
     "remove_orphan_files",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

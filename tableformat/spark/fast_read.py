@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
@@ -106,9 +107,21 @@ def native_blocker(table: Table, entries: Sequence[ManifestEntry], paths: Sequen
         for field in schema.fields:
             if field.name not in file_schema.names:
                 return f"data files do not contain column {field.name!r}"
-            if file_schema.field(field.name).type != arrow_type_of(field.type):
-                return f"column {field.name!r} is stored as {file_schema.field(field.name).type}"
+            stored = file_schema.field(field.name).type
+            if not _same_parquet_type(stored, arrow_type_of(field.type)):
+                return f"column {field.name!r} is stored as {stored}"
     return None
+
+
+def _same_parquet_type(stored: pa.DataType, expected: pa.DataType) -> bool:
+    """Whether Parquet data read back as ``stored`` is what Spark reads as the type mapped from ``expected``."""
+    if pa.types.is_timestamp(stored) and pa.types.is_timestamp(expected):
+        return stored.unit == expected.unit and (stored.tz is None) == (expected.tz is None)
+    if pa.types.is_large_string(stored):
+        stored = pa.string()
+    elif pa.types.is_large_binary(stored):
+        stored = pa.binary()
+    return bool(stored == expected)
 
 
 def read_native(
@@ -137,18 +150,23 @@ def read_native(
     entries = plan_entries(table, snapshot, specs)
     if snapshot is None or not entries:
         return spark.createDataFrame([], spark_schema)
-    reader = data_reader(path, options, table.schema)
-    paths = [reader.path_of(e) for e in entries]
+    data = data_reader(path, options, table.schema)
+    paths = [data.path_of(e) for e in entries]
     reason = native_blocker(table, entries, paths)
     if reason is None:
         file_io = table.context.io
-        log.info("tablefmt: native Parquet read of %d file(s) of snapshot %d", len(paths), snapshot.id)
-        return spark.read.schema(spark_schema).parquet(*[native_url(file_io, p) for p in paths])
+        try:
+            frame = spark.read.schema(spark_schema).parquet(*[native_url(file_io, p) for p in paths])
+        except Exception as exc:  # e.g. no Hadoop filesystem for the scheme: Spark checks the paths right here
+            reason = f"Spark cannot open the files itself ({' '.join(str(exc).split())[:300]})"
+        else:
+            log.info("tablefmt: native Parquet read of %d file(s) of snapshot %d", len(paths), snapshot.id)
+            return frame
     log.info("tablefmt: reading snapshot %d through the data source: %s", snapshot.id, reason)
     ensure_registered(spark)
-    frame = spark.read.format("tablefmt").option("path", path).option(SCAN_SNAPSHOT_ID, str(snapshot.id))
+    fallback = spark.read.format("tablefmt").option("path", path).option(SCAN_SNAPSHOT_ID, str(snapshot.id))
     if specs:
-        frame = frame.option(PARTITIONS, _filter_text(specs, table.options.require(PARTITION_DEFAULT_NAME)))
+        fallback = fallback.option(PARTITIONS, _filter_text(specs, table.options.require(PARTITION_DEFAULT_NAME)))
     if options:
-        frame = frame.option(STORAGE_OPTIONS, json.dumps(options))
-    return frame.load()
+        fallback = fallback.option(STORAGE_OPTIONS, json.dumps(options))
+    return fallback.load()

@@ -33,8 +33,11 @@ from pyspark.sql.types import (
 )
 
 from tableformat.errors import ValidationError
-from tableformat.model.schema import DataField, TableSchema
+from tableformat.model.schema import DataField
 from tableformat.model.types import DataType as TableType
+
+MAX_BATCH_ROWS = 131_072
+"""Rows per Arrow batch handed to Spark by a reader (files' row groups can hold a million rows)."""
 
 _SIMPLE: dict[str, DataType] = {
     "BOOLEAN": BooleanType(),
@@ -119,12 +122,7 @@ def to_spark_batches(table: pa.Table, columns: Sequence[str], target: pa.Schema)
     """Record batches of ``table`` carrying exactly ``target`` (names, order, types, nullability)."""
     arrays = [cast_column(table.column(name), field.type) for name, field in zip(columns, target)]
     shaped = pa.Table.from_arrays(arrays, schema=target)
-    return [b for b in shaped.to_batches() if b.num_rows]
-
-
-def table_schema_matches(schema: TableSchema, spark_schema: StructType) -> bool:
-    """Whether ``spark_schema`` is exactly the schema the table reads as."""
-    return spark_schema_of(list(schema.fields)) == spark_schema
+    return [b for b in shaped.to_batches(max_chunksize=MAX_BATCH_ROWS) if b.num_rows]
 
 
 def normalise_timestamps(batch: pa.RecordBatch) -> pa.RecordBatch:

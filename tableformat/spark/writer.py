@@ -4,9 +4,10 @@ Failure rules (pyspark runs ``commit()`` and ``abort()`` in a separate Python wo
 with a freshly unpickled writer, so nothing is remembered between them):
 
 * a task that fails removes the files it wrote, then re-raises (Spark never cleans up after a task);
-* ``commit()`` commits one snapshot under this job's own commit user. If the commit fails for sure and no snapshot
-  of this job exists, it removes the job's files before re-raising. After an ambiguous snapshot write
-  (CommitStateUnknownError) it removes nothing;
+* ``commit()`` commits one snapshot under this job's own commit user. If the commit fails for sure (CommitError,
+  ValidationError, or the table cannot even be opened) and no snapshot of this job exists, it removes the job's
+  files before re-raising. After an ambiguous snapshot write (CommitStateUnknownError) or any other error it
+  removes nothing: a snapshot referencing the files may exist or still appear;
 * ``abort()`` runs when a task failed for good (some messages are None: commit() never ran) or when commit()
   raised (every message is present: commit() already cleaned up what it safely could). It deletes files only in the
   first case, and only after checking that no snapshot carries this job's commit user;
@@ -28,7 +29,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from tableformat.commit.committer import read_commit_log
 from tableformat.commit.data_writer import NewDataFile
-from tableformat.errors import CommitStateUnknownError, ValidationError
+from tableformat.errors import CommitError, ValidationError
 from tableformat.io.factory import open_location
 from tableformat.io.fileio import FileIO
 from tableformat.scan.planner import PartitionPredicate
@@ -106,7 +107,7 @@ class TablefmtWriter(DataSourceArrowWriter):
                 self._flush(table, buffer, written)
                 total_rows += buffered_rows
         except BaseException:
-            pass
+            remove_files(table.context.io, plan, written, "a failed write task")
             raise
         return TablefmtCommitMessage(files=tuple(written), rows=total_rows)
 
@@ -138,9 +139,12 @@ class TablefmtWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         plan = self.plan
         files = files_of(messages)
-        table: Table | None = None
         try:
             table = Table.open(plan.location, plan.storage_options)
+        except BaseException:
+            remove_files(None, plan, files, "a job whose commit could not start")
+            raise
+        try:
             snapshot = table.commit_files(
                 files,
                 mode=plan.mode,
@@ -149,22 +153,24 @@ class TablefmtWriter(DataSourceArrowWriter):
                 commit_user=plan.commit_user,
                 commit_identifier=COMMIT_IDENTIFIER,
             )
-        except CommitStateUnknownError:
+        except (CommitError, ValidationError):
+            # definite failures: nothing this commit prepared is referenced, unless a snapshot of this job exists
+            landed = job_committed(table, plan.commit_user)
+            if landed is False:
+                remove_files(table.context.io, plan, files, "a failed commit")
+            else:
+                log.error("tablefmt: commit %s failed but may have landed; keeping its files", plan.commit_user)
+            raise
+        except BaseException:
+            # an ambiguous outcome (CommitStateUnknownError) or an unexpected error: a snapshot referencing these
+            # files may exist or still appear, so keep them; orphan cleanup removes them if none does
             log.error(
-                "tablefmt: the commit of %d file(s) to %s has an unknown outcome; keeping every file (commit user %s)",
+                "tablefmt: the commit of %d file(s) to %s (commit user %s) ended without a definite result; "
+                "keeping every file",
                 len(files),
                 plan.location,
                 plan.commit_user,
             )
-            raise
-        except BaseException:
-            landed = None if table is None else job_committed(table, plan.commit_user)
-            if landed is True:
-                log.error("tablefmt: commit raised after snapshot of %s landed; keeping its files", plan.commit_user)
-            elif table is None or landed is False:
-                remove_files(table.context.io if table is not None else None, plan, files, "a failed commit")
-            else:
-                log.error("tablefmt: cannot tell whether commit %s landed; keeping its files", plan.commit_user)
             raise
         if snapshot is None:
             log.info("tablefmt: nothing to commit to %s (no rows, nothing replaced)", plan.location)

@@ -1,0 +1,180 @@
+"""A FileIO that sends a maintenance run's bulk storage calls to Spark's executors.
+
+``ExecutorAssistedFileIO`` wraps a table's FileIO for one maintenance run:
+
+* ``list_dir`` answers from a listing the executors made beforehand (:func:`prelist_table`), each directory once;
+  a directory that was not pre-listed, or is listed a second time, is listed by the wrapped FileIO on the driver;
+* ``delete_files`` runs each batch as a one-task Spark job on an executor, with the same results and errors as the
+  wrapped FileIO's ``delete_files``;
+* everything else (metadata reads, existence checks, empty-directory removal) goes to the wrapped FileIO.
+
+Maintenance code written for any FileIO (tableformat.cleanup) then runs unchanged, with the same rules, while the
+listing and deleting happen on the cluster. Serving each pre-listed directory once keeps the order the cleaners
+rely on: the census sees the (earlier) executor listing; anything that lists again later sees the store itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any, TypeVar
+
+from pyspark import SparkContext
+
+from tableformat.cleanup.file_census import METADATA_DIRS
+from tableformat.errors import DeleteFailedError, StorageError
+from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.layout import BUCKET_PREFIX
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_ROOT_DIRS = frozenset(METADATA_DIRS) | {"manifest", "statistics", "index", "branch"}
+
+
+def spark_map(sc: SparkContext, fn: Callable[[T], R], items: Sequence[T], slices: int, description: str) -> list[R]:
+    """``[fn(item) for item in items]`` computed by Spark tasks (at most ``slices`` per job), in input order."""
+    if not items:
+        return []
+    sc.setJobDescription(f"{description} ({len(items)} item(s))")
+    try:
+        return sc.parallelize(list(items), max(1, min(len(items), slices))).map(fn).collect()
+    finally:
+        sc.setJobDescription(None)  # type: ignore[arg-type]
+
+
+def _descend(parent_kind: str, name: str) -> str | None:
+    """The kind of a subdirectory worth pre-listing, or None. A superset of what the orphan census enters."""
+    if parent_kind in ("root", "branch"):
+        if name in _ROOT_DIRS:
+            return "branches" if name == "branch" and parent_kind == "root" else "leaf"
+        return "partition" if parent_kind == "root" and "=" in name else None
+    if parent_kind == "branches":
+        return "branch" if name.startswith("branch-") else None
+    if parent_kind == "partition":
+        if "=" in name:
+            return "partition"
+        return "leaf" if name.startswith(BUCKET_PREFIX) else None
+    return None
+
+
+def prelist_table(sc: SparkContext, file_io: FileIO, root: str, slices: int) -> dict[str, list[FileInfo]]:
+    """List a table's own directories on executors, one Spark job per directory level."""
+    listings: dict[str, list[FileInfo]] = {}
+    frontier: list[tuple[str, str]] = [(root, "root")]
+    level = 0
+    while frontier:
+
+        def list_one(item: tuple[str, str]) -> tuple[str, str, list[FileInfo]]:
+            return item[0], item[1], file_io.list_dir(item[0])
+
+        results = spark_map(sc, list_one, frontier, slices, f"tablefmt: list level {level} of {file_io.url(root)}")
+        frontier = []
+        for path, kind, entries in results:
+            listings[path] = entries
+            for entry in entries:
+                child = _descend(kind, entry.name) if entry.is_dir else None
+                if child is not None:
+                    frontier.append((entry.path, child))
+        level += 1
+    return listings
+
+
+def _delete_on_executor(file_io: FileIO) -> Callable[[list[str]], tuple[list[str], list[str], str, bool]]:
+    def delete(paths: list[str]) -> tuple[list[str], list[str], str, bool]:
+        try:
+            return file_io.delete_files(paths), [], "", False
+        except DeleteFailedError as exc:
+            return list(exc.deleted), list(exc.failed), str(exc), False
+        except OSError as exc:
+            return [], [], f"{type(exc).__name__}: {exc}", True
+
+    return delete
+
+
+class ExecutorAssistedFileIO(FileIO):
+    """Wraps a FileIO: pre-listed directories are served once, deletes run on executors (see the module doc)."""
+
+    def __init__(self, inner: FileIO, sc: SparkContext, listings: dict[str, list[FileInfo]]) -> None:
+        self.inner = inner
+        self.sc = sc
+        self.scheme = inner.scheme
+        self.atomic_create = inner.atomic_create
+        self.is_object_store = inner.is_object_store
+        self._listings = listings
+        self._lock = threading.Lock()
+        self.served = 0
+        self.listed_on_driver = 0
+        self.delete_jobs = 0
+
+    # --- the two calls that go to the cluster ----------------------------------------------------------------
+    def list_dir(self, path: str) -> list[FileInfo]:
+        with self._lock:
+            entries = self._listings.pop(path, None)
+            if entries is not None:
+                self.served += 1
+            else:
+                self.listed_on_driver += 1
+        return entries if entries is not None else self.inner.list_dir(path)
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        if not paths:
+            return []
+        with self._lock:
+            self.delete_jobs += 1
+        try:
+            [(deleted, failed, message, os_error)] = spark_map(
+                self.sc, _delete_on_executor(self.inner), [list(paths)], 1, f"tablefmt: delete {len(paths)} file(s)"
+            )
+        except Exception as exc:  # the Spark job itself failed: report the batch as failed, like an OSError
+            raise StorageError(
+                f"delete job for {len(paths)} file(s) failed: {' '.join(str(exc).split())[:500]}"
+            ) from exc
+        if os_error:
+            raise StorageError(message)
+        if failed:
+            raise DeleteFailedError(message, deleted, failed)
+        return deleted
+
+    # --- everything else: the wrapped FileIO -----------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes:
+        return self.inner.read_bytes(path)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.inner.write_bytes(path, data)
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        return self.inner.write_if_absent(path, data)
+
+    def exists(self, path: str) -> bool:
+        return self.inner.exists(path)
+
+    def walk_files(self, path: str) -> Iterator[FileInfo]:
+        return self.inner.walk_files(path)
+
+    def remove_empty_dir(self, path: str) -> bool:
+        return self.inner.remove_empty_dir(path)
+
+    def open_input(self, path: str) -> IO[bytes]:
+        return self.inner.open_input(path)
+
+    def file_size(self, path: str) -> int:
+        return self.inner.file_size(path)
+
+    def mkdirs(self, path: str) -> None:
+        self.inner.mkdirs(path)
+
+    def url(self, path: str) -> str:
+        return self.inner.url(path)
+
+    def arrow_filesystem(self) -> Any:
+        return self.inner.arrow_filesystem()
+
+    def fsspec_filesystem(self) -> Any:
+        return self.inner.fsspec_filesystem()
+
+    def storage_options(self) -> dict[str, Any]:
+        return self.inner.storage_options()

@@ -1,0 +1,96 @@
+"""Helpers for the Spark tests, and a fault-injecting variant of the tablefmt data source.
+
+``FaultySource`` (format ``tablefmt_faulty``) is the real source with one extra write option, ``fault``:
+
+* ``task-once``: task 0 fails on its first attempt after having written files, and succeeds when retried;
+* ``task-always``: task 0 fails on every attempt (the job fails);
+* ``after-commit``: commit() raises after the snapshot landed (Spark then calls abort()).
+
+Failing attempts touch a file in ``fault.marker-dir`` so tests can see the failure really happened. The module is
+pickled by value (Spark's workers cannot import test modules).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.cloudpickle import register_pickle_by_value
+from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from tableformat.spark.datasource import TablefmtDataSource
+from tableformat.spark.writer import TablefmtCommitMessage, TablefmtWriter, WritePlan
+
+FAILING_BATCH = 2
+"""The injected failure hits when the task asks for this batch (0-based), after earlier batches were flushed."""
+
+
+def data_files_on_disk(table_dir: str) -> set[str]:
+    """Every Parquet data file under a local table directory."""
+    found: set[str] = set()
+    for directory, _, names in os.walk(table_dir):
+        found.update(os.path.join(directory, n) for n in names if n.endswith(".parquet"))
+    return found
+
+
+def rows(df: Any) -> list[tuple[Any, ...]]:
+    """A DataFrame's rows as sorted tuples."""
+    return sorted(tuple(r) for r in df.collect())
+
+
+def _fail_at(iterator: Iterator[pa.RecordBatch], index: int, marker: str) -> Iterator[pa.RecordBatch]:
+    for position, batch in enumerate(iterator):
+        if position == index:
+            with open(marker, "w") as handle:
+                handle.write("failed\n")
+            raise RuntimeError("injected task failure")
+        yield batch
+
+
+class FaultyWriter(TablefmtWriter):
+    def __init__(self, plan: WritePlan, fault: str, marker_dir: str) -> None:
+        super().__init__(plan)
+        self.fault = fault
+        self.marker_dir = marker_dir
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TablefmtCommitMessage:
+        context = TaskContext.get()
+        assert context is not None
+        first_task = context.partitionId() == 0
+        failing = (self.fault == "task-once" and context.attemptNumber() == 0) or self.fault == "task-always"
+        if first_task and failing:
+            marker = os.path.join(self.marker_dir, f"task-failure-{context.attemptNumber()}-{uuid.uuid4().hex}")
+            iterator = _fail_at(iterator, FAILING_BATCH, marker)
+        return super().write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        super().commit(messages)
+        if self.fault == "after-commit":
+            open(os.path.join(self.marker_dir, "after-commit"), "w").close()
+            raise RuntimeError("injected failure after the snapshot landed")
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        open(os.path.join(self.marker_dir, f"abort-{uuid.uuid4().hex}"), "w").close()
+        super().abort(messages)
+
+
+class FaultySource(TablefmtDataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "tablefmt_faulty"
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        fault = self.options.pop("fault")
+        marker_dir = self.options.pop("fault.marker-dir")
+        base = super().writer(schema, overwrite)
+        assert isinstance(base, TablefmtWriter)
+        return FaultyWriter(base.plan, fault, marker_dir)
+
+
+register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]

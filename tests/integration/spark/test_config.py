@@ -1,0 +1,76 @@
+"""Option parsing and split planning of the Spark data source (pure Python: no SparkSession needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from tableformat.errors import ValidationError
+from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry
+from tableformat.spark.config import ReadConfig, WriteConfig
+from tableformat.spark.reader import SplitSizing, bin_pack
+
+MB = 1024**2
+
+
+def test_read_options() -> None:
+    config = ReadConfig.parse(
+        {
+            "path": "s3://b/t",
+            "scan.tag-name": "v1",
+            "partitions": "dt=1,h=2;dt=3",
+            "storage.endpoint_url": "http://x",
+            "storage.anon": "TRUE",
+            "storage-options": '{"client_kwargs": {"region_name": "eu"}}',
+            "source.split.target-size": "64 mb",
+        }
+    )
+    assert (config.path, config.tag, config.snapshot_id, config.timestamp_ms) == ("s3://b/t", "v1", None, None)
+    assert config.partition_filter == [{"dt": "1", "h": "2"}, {"dt": "3"}]
+    assert config.storage_options == {"endpoint_url": "http://x", "anon": True, "client_kwargs": {"region_name": "eu"}}
+    assert config.split_target_size == 64 * MB
+    with pytest.raises(ValidationError, match="at most one"):
+        ReadConfig.parse({"path": "/t", "scan.snapshot-id": "1", "scan.timestamp-millis": "5"})
+    with pytest.raises(ValidationError, match="unknown read option"):
+        ReadConfig.parse({"path": "/t", "scan.snapshot_id": "1"})
+    with pytest.raises(ValidationError, match="table path"):
+        ReadConfig.parse({})
+
+
+def test_write_options() -> None:
+    config = WriteConfig.parse(
+        {"path": "/t", "partition": "dt=2024-01-01", "partitionBy": "dt", "snapshot.num-retained.max": "5"},
+        overwrite=True,
+    )
+    assert config.static_partition == {"dt": "2024-01-01"}
+    assert config.partition_keys == ("dt",)
+    assert config.table_options == {"snapshot.num-retained.max": "5"}
+    assert config.dynamic is None
+    dynamic = WriteConfig.parse({"path": "/t", "dynamic-partition-overwrite": "true"}, overwrite=True)
+    assert dynamic.dynamic is True and dynamic.table_options == {}  # a per-job switch, never stored
+    with pytest.raises(ValidationError, match="not both"):
+        WriteConfig.parse({"path": "/t", "partition": "a=1", "dynamic-partition-overwrite": "true"}, overwrite=True)
+    with pytest.raises(ValidationError, match="overwrite"):
+        WriteConfig.parse({"path": "/t", "dynamic-partition-overwrite": "true"}, overwrite=False)
+    with pytest.raises(ValidationError, match="disagree"):
+        WriteConfig.parse({"path": "/t", "partitionby": "a", "partition-keys": "b"}, overwrite=False)
+    with pytest.raises(ValidationError, match="snapshot.num-retained.min"):
+        WriteConfig.parse({"path": "/t", "snapshot.num-retained.min": "zero"}, overwrite=False)
+
+
+def _entry(name: str, size: int) -> ManifestEntry:
+    meta = DataFileMeta(file_name=name, file_size=size, row_count=1)
+    return ManifestEntry(kind=FileKind.ADD, partition=bytes(12), bucket=0, total_buckets=-1, file=meta)
+
+
+def test_bin_pack_spreads_small_tables_and_caps_split_size() -> None:
+    entries = [_entry(f"f{i}", 10 * MB) for i in range(8)]
+    two_cores = bin_pack(entries, SplitSizing(target_size=128 * MB, open_file_cost=4 * MB, parallelism=2))
+    assert sorted(len(s) for s in two_cores) == [4, 4]
+    big = [_entry(f"g{i}", 100 * MB) for i in range(4)]
+    capped = bin_pack(big, SplitSizing(target_size=128 * MB, open_file_cost=4 * MB, parallelism=1))
+    assert [len(s) for s in capped] == [1, 1, 1, 1]
+    tiny = [_entry(f"h{i}", 1000) for i in range(64)]
+    assert len(bin_pack(tiny, SplitSizing(target_size=128 * MB, open_file_cost=4 * MB, parallelism=4))) == 4
+    assert bin_pack([], SplitSizing(target_size=128 * MB, open_file_cost=4 * MB, parallelism=4)) == []
