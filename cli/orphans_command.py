@@ -117,6 +117,7 @@ def _remove_orphans_on_spark(
     except ImportError as exc:
         raise click.ClickException(f"--engine spark needs pyspark: pip install 'tablefmt[spark]' ({exc})") from None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    existing = SparkSession.getActiveSession()
     builder = SparkSession.builder.appName("tablefmt remove-orphans")
     if spark_master:
         builder = builder.master(spark_master)
@@ -136,7 +137,8 @@ def _remove_orphans_on_spark(
     except Exception as exc:  # Spark/Py4J errors: one line like every other CLI error
         raise click.ClickException(f"Spark failed: {' '.join(str(exc).split())[:500]}") from None
     finally:
-        spark.stop()
+        if existing is None:  # never stop a session this command did not start
+            spark.stop()
 
 
 @click.command("check")

@@ -1,0 +1,34 @@
+"""`tablefmt remove-orphans --engine spark` uses the distributed cleaner and reports like the local engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from click.testing import CliRunner
+
+from tableformat import Table
+from tableformat.cli.main import cli
+
+
+def test_remove_orphans_engine_spark(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    table = Table.create(str(root), pa.schema([("id", pa.int64()), ("dt", pa.string())]), partition_keys=["dt"])
+    table.append(pa.table({"id": [1, 2], "dt": ["a", "b"]}))
+    stray = root / "dt=a" / "bucket-0" / f"data-{uuid.uuid4()}-0.parquet"
+    stray.write_bytes(b"x" * 10)
+    old = time.time() - 3 * 86_400
+    os.utime(stray, (old, old))
+    result = CliRunner().invoke(cli, ["remove-orphans", str(root), "--engine", "spark", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["deleted_paths"] == [str(stray.relative_to(root))]
+    assert report["orphan_files"] == 1 and report["dry_run"] is False
+    assert not stray.exists()
+    assert spark.range(3).count() == 3  # the shared session is still alive
+    assert sorted(Table.open(str(root)).to_arrow().column("id").to_pylist()) == [1, 2]
