@@ -363,7 +363,10 @@ class Table:
             raise SnapshotNotFoundError(f"no snapshot at or before {millis} ms (the earliest may have been expired)")
         return candidates[-1]
 
-    def _select(self, snapshot_id: int | None, tag: str | None, as_of: int | dt.datetime | None) -> Snapshot | None:
+    def select_snapshot(
+        self, snapshot_id: int | None = None, tag: str | None = None, as_of: int | dt.datetime | None = None
+    ) -> Snapshot | None:
+        """The snapshot a read asks for: an id, a tag, the newest at or before a time, or the latest (None: empty)."""
         chosen = [x for x in (snapshot_id, tag, as_of) if x is not None]
         if len(chosen) > 1:
             raise ValidationError("give at most one of snapshot_id, tag and as_of")
@@ -375,9 +378,10 @@ class Table:
             return self.snapshot_as_of(as_of)
         return self.latest_snapshot()
 
-    def _plan(
-        self, snapshot: Snapshot | None, partition_filter: PartitionSpec | Sequence[PartitionSpec] | None
+    def plan_files(
+        self, snapshot: Snapshot | None, partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None
     ) -> list[ManifestEntry]:
+        """The live manifest entries of ``snapshot``, restricted to matching partitions when a filter is given."""
         if snapshot is None:
             return []
         predicate = None
@@ -408,8 +412,8 @@ class Table:
     ) -> pa.Table:
         """Rows of the latest snapshot (or a snapshot id, a tag, or a point in time), optionally of some partitions."""
         self._refresh_schema()
-        snapshot = self._select(snapshot_id, tag, as_of)
-        entries = self._plan(snapshot, partition_filter)
+        snapshot = self.select_snapshot(snapshot_id, tag, as_of)
+        entries = self.plan_files(snapshot, partition_filter)
         travelled = snapshot_id is not None or tag is not None or as_of is not None
         return self._reader(self._read_schema(snapshot, travelled)).read_all(entries)
 
@@ -423,16 +427,16 @@ class Table:
     ) -> pa.RecordBatchReader:
         """Like to_arrow, streaming one file at a time."""
         self._refresh_schema()
-        snapshot = self._select(snapshot_id, tag, as_of)
-        entries = self._plan(snapshot, partition_filter)
+        snapshot = self.select_snapshot(snapshot_id, tag, as_of)
+        entries = self.plan_files(snapshot, partition_filter)
         travelled = snapshot_id is not None or tag is not None or as_of is not None
         reader = self._reader(self._read_schema(snapshot, travelled))
         return pa.RecordBatchReader.from_batches(reader.arrow_schema, reader.batches(entries))
 
     def files(self, snapshot_id: int | None = None) -> list[DataFileInfo]:
         """The live data files of a snapshot (latest by default)."""
-        snapshot = self._select(snapshot_id, None, None)
-        entries = self._plan(snapshot, None)
+        snapshot = self.select_snapshot(snapshot_id)
+        entries = self.plan_files(snapshot)
         reader = self._reader()
         codec = self._ctx.partition_codec()
         return [

@@ -17,7 +17,6 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from tableformat.errors import ValidationError
 from tableformat.io.factory import open_location
 from tableformat.layout import TableLayout
 from tableformat.model.manifest import ManifestEntry
@@ -37,16 +36,7 @@ def select_snapshot(
     table: Table, *, snapshot_id: int | None = None, tag: str | None = None, timestamp_ms: int | None = None
 ) -> Snapshot | None:
     """The snapshot a read asks for: an id, a tag, the newest at or before a time, or the latest (None = empty)."""
-    chosen = [x for x in (snapshot_id, tag, timestamp_ms) if x is not None]
-    if len(chosen) > 1:
-        raise ValidationError("give at most one of snapshot id, tag and timestamp")
-    if snapshot_id is not None:
-        return table.snapshot(snapshot_id)
-    if tag is not None:
-        return table.context.store.read_tag(tag).snapshot
-    if timestamp_ms is not None:
-        return table.snapshot_as_of(timestamp_ms)
-    return table.latest_snapshot()
+    return table.select_snapshot(snapshot_id, tag, timestamp_ms)
 
 
 def plan_entries(
@@ -55,7 +45,7 @@ def plan_entries(
     """The live files of ``snapshot`` (restricted to matching partitions when a filter is given)."""
     if snapshot is None:
         return []
-    return table._plan(snapshot, list(partition_filter) if partition_filter is not None else None)
+    return table.plan_files(snapshot, list(partition_filter) if partition_filter is not None else None)
 
 
 def data_reader(location: str, storage_options: Mapping[str, Any], schema: TableSchema) -> DataReader:
