@@ -35,8 +35,10 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from tableformat.codec.avro_codec import EntryRef
 from tableformat.context import TableContext
 from tableformat.errors import (
     CorruptMetadataError,
@@ -44,10 +46,11 @@ from tableformat.errors import (
     SnapshotNotFoundError,
     StorageError,
     UnsafePathError,
+    UnsupportedFormatError,
 )
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
-from tableformat.scan.planner import merge_entries
+from tableformat.scan.planner import PartitionPredicate
 
 from .expire_config import ExpireConfig
 from .expire_files import Candidate, DataPaths, MetadataCache, TagRef, Workers
@@ -157,7 +160,7 @@ def plan_expiration(
         return planner.plan(pending)
     except _ConcurrentChange as exc:
         return ExpirePlan(plan_id=new_plan_id(), now_ms=now, end=None, note=str(exc))
-    except (CorruptMetadataError, StorageError, UnsafePathError, SnapshotNotFoundError) as exc:
+    except (CorruptMetadataError, StorageError, UnsafePathError, UnsupportedFormatError, SnapshotNotFoundError) as exc:
         if planner.changed_underneath():
             note = f"another expiration changed the table while planning ({exc}); nothing done"
             log.info("%s", note)
@@ -293,7 +296,7 @@ class _Planner:
             raise _ConcurrentChange(f"snapshot {end} and all after it up to {latest} disappeared while planning")
         span = _Range(earliest=earliest, end=end_id, end_snapshot=found_end[0])
         ahead = [i for i in range(earliest, min(end, end_id)) if i not in self._snapshots]
-        for sid, found in zip(ahead, self.workers.map(self.cache.read_snapshot_file, ahead)):
+        for sid, found in zip(ahead, self.cache.read_all(self.cache.read_snapshot_file, ahead)):
             self._snapshots[sid] = found
         sid = earliest
         while sid < end_id:
@@ -337,11 +340,15 @@ class _Planner:
         roots = [*keep_roots, *gone_roots]
         self.cache.load_lists(n for s in roots for n in (s.base_manifest_list, s.delta_manifest_list))
 
-        candidates, partitions, external = self._candidates(span, stale_tags)
+        candidates, partitions, external, end_added = self._candidates(span, stale_tags)
         if candidates:
-            wanted = set(candidates)
+            # A live view, not a copy: files found live in one root leave it, which never changes what is live in
+            # another root among the files still wanted.
+            wanted = candidates.keys()
             predicate = self.paths.predicate(partitions)
-            for root in keep_roots:
+            for path in self._live_in_end(span.end_snapshot, candidates, wanted, end_added, predicate):
+                candidates.pop(path, None)
+            for root in keep_roots[1:]:
                 for path in self.cache.live_paths(root, wanted, self.paths, predicate):
                     candidates.pop(path, None)
 
@@ -360,10 +367,14 @@ class _Planner:
                 if meta.file_name not in keep_manifests:
                     manifests.setdefault(meta.file_name, meta.file_size)
 
-        data = [PlannedFile(p, c.size, c.extras) for p, c in sorted(candidates.items())]
+        data = []
+        for path in sorted(candidates):
+            candidate = candidates.pop(path)  # frees as it goes: this is the planner's peak on huge tables
+            data.append(PlannedFile(path, candidate.size, candidate.extras))
+        del candidates
         dirs: set[str] = set()
-        for planned in data:
-            parts = planned.path.split("/")[:-1]
+        for parent in {planned.path.rsplit("/", 1)[0] for planned in data if "/" in planned.path}:
+            parts = parent.split("/")
             dirs.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
         fingerprints = [(s.id, s.base_manifest_list) for s in expired]
         fingerprints.append((span.end, span.end_snapshot.base_manifest_list))
@@ -402,12 +413,47 @@ class _Planner:
         except FileNotFoundError:
             return 0
 
-    def _candidates(self, span: _Range, stale_tags: list[Tag]) -> tuple[dict[str, Candidate], set[bytes], set[str]]:
-        """Data files that stop being referenced: see the module docstring."""
+    def _live_in_end(
+        self,
+        end: Snapshot,
+        candidates: dict[str, Candidate],
+        wanted: AbstractSet[str],
+        end_added: set[str] | None,
+        predicate: PartitionPredicate | None,
+    ) -> set[str]:
+        """The candidates live in ``end`` (what ``cache.live_paths(end, ...)`` returns), reading less.
+
+        A file's state in a snapshot is decided by its last entry in base-then-delta order. When ``_candidates``
+        read all of end's delta (``end_added`` is not None), a candidate whose last entry there is a DELETE
+        (``dead_in_end``) is not live and one whose last entry there is an ADD (``end_added``) is; only the others
+        are looked up, in end's base manifests.
+        """
+        if end_added is None:
+            return self.cache.live_paths(end, wanted, self.paths, predicate)
+        live = {p for p in end_added if p in wanted}
+        if all(c.dead_in_end or p in live for p, c in candidates.items()):
+            return live
+        base = self.cache.manifest_list(end.base_manifest_list)
+        for path in self.cache.live_among(base, wanted, self.paths, predicate):
+            if not candidates[path].dead_in_end and path not in end_added:
+                live.add(path)
+        return live
+
+    def _candidates(
+        self, span: _Range, stale_tags: list[Tag]
+    ) -> tuple[dict[str, Candidate], set[bytes], set[str], set[str] | None]:
+        """Data files that stop being referenced: see the module docstring.
+
+        Also returns the files whose last entry in the delta of ``end`` is an ADD when that delta was read (None
+        when it was not); candidates whose last entry there is a DELETE are marked ``dead_in_end``.
+        """
         candidates: dict[str, Candidate] = {}
         partitions: set[bytes] = set()
         external: set[str] = set()
+        end_added: set[str] | None = None
         paths = self.paths
+        of = paths.of
+        add = FileKind.ADD
         begin = span.end
         while begin - 1 in span.expired:
             begin -= 1
@@ -416,29 +462,51 @@ class _Planner:
             metas = self.cache.manifest_list(snap.delta_manifest_list)
             if not any(m.num_deleted_files > 0 for m in metas):
                 continue  # a pure append retires nothing
-            pending: dict[str, tuple[bytes, Candidate]] = {}
+            is_end = sid == span.end
+            pending: dict[str, Candidate] = {}
+            added: set[str] = set()
             for entries in self.cache.entries(metas):
                 for entry in entries:
-                    path = paths.of(entry)
+                    path = of(entry)
                     if path is None:
-                        if entry.kind == FileKind.DELETE:
-                            external.add(str(entry.file.external_path))
+                        if entry.kind != add:
+                            external.add(str(entry.external_path))
                         continue
-                    if entry.kind == FileKind.ADD:
+                    if entry.kind == add:
                         pending.pop(path, None)
+                        if is_end:
+                            added.add(path)
                     else:
-                        pending[path] = (entry.partition, Candidate(entry.file.file_size, paths.extras(entry)))
-            for path, (partition, candidate) in pending.items():
-                candidates[path] = candidate
-                partitions.add(partition)
+                        extras = paths.extras(entry) if entry.extra_files else ()
+                        pending[path] = Candidate(entry.file_size, extras, is_end)
+                        # Partitions only narrow which manifests the protection checks read: one of a file
+                        # re-added later in this delta only widens that, never changes the result.
+                        partitions.add(entry.partition)
+                        if is_end:
+                            added.discard(path)
+            if is_end:
+                end_added = added
+            if candidates:
+                candidates.update(pending)
+            else:
+                candidates = pending  # the common case (one drop or overwrite): no copy of a huge dict
+            del pending
         stranded = [span.expired[i][0] for i in sorted(span.expired) if i < begin]
         for snap in [*stranded, *[t.snapshot for t in stale_tags]]:
-            live = merge_entries(self.cache.entries(self.cache.manifests_of(snap)))
+            live: dict[tuple[object, ...], EntryRef] = {}
+            for entries in self.cache.entries(self.cache.manifests_of(snap)):
+                for entry in entries:  # merge_entries: ADD puts a file, DELETE removes it
+                    if entry.kind == add:
+                        live[entry.identifier()] = entry
+                    else:
+                        live.pop(entry.identifier(), None)
             for entry in live.values():
-                path = paths.of(entry)
+                path = of(entry)
                 if path is None:
-                    external.add(str(entry.file.external_path))
+                    external.add(str(entry.external_path))
                     continue
-                candidates[path] = Candidate(entry.file.file_size, paths.extras(entry))
+                known = candidates.get(path)  # what end's delta says about a path holds whichever entry named it
+                dead = known is not None and known.dead_in_end
+                candidates[path] = Candidate(entry.file_size, paths.extras(entry), dead)
                 partitions.add(entry.partition)
-        return candidates, partitions, external
+        return candidates, partitions, external, end_added

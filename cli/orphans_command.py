@@ -25,6 +25,8 @@ def _duration(text: str | None) -> timedelta | None:
         return timedelta(milliseconds=parse_duration_ms(text))
     except ValidationError as exc:
         raise click.BadParameter(str(exc), param_hint="--older-than") from None
+    except OverflowError:  # more than timedelta's 999,999,999 days
+        raise click.BadParameter(f"{text!r} is too long", param_hint="--older-than") from None
 
 
 def _echo_paths(title: str, paths: tuple[str, ...]) -> None:

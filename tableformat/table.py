@@ -23,6 +23,7 @@ from tableformat.commit.data_writer import DataFileWriter, NewDataFile
 from tableformat.context import TableContext
 from tableformat.errors import (
     CommitStateUnknownError,
+    CorruptMetadataError,
     SnapshotNotFoundError,
     StorageError,
     TableAlreadyExistsError,
@@ -413,9 +414,21 @@ class Table:
         """Rows of the latest snapshot (or a snapshot id, a tag, or a point in time), optionally of some partitions."""
         self._refresh_schema()
         snapshot = self.select_snapshot(snapshot_id, tag, as_of)
-        entries = self.plan_files(snapshot, partition_filter)
         travelled = snapshot_id is not None or tag is not None or as_of is not None
-        return self._reader(self._read_schema(snapshot, travelled)).read_all(entries)
+        try:
+            entries = self.plan_files(snapshot, partition_filter)
+            return self._reader(self._read_schema(snapshot, travelled)).read_all(entries)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(snapshot, tag, exc)
+            raise
+
+    def _raise_if_expired(self, snapshot: Snapshot | None, tag: str | None, exc: Exception) -> None:
+        """A file of a snapshot that no longer exists was missing: the snapshot was expired while being read."""
+        if snapshot is None or tag is not None or self._ctx.store.snapshot_exists(snapshot.id):
+            return
+        raise SnapshotNotFoundError(
+            f"snapshot {snapshot.id} was expired while it was being read; read a newer snapshot"
+        ) from exc
 
     def to_batches(
         self,
@@ -436,7 +449,11 @@ class Table:
     def files(self, snapshot_id: int | None = None) -> list[DataFileInfo]:
         """The live data files of a snapshot (latest by default)."""
         snapshot = self.select_snapshot(snapshot_id)
-        entries = self.plan_files(snapshot)
+        try:
+            entries = self.plan_files(snapshot)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(snapshot, None, exc)
+            raise
         reader = self._reader()
         codec = self._ctx.partition_codec()
         return [

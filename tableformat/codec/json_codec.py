@@ -57,7 +57,7 @@ def dumps(document: Mapping[str, Any]) -> bytes:
 def _load_object(data: bytes, path: str) -> dict[str, Any]:
     try:
         document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # RecursionError: absurd nesting
         reason = "empty file" if not data.strip() else f"invalid JSON ({exc})"
         raise CorruptMetadataError(path, reason) from None
     if not isinstance(document, dict):
@@ -115,7 +115,7 @@ def schema_from_json(data: bytes, path: str) -> TableSchema:
         )
     except UnsupportedFormatError as exc:
         raise UnsupportedFormatError(f"{path}: {exc}") from None
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise CorruptMetadataError(path, f"missing or invalid field ({exc})") from None
 
 
@@ -160,7 +160,7 @@ def snapshot_from_dict(doc: Mapping[str, Any], path: str) -> Snapshot:
             kwargs[attr] = int(kwargs.get(attr, 0))
         if "properties" in kwargs:
             kwargs["properties"] = {str(k): str(v) for k, v in kwargs["properties"].items()}
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:  # OverflowError: 1e999, Infinity
         raise CorruptMetadataError(path, f"invalid field ({exc})") from None
     extra = {k: v for k, v in doc.items() if k not in _SNAPSHOT_KEYS and k not in _TAG_KEYS}
     return Snapshot(**kwargs, extra=extra)
@@ -209,7 +209,7 @@ def tag_from_json(name: str, data: bytes, path: str) -> Tag:
     try:
         create_time = tuple(int(x) for x in create) if isinstance(create, list) else None
         retained = _parse_tag_time_retained(doc.get("tagTimeRetained"))
-    except (TypeError, ValueError, KeyError) as exc:
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
         raise CorruptMetadataError(path, f"invalid tag field ({exc})") from None
     return Tag(name=name, snapshot=snapshot, create_time=create_time, time_retained_seconds=retained)
 
@@ -224,7 +224,7 @@ def consumer_from_json(consumer_id: str, data: bytes, path: str, modified_ms: in
     doc = _load_object(data, path)
     try:
         return Consumer(consumer_id=consumer_id, next_snapshot=int(doc["nextSnapshot"]), modified_ms=modified_ms)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise CorruptMetadataError(path, f"missing or invalid nextSnapshot ({exc})") from None
 
 

@@ -200,8 +200,34 @@ class Committer:
             if not ambiguous:  # after an ambiguous write, a late-landing snapshot could still need these files
                 self._discard(written)
             return _Lost()
+        if self._created_below_the_frontier(snapshot, request):
+            # The id had been taken and expired while this attempt was prepared: snapshot-N was free again, but
+            # newer snapshots do not descend from ours. Nothing of this attempt is part of the table.
+            self.store.io.delete_files([self.store.layout.snapshot_file(snapshot.id)])
+            self._discard(written)
+            raise CommitConflictError(
+                f"snapshot id {snapshot.id} had already been used and expired while this commit was prepared "
+                "(retention shorter than the commit took); nothing was committed, retry the commit"
+            )
         self.store.write_hint("LATEST", snapshot.id)
         return CommitResult(snapshot, created=True)
+
+    def _created_below_the_frontier(self, snapshot: Snapshot, request: CommitRequest) -> bool:
+        """True if snapshot-N re-used an id that was committed and expired while this attempt was prepared (ABA).
+
+        Expiration deletes snapshots in ascending order and never the latest, so while our base N-1 exists the id
+        was free for the first time (one existence check, the usual case). Otherwise the smallest newer snapshot
+        decides: one that descends from ours carries this commit in its commit log.
+        """
+        if self.store.snapshot_exists(snapshot.id - 1):
+            return False
+        newer = [i for i in self.store.snapshot_ids() if i > snapshot.id]
+        if not newer:
+            return False
+        successor = self.store.try_read_snapshot(newer[0])
+        if successor is None:  # expired meanwhile: judge by the latest instead
+            successor = self.store.latest_snapshot()
+        return not self._already_committed(successor, request)
 
     def _resolve_unknown(self, snapshot: Snapshot, exc: OSError) -> bool | None:
         """After a failed snapshot write, read it back: ours = won (True), another writer's = lost (False),
@@ -226,8 +252,7 @@ class Committer:
         written: list[str],
     ) -> Snapshot:
         store = self.store
-        delta_meta = store.write_manifest(delta, names, self.schema.id, self.partition_types)
-        written.append(store.layout.manifest_file(delta_meta.file_name))
+        delta_meta = store.write_manifest(delta, names, self.schema.id, self.partition_types, written=written)
         base_manifests: list[ManifestFileMeta] = store.manifests_of(latest) if latest is not None else []
         merger = ManifestMerger(
             store,
@@ -245,10 +270,8 @@ class Committer:
             base = merger.merge(base_manifests)
         finally:
             written.extend(merger.written)
-        base_list = store.write_manifest_list(base, names)
-        written.append(base_list.path)
-        delta_list = store.write_manifest_list([delta_meta], names)
-        written.append(delta_list.path)
+        base_list = store.write_manifest_list(base, names, written=written)
+        delta_list = store.write_manifest_list([delta_meta], names, written=written)
 
         added_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.ADD)
         deleted_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.DELETE)

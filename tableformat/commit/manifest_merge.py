@@ -104,9 +104,12 @@ class ManifestMerger:
         result = []
         for start in range(0, len(merged), per_file):
             meta = self.store.write_manifest(
-                merged[start : start + per_file], self.names, self.schema_id, self.partition_types
+                merged[start : start + per_file],
+                self.names,
+                self.schema_id,
+                self.partition_types,
+                written=self.written,
             )
-            self.written.append(self.store.layout.manifest_file(meta.file_name))
             result.append(meta)
         return result
 

@@ -144,7 +144,12 @@ def call_scrubbed(scrubber: Scrubber, func: Callable[P, T], *args: P.args, **kwa
         return func(*args, **kwargs)
     except Exception as exc:
         clean = scrubber.exception(exc)
-        if clean is exc:
+        if not isinstance(clean, (OSError, TableFormatError, ValueError, TypeError)):
+            # botocore/aiohttp failures such as EndpointConnectionError are not OSErrors: make them StorageErrors
+            wrapped = StorageError(f"{type(clean).__name__}: {clean}")
+            wrapped.__cause__ = clean  # already scrubbed: ``exc`` itself only when it leaks nothing
+            clean = wrapped
+        elif clean is exc:
             raise
     raise clean
 

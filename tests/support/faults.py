@@ -171,6 +171,11 @@ class FaultyFileIO(FileIO):
     def mkdirs(self, path: str) -> None:
         self.inner.mkdirs(path)
 
+    def verify_atomic_create(self, root: str) -> bool:
+        """The inner store's answer (an S3 probe writes through the inner FileIO: its writes are not counted)."""
+        verify = getattr(self.inner, "verify_atomic_create", None)
+        return bool(verify(root)) if verify is not None else self.atomic_create
+
     def url(self, path: str) -> str:
         return self.inner.url(path)
 
