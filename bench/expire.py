@@ -12,7 +12,9 @@ dropped after commit 250, then expire all but the newest 10 snapshots:
 ``--memory N`` (repeatable) instead builds a table whose metadata references N data files of 8 bytes (written
 with the metadata store directly), drops them all, and measures the peak RSS of a child process that expires it.
 
-Usage: ``python bench/expire.py [--commits 500] [--keep 10] [--skip-delta] [--memory 100000 --memory 300000]``.
+Each contender runs ``--repeat`` times (default 3) on fresh copies; the medians are reported.
+
+Usage: ``python bench/expire.py [--commits 500] [--keep 10] [--repeat 3] [--skip-delta] [--memory 100000 ...]``.
 """
 
 from __future__ import annotations
@@ -102,39 +104,65 @@ def run_delta(path: Path, keep: int) -> tuple[float, int]:
     return seconds, len(before - files_under(path))
 
 
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def main_bench(args: argparse.Namespace, work: Path) -> None:
     print(f"workload: {args.commits} commits x {args.rows} rows over {PARTS} partitions, partition 0 dropped after "
-          f"commit {args.drop_at}, keep {args.keep}")
-    built, ours, copy = work / "built", work / "ours", work / "plain"
+          f"commit {args.drop_at}, keep {args.keep}; {args.repeat} run(s) each, fresh copies, medians")
+    built = work / "built"
     start = time.perf_counter()
     build_ours(built, args.commits, args.drop_at, args.rows)
     print(f"built tablefmt table in {time.perf_counter() - start:.1f} s: {len(files_under(built))} files")
-    # Both runs work on fresh copies: files the committer wrote with fsync + link unlink slower on some
-    # filesystems than copied ones, which would favour the plain loop.
-    shutil.copytree(built, ours)
-    shutil.copytree(built, copy)
-    start = time.perf_counter()
-    dry = expire_snapshots(Table.open(str(ours)).context, retain_min=args.keep, retain_max=args.keep,
-                           time_retained=0, limit=1_000_000, dry_run=True)
-    print(f"tablefmt dry run (planning only): {time.perf_counter() - start:.3f} s, {len(dry.deleted_paths)} files")
-    seconds, result = run_ours(ours, args.keep)
-    print(f"tablefmt expire: {seconds:.3f} s; expired {result.expired_snapshots} snapshots, deleted "
-          f"{result.deleted_data_files} data files, {result.deleted_manifests} manifests, "
-          f"{result.deleted_manifest_lists} manifest lists, {len(result.deleted_paths)} files, "
-          f"{result.deleted_bytes} bytes")
-    plain = run_plain(copy, list(result.deleted_paths))
-    print(f"plain os.remove of the same {len(result.deleted_paths)} files: {plain:.3f} s")
-    assert files_under(copy) ^ files_under(ours) <= {"snapshot/EARLIEST"}, "plain deletion left a different table"
-    print(f"ratio tablefmt / plain: {seconds / plain:.2f} (target <= 1.5)")
-    if args.skip_delta:
-        return
-    delta = work / "delta"
-    start = time.perf_counter()
-    build_delta(delta, args.commits, args.drop_at, args.rows)
-    print(f"built Delta table in {time.perf_counter() - start:.1f} s: {len(files_under(delta))} files")
-    delta_seconds, delta_deleted = run_delta(delta, args.keep)
-    print(f"deltalake vacuum + create_checkpoint + cleanup_metadata: {delta_seconds:.3f} s; {delta_deleted} files")
-    print(f"ratio tablefmt / deltalake: {seconds / delta_seconds:.2f} (target <= 0.5)")
+    delta_built = work / "delta-built"
+    if not args.skip_delta:
+        start = time.perf_counter()
+        build_delta(delta_built, args.commits, args.drop_at, args.rows)
+        print(f"built Delta table in {time.perf_counter() - start:.1f} s: {len(files_under(delta_built))} files")
+    dry_runs: list[float] = []
+    ours_runs: list[float] = []
+    plain_runs: list[float] = []
+    delta_runs: list[float] = []
+    for run in range(args.repeat):
+        # Every contender works on a fresh copy: files the committer wrote with fsync + link unlink slower on some
+        # filesystems than copied ones, which would favour the plain loop.
+        ours, copy, delta = work / f"ours-{run}", work / f"plain-{run}", work / f"delta-{run}"
+        shutil.copytree(built, ours)
+        shutil.copytree(built, copy)
+        if not args.skip_delta:
+            shutil.copytree(delta_built, delta)
+        os.sync()
+        start = time.perf_counter()
+        dry = expire_snapshots(Table.open(str(ours)).context, retain_min=args.keep, retain_max=args.keep,
+                               time_retained=0, limit=1_000_000, dry_run=True)
+        dry_runs.append(time.perf_counter() - start)
+        seconds, result = run_ours(ours, args.keep)
+        ours_runs.append(seconds)
+        plain = run_plain(copy, list(result.deleted_paths))
+        plain_runs.append(plain)
+        assert files_under(copy) ^ files_under(ours) <= {"snapshot/EARLIEST"}, "plain deletion left a different table"
+        assert sorted(dry.deleted_paths) == sorted(result.deleted_paths), "the dry run listed other files"
+        line = (f"run {run + 1}: tablefmt {seconds:.3f} s (dry run {dry_runs[-1]:.3f} s), plain {plain:.3f} s "
+                f"({seconds / plain:.2f}x)")
+        if not args.skip_delta:
+            delta_seconds, delta_deleted = run_delta(delta, args.keep)
+            delta_runs.append(delta_seconds)
+            line += f", deltalake {delta_seconds:.3f} s ({delta_deleted} files, {seconds / delta_seconds:.2f}x)"
+        print(line)
+        for path in (ours, copy, delta):
+            shutil.rmtree(path, ignore_errors=True)
+    print(f"tablefmt expire: expired {result.expired_snapshots} snapshots, deleted {result.deleted_data_files} data "
+          f"files, {result.deleted_manifests} manifests, {result.deleted_manifest_lists} manifest lists, "
+          f"{len(result.deleted_paths)} files, {result.deleted_bytes} bytes")
+    ours_s, plain_s = _median(ours_runs), _median(plain_runs)
+    print(f"median tablefmt expire: {ours_s:.3f} s (dry run, planning only: {_median(dry_runs):.3f} s)")
+    print(f"median plain os.remove of the same {len(result.deleted_paths)} files: {plain_s:.3f} s")
+    print(f"ratio tablefmt / plain: {ours_s / plain_s:.2f} (target <= 1.5)")
+    if delta_runs:
+        delta_s = _median(delta_runs)
+        print(f"median deltalake vacuum + create_checkpoint + cleanup_metadata: {delta_s:.3f} s")
+        print(f"ratio tablefmt / deltalake: {ours_s / delta_s:.2f} (target <= 0.5)")
 
 
 # --- memory mode -----------------------------------------------------------------------------------------------
@@ -218,6 +246,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--keep", type=int, default=10)
     parser.add_argument("--skip-delta", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3, help="Runs of each contender (medians are reported).")
     parser.add_argument("--memory", type=int, action="append", default=[], metavar="N_FILES")
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", default=None, help="Where to build tables (default: a temp dir, removed).")

@@ -156,7 +156,9 @@ class _Deleter:
     failures: list[str] = field(default_factory=list)
 
     def _batch(self, files: Sequence[PlannedFile]) -> tuple[list[PlannedFile], list[str]]:
-        by_path = {self.ctx.layout.join(f.path): f for f in files}
+        layout = self.ctx.layout
+        root = layout.root.rstrip("/") + "/"  # layout.join(path) for a non-empty relative path, without its cost
+        by_path = {root + f.path.strip("/") if f.path else layout.join(f.path): f for f in files}
         try:
             gone = self.ctx.io.delete_files(list(by_path))
             failed: list[str] = []
@@ -164,13 +166,13 @@ class _Deleter:
             gone, failed = exc.deleted, exc.failed
         return [by_path[p] for p in gone if p in by_path], failed
 
-    def run(self, files: Sequence[PlannedFile], *, ordered: bool = False) -> set[str]:
+    def run(self, files: Sequence[PlannedFile], *, ordered: bool = False) -> list[str]:
         """Delete the files; returns the relative paths actually deleted. Failures are collected (see check())."""
         if not files:
-            return set()
+            return []
         size = 64 if ordered else max(1, min(500, -(-len(files) // (self.workers.threads * 4))))
         batches = [files[i : i + size] for i in range(0, len(files), size)]
-        gone: set[str] = set()
+        gone: list[str] = []
 
         def record(outcome: tuple[list[PlannedFile], list[str]]) -> None:
             deleted, failed = outcome
@@ -178,7 +180,7 @@ class _Deleter:
                 log.info("expiration deleted %s", planned.path)
                 self.deleted.append(planned.path)
                 self.deleted_bytes += planned.size
-                gone.add(planned.path)
+                gone.append(planned.path)
             self.failures.extend(failed)
             self.done += len(deleted) + len(failed)
             if self.progress is not None:
@@ -303,8 +305,8 @@ def _complete(
     tags = deleter.run(_unchanged_tags(ctx, plan))
     deleter.check(journal)
     plan = protect_new_tags(ctx, plan, workers)
-    data_files = [*plan.data_files, *(PlannedFile(e, 0) for f in plan.data_files for e in f.extras)]
-    data = deleter.run(data_files)
+    data = len(deleter.run(plan.data_files))
+    deleter.run([PlannedFile(e, 0) for f in plan.data_files for e in f.extras])  # sidecars after their data files
     deleter.check(journal)
     manifests = deleter.run(plan.manifests)
     deleter.check(journal)
@@ -318,7 +320,7 @@ def _complete(
         expired_snapshots=len(snapshots),
         expired_snapshot_ids=tuple(sorted(snapshot_ids[p] for p in snapshots)),
         earliest_snapshot=plan.end,
-        deleted_data_files=sum(1 for f in plan.data_files if f.path in data),
+        deleted_data_files=data,
         deleted_manifests=len(manifests),
         deleted_manifest_lists=len(lists),
         deleted_bytes=deleter.deleted_bytes,

@@ -7,15 +7,17 @@ Every read failure propagates (a missing or corrupt manifest list, manifest, sna
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from tableformat.codec import json_codec
+from tableformat.codec.avro_codec import EntryRef, ManifestListReader
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError
 from tableformat.layout import check_file_name
-from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.partition import partition_path
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
@@ -38,16 +40,23 @@ class TagRef:
         return cls(tag.name, tag.snapshot.id, tag.snapshot.base_manifest_list)
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A data file that expiration may delete: size from its manifest entry and its extra files (same directory)."""
+class Candidate(NamedTuple):
+    """A data file that expiration may delete: size from its manifest entry and its extra files (same directory).
+
+    ``dead_in_end``: its last entry in the delta of the snapshot that ends the range is a DELETE, so it is not live
+    in that snapshot whatever that snapshot's base says (the planner then need not read the base for it).
+    """
 
     size: int
     extras: tuple[str, ...] = ()
+    dead_in_end: bool = False
 
 
-ENTRIES_IN_FLIGHT = 50_000
-"""Manifest entries decoded at once (about 1 KB each in memory): bounds peak memory on tables with many files."""
+ENTRIES_IN_FLIGHT = 100_000
+"""Manifest entries decoded at once (projected, about 300 bytes each): bounds peak memory on tables with many files."""
+
+READ_CHUNK = 16
+"""Metadata files read per pool task when reading in parallel (one file per task costs more than it saves)."""
 
 
 class Workers:
@@ -65,6 +74,15 @@ class Workers:
             self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tablefmt-expire")
         return list(self._pool.map(fn, items))
 
+    def map_chunked(self, fn: Callable[[T], R], items: Sequence[T], chunk: int = READ_CHUNK) -> list[R]:
+        """``map`` with ``chunk`` items per pool task (cheap calls: a task per item costs more than the call)."""
+        if len(items) <= chunk or self.threads <= 1:
+            return [fn(item) for item in items]
+        size = max(1, min(chunk, -(-len(items) // self.threads)))
+        parts = [items[i : i + size] for i in range(0, len(items), size)]
+        done = self.map(lambda part: [fn(item) for item in part], parts)
+        return [result for part in done for result in part]
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown()
@@ -75,6 +93,9 @@ class Workers:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_DOTS = (".", "..")
 
 
 class DataPaths:
@@ -107,19 +128,24 @@ class DataPaths:
             self._dirs[key] = cached
         return cached
 
-    def of(self, entry: ManifestEntry) -> str | None:
+    def of(self, entry: EntryRef) -> str | None:
         """The entry's file path relative to the root; None for a file with an external path (never ours to delete)."""
-        if entry.file.external_path:
+        if entry.external_path:
             return None
-        name = check_file_name(entry.file.file_name, what="data file name")
-        return f"{self.bucket_dir(entry.partition, entry.bucket)}/{name}"
+        name = entry.file_name
+        if not name or name in _DOTS or "/" in name or "\\" in name or "\x00" in name or ":" in name:
+            check_file_name(name, what="data file name")  # raises: the same check, spelled out for speed
+        directory = self._dirs.get((entry.partition, entry.bucket))
+        if directory is None:
+            directory = self.bucket_dir(entry.partition, entry.bucket)
+        return f"{directory}/{name}"
 
-    def extras(self, entry: ManifestEntry) -> tuple[str, ...]:
+    def extras(self, entry: EntryRef) -> tuple[str, ...]:
         """Relative paths of the entry's extra files (e.g. ``.index`` sidecars next to the data file)."""
-        if not entry.file.extra_files or entry.file.external_path:
+        if not entry.extra_files or entry.external_path:
             return ()
         directory = self.bucket_dir(entry.partition, entry.bucket)
-        return tuple(f"{directory}/{check_file_name(n, what='extra file name')}" for n in entry.file.extra_files)
+        return tuple(f"{directory}/{check_file_name(n, what='extra file name')}" for n in entry.extra_files)
 
     def predicate(self, partitions: Iterable[bytes]) -> PartitionPredicate | None:
         """A predicate matching exactly these partitions (None for an unpartitioned table: everything matches)."""
@@ -139,6 +165,17 @@ class MetadataCache:
         self.workers = workers
         self._lists: dict[str, list[ManifestFileMeta]] = {}
         self._filtered: dict[str, list[tuple[FileKind, str]]] = {}
+        self._reader = ManifestListReader()
+        # Parallel reads pay off where a read waits on the network. On a local disk a read costs less than a pool
+        # task, and decoding holds the GIL: reading in order in this thread is faster (and lets consecutive
+        # manifest lists share their decoded prefixes).
+        self._parallel = ctx.io.is_object_store
+
+    def read_all(self, fn: Callable[[T], R], items: Sequence[T], chunk: int = READ_CHUNK) -> list[R]:
+        """``[fn(x) for x in items]`` for metadata reads: in parallel chunks on object stores, in order otherwise."""
+        if self._parallel:
+            return self.workers.map_chunked(fn, items, chunk)
+        return [fn(item) for item in items]
 
     def read_snapshot_file(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
         """The snapshot and its file size, or None when ``snapshot-N`` does not exist."""
@@ -153,9 +190,12 @@ class MetadataCache:
         return snapshot, len(data)
 
     def load_lists(self, names: Iterable[str]) -> None:
-        """Read every named manifest list not read yet (in parallel)."""
-        missing = sorted({n for n in names if n not in self._lists})
-        for name, metas in zip(missing, self.workers.map(self.ctx.store.read_manifest_list, missing)):
+        """Read every named manifest list not read yet (in parallel chunks, each list once)."""
+        missing = list(dict.fromkeys(n for n in names if n not in self._lists))
+        reader = self._reader
+        store = self.ctx.store
+        read = lambda name: store.read_manifest_list_fast(name, reader)  # noqa: E731
+        for name, metas in zip(missing, self.read_all(read, missing)):
             self._lists[name] = metas
 
     def manifest_list(self, name: str) -> list[ManifestFileMeta]:
@@ -168,34 +208,51 @@ class MetadataCache:
         self.load_lists([snapshot.base_manifest_list, snapshot.delta_manifest_list])
         return self._lists[snapshot.base_manifest_list] + self._lists[snapshot.delta_manifest_list]
 
-    def entries(self, metas: Sequence[ManifestFileMeta]) -> Iterator[list[ManifestEntry]]:
-        """Entries of each manifest in order, read in parallel chunks (bounded memory)."""
+    def entries(self, metas: Sequence[ManifestFileMeta]) -> Iterator[list[EntryRef]]:
+        """Entries of each manifest in order (projected: avro_codec.EntryRef), read in parallel chunks (bounded
+        memory)."""
         chunk: list[str] = []
         pending = 0
+        read = self.ctx.store.read_manifest_refs
         for meta in metas:
             chunk.append(meta.file_name)
             pending += meta.num_added_files + meta.num_deleted_files
-            if len(chunk) >= self.workers.threads or pending >= ENTRIES_IN_FLIGHT:
-                yield from self.workers.map(self.ctx.store.read_manifest, chunk)
+            if len(chunk) >= self.workers.threads * 4 or pending >= ENTRIES_IN_FLIGHT:
+                yield from self.read_all(read, chunk, 4)
                 chunk, pending = [], 0
         if chunk:
-            yield from self.workers.map(self.ctx.store.read_manifest, chunk)
+            yield from self.read_all(read, chunk, 4)
 
     def live_paths(
-        self, snapshot: Snapshot, candidates: set[str], paths: DataPaths, predicate: PartitionPredicate | None
+        self,
+        snapshot: Snapshot,
+        candidates: AbstractSet[str],
+        paths: DataPaths,
+        predicate: PartitionPredicate | None,
     ) -> set[str]:
         """The candidates that are live in ``snapshot`` (ADD/DELETE merged in manifest order).
 
         Manifests whose partition statistics exclude every candidate partition are not read. Per manifest only the
         entries naming a candidate are kept (cached), so memory stays bounded by the candidate set.
         """
+        return self.live_among(self.manifests_of(snapshot), candidates, paths, predicate)
+
+    def live_among(
+        self,
+        manifests: Sequence[ManifestFileMeta],
+        candidates: AbstractSet[str],
+        paths: DataPaths,
+        predicate: PartitionPredicate | None,
+    ) -> set[str]:
+        """The candidates whose last entry in these manifests (in order) is an ADD; see ``live_paths``."""
         wanted = candidates
-        metas = [m for m in self.manifests_of(snapshot) if paths.may_hold(m, predicate)]
-        unread = [m for m in metas if m.file_name not in self._filtered]
+        metas = [m for m in manifests if paths.may_hold(m, predicate)]
+        unread = list({m.file_name: m for m in metas if m.file_name not in self._filtered}.values())
+        of = paths.of
         for meta, entries in zip(unread, self.entries(unread)):
             kept: list[tuple[FileKind, str]] = []
             for entry in entries:
-                path = paths.of(entry)
+                path = of(entry)
                 if path is not None and path in wanted:
                     kept.append((entry.kind, path))
             self._filtered[meta.file_name] = kept

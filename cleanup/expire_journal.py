@@ -14,6 +14,7 @@ from (``snapshot/snapshot-N``, ``manifest/<name>``, ``tag/tag-<name>``, ``consum
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -52,6 +53,42 @@ def _tags(refs: Sequence[TagRef]) -> list[list[Any]]:
     return [[r.name, r.snapshot_id, r.base_manifest_list] for r in refs]
 
 
+_CHUNK = 4096
+"""Files encoded per json.dumps call: the journal of a huge plan never exists as one list of lists in memory."""
+
+
+class _FileList:
+    """A list of planned files in the document: encoded in chunks (see _encode)."""
+
+    def __init__(self, files: Sequence[PlannedFile], with_extras: bool) -> None:
+        self.files = files
+        self.with_extras = with_extras
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _encode(document: dict[str, Any]) -> bytes:
+    """``json.dumps(document, separators=(",", ":"), ensure_ascii=False)`` in UTF-8, with every _FileList written
+    as the list ``_files`` would build, chunk by chunk (the same bytes, a fraction of the memory)."""
+    out = io.BytesIO()
+    for index, (key, value) in enumerate(document.items()):
+        out.write((("{" if index == 0 else ",") + _dumps(key) + ":").encode("utf-8"))
+        if not isinstance(value, _FileList):
+            out.write(_dumps(value).encode("utf-8"))
+            continue
+        out.write(b"[")
+        for start in range(0, len(value.files), _CHUNK):
+            rows = _files(value.files[start : start + _CHUNK], with_extras=value.with_extras)
+            if start:
+                out.write(b",")
+            out.write(_dumps(rows)[1:-1].encode("utf-8"))
+        out.write(b"]")
+    out.write(b"}" if document else b"{}")
+    return out.getvalue()
+
+
 def plan_to_json(plan: ExpirePlan) -> bytes:
     document = {
         "format": FORMAT,
@@ -62,9 +99,9 @@ def plan_to_json(plan: ExpirePlan) -> bytes:
         "expiredSnapshots": list(plan.expired_snapshots),
         "fingerprints": [list(fp) for fp in plan.fingerprints],
         "snapshotFiles": _files(plan.snapshot_files),
-        "dataFiles": _files(plan.data_files, with_extras=True),
-        "manifests": _files(plan.manifests),
-        "manifestLists": _files(plan.manifest_lists),
+        "dataFiles": _FileList(plan.data_files, with_extras=True),
+        "manifests": _FileList(plan.manifests, with_extras=False),
+        "manifestLists": _FileList(plan.manifest_lists, with_extras=False),
         "tagFiles": _files(plan.tag_files),
         "consumerFiles": _files(plan.consumer_files),
         "expiredTags": _tags(plan.expired_tags),
@@ -74,7 +111,7 @@ def plan_to_json(plan: ExpirePlan) -> bytes:
         "skippedExternal": list(plan.skipped_external),
         "emptyDirCandidates": list(plan.empty_dir_candidates),
     }
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _encode(document)
 
 
 def write_journal(ctx: TableContext, plan: ExpirePlan) -> str:
