@@ -44,6 +44,10 @@ class CorruptMetadataError(TableFormatError):
         self.reason = reason
 
 
+class MissingMetadataError(CorruptMetadataError):
+    """A metadata file that a snapshot references does not exist (e.g. expired while it was being read)."""
+
+
 class UnsupportedFormatError(TableFormatError):
     """The table uses a format version or feature tablefmt does not implement."""
 

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 from tableformat.codec import avro_codec, json_codec
 from tableformat.codec.binary_row import decode_row, encode_row
-from tableformat.errors import CorruptMetadataError, SnapshotNotFoundError, StorageError, TableNotFoundError
+from tableformat.errors import (
+    CorruptMetadataError,
+    MissingMetadataError,
+    SnapshotNotFoundError,
+    StorageError,
+    TableNotFoundError,
+)
 from tableformat.io.fileio import FileIO
 from tableformat.layout import (
     CONSUMER_PREFIX,
@@ -153,7 +159,7 @@ class MetadataStore:
         try:
             data = self._read(path)
         except FileNotFoundError:
-            raise CorruptMetadataError(self.io.url(path), "manifest list is missing") from None
+            raise MissingMetadataError(self.io.url(path), "manifest list is missing") from None
         return avro_codec.read_manifest_list(data, self.io.url(path))
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
@@ -161,7 +167,7 @@ class MetadataStore:
         try:
             data = self._read(path)
         except FileNotFoundError:
-            raise CorruptMetadataError(self.io.url(path), "manifest file is missing") from None
+            raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
         return avro_codec.read_manifest(data, self.io.url(path))
 
     def read_manifest_list_fast(
@@ -173,7 +179,7 @@ class MetadataStore:
         try:
             data = self._read(path)
         except FileNotFoundError:
-            raise CorruptMetadataError(self.io.url(path), "manifest list is missing") from None
+            raise MissingMetadataError(self.io.url(path), "manifest list is missing") from None
         if reader is not None:
             return reader.read(data, self.io.url(path))
         return avro_codec.read_manifest_list_fast(data, self.io.url(path))
@@ -184,7 +190,7 @@ class MetadataStore:
         try:
             data = self._read(path)
         except FileNotFoundError:
-            raise CorruptMetadataError(self.io.url(path), "manifest file is missing") from None
+            raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
         return avro_codec.read_manifest_refs(data, self.io.url(path))
 
     def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:

@@ -25,6 +25,8 @@ from tableformat.errors import (
     CommitConflictError,
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
+    MissingMetadataError,
+    SnapshotNotFoundError,
     ValidationError,
 )
 from tableformat.layout import NameFactory
@@ -160,7 +162,10 @@ class Committer:
         return deletes + adds
 
     def _try_once(self, request: CommitRequest) -> CommitResult | _Lost:
-        latest = self.store.latest_snapshot()
+        try:
+            latest = self.store.latest_snapshot()
+        except SnapshotNotFoundError:  # the id we found was expired before we read it: no longer the latest
+            return _Lost()
         if self._already_committed(latest, request):
             log.info(
                 "commit %s/%s is already in snapshot history; not committing again",
@@ -168,14 +173,24 @@ class Committer:
                 request.commit_identifier,
             )
             return CommitResult(latest, created=False)
-        delta = self._delta(latest, request)
-        if not delta:
-            return CommitResult(None, created=False)
         names = NameFactory()
         written: list[str] = []
+        try:
+            delta = self._delta(latest, request)
+            if not delta:
+                return CommitResult(None, created=False)
+            snapshot = self._write_metadata(latest, request, delta, names, written)
+        except (MissingMetadataError, SnapshotNotFoundError):
+            self._discard(written)
+            if latest is not None and not self.store.snapshot_exists(latest.id):
+                # Our base was expired while we read its manifests: re-plan against the new latest.
+                return _Lost()
+            raise
+        except BaseException:
+            self._discard(written)
+            raise
         ambiguous = False
         try:
-            snapshot = self._write_metadata(latest, request, delta, names, written)
             try:
                 won = self.store.write_snapshot_if_absent(snapshot)
             except OSError as exc:

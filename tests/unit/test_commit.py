@@ -133,3 +133,37 @@ def test_missing_data_file_is_a_clear_error(tmp_path: Path) -> None:
         parquet.unlink()
     with pytest.raises(StorageError, match="missing"):
         table.to_arrow()
+
+
+class ExpireOnFirstListRead(LocalFileIO):
+    """Runs a callback (another writer + an expiration) the first time a manifest list is read."""
+
+    def __init__(self, callback: object) -> None:
+        self.callback = callback
+        self.fired = False
+
+    def read_bytes(self, path: str) -> bytes:
+        if not self.fired and "/manifest/manifest-list-" in path:
+            self.fired = True
+            self.callback()  # type: ignore[operator]
+        return super().read_bytes(path)
+
+
+def test_commit_whose_base_snapshot_is_expired_meanwhile_replans(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    table = Table.create(path, SCHEMA, options={"write-only": "true"})
+    table.append(batch([1]))
+    other = Table.open(path)
+
+    def concurrent_writer_and_expirer() -> None:
+        other.append(batch([2]))
+        other.append(batch([3]))
+        result = other.expire_snapshots(retain_min=1, time_retained=0)
+        assert result.expired_snapshot_ids == (1, 2)
+
+    slow = Table.open(path)
+    slow.context.io = ExpireOnFirstListRead(concurrent_writer_and_expirer)
+    slow.context.store.io = slow.context.io
+    snapshot = slow.append(batch([4]))
+    assert snapshot is not None and snapshot.id == 4
+    assert sorted(Table.open(path).to_arrow().column("id").to_pylist()) == [1, 2, 3, 4]
