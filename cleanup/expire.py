@@ -369,7 +369,7 @@ def execute_expiration(
 def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
     """A pending plan restricted to files that still exist (what completing it would actually delete)."""
     every = [f.path for f in plan.files()] + [e for f in plan.data_files for e in f.extras]
-    found = workers.map(lambda p: ctx.io.exists(ctx.layout.join(p)), every)
+    found = workers.map_chunked(lambda p: ctx.io.exists(ctx.layout.join(p)), every, 64)
     present = {path for path, there in zip(every, found) if there}
     snapshots = [(i, f) for i, f in zip(plan.expired_snapshots, plan.snapshot_files) if f.path in present]
     tags = [(r, f) for r, f in zip(plan.expired_tags, plan.tag_files) if f.path in present]

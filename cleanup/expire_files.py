@@ -1,7 +1,14 @@
-"""Metadata reading for expiration: cached, parallel manifest reads and data file paths relative to the table root.
+"""Metadata reading for expiration: cached manifest reads and data file paths relative to the table root.
 
 Every read failure propagates (a missing or corrupt manifest list, manifest, snapshot or tag is never treated as
 "empty"): the caller turns it into a MaintenanceError before anything is deleted.
+
+Cost (issue 3): each manifest list is read once per run (cached by name; consecutive base lists share their
+decoded prefix, avro_projection.ManifestListReader); manifest entries are decoded only as far as expiration needs them
+(avro_projection.EntryRef: kind, partition, bucket, file name, size, level, extra files, embedded index, external path),
+which is exactly what the full decoder returns for those fields; a manifest that is only deleted is never read.
+Metadata is read in parallel only on object stores, where a read waits on the network; on a local disk a pool task
+costs more than the read and decoding holds the GIL. Deletes are parallel everywhere (expire._Deleter).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 from tableformat.codec import json_codec
-from tableformat.codec.avro_codec import EntryRef, ManifestListReader
+from tableformat.codec.avro_projection import EntryRef, ManifestListReader
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError
 from tableformat.layout import check_file_name
@@ -209,7 +216,7 @@ class MetadataCache:
         return self._lists[snapshot.base_manifest_list] + self._lists[snapshot.delta_manifest_list]
 
     def entries(self, metas: Sequence[ManifestFileMeta]) -> Iterator[list[EntryRef]]:
-        """Entries of each manifest in order (projected: avro_codec.EntryRef), read in parallel chunks (bounded
+        """Entries of each manifest in order (projected: avro_projection.EntryRef), read in parallel chunks (bounded
         memory)."""
         chunk: list[str] = []
         pending = 0

@@ -18,10 +18,13 @@ for the protection checks only the manifests that can hold a candidate):
 
 That is exact reachability under the format's invariant that a file name is added once and its live range is one
 contiguous run of snapshots (paimon-format.md section 9): a file live in some retained snapshot r > end and in an
-expired one is live in ``end``. The check against ``end`` itself does not rely on the invariant. Manifests and
-manifest lists of expired snapshots (and of expired tags older than ``end``) are deleted unless referenced by
-``end`` or any remaining tag, by the same contiguity argument for manifests. Changelog lists, index manifests and
-statistics files are never deleted (append tables have none).
+expired one is live in ``end``. The check against ``end`` itself does not rely on the invariant; it reads only
+what can decide it: a file's state in ``end`` is its last entry in base-then-delta order, so a candidate whose last
+entry in end's delta (already read for the candidates) is a DELETE is not live there and end's base is read only
+for the candidates end's delta does not mention (dropping a partition of a million files reads its delta once).
+Manifests and manifest lists of expired snapshots (and of expired tags older than ``end``) are deleted unless
+referenced by ``end`` or any remaining tag, by the same contiguity argument for manifests. Changelog lists, index
+manifests and statistics files are never deleted (append tables have none).
 
 Any metadata needed for a decision that cannot be read (snapshot, manifest list, manifest, tag, consumer) stops the
 planner with a MaintenanceError naming the file; nothing is deleted.
@@ -38,7 +41,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from tableformat.codec.avro_codec import EntryRef
+from tableformat.codec.avro_projection import EntryRef
 from tableformat.context import TableContext
 from tableformat.errors import (
     CorruptMetadataError,
@@ -48,6 +51,7 @@ from tableformat.errors import (
     UnsafePathError,
     UnsupportedFormatError,
 )
+from tableformat.layout import check_file_name
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
 from tableformat.scan.planner import PartitionPredicate
@@ -404,8 +408,9 @@ class _Planner:
         )
 
     def _manifest_files(self, sizes: dict[str, int]) -> tuple[PlannedFile, ...]:
-        layout = self.ctx.layout
-        return tuple(PlannedFile(layout.relative(layout.manifest_file(n)), size) for n, size in sorted(sizes.items()))
+        # layout.relative(layout.manifest_file(n)), i.e. the checked name under manifest/, without two path joins
+        names = sorted(sizes.items())
+        return tuple(PlannedFile(f"manifest/{check_file_name(n, what='manifest name')}", size) for n, size in names)
 
     def _size(self, path: str) -> int:
         try:

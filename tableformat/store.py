@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tableformat.codec import avro_codec, json_codec
+from tableformat.codec import avro_codec, avro_projection, json_codec
 from tableformat.codec.binary_row import decode_row, encode_row
 from tableformat.errors import (
     CorruptMetadataError,
@@ -171,10 +171,10 @@ class MetadataStore:
         return avro_codec.read_manifest(data, self.io.url(path))
 
     def read_manifest_list_fast(
-        self, name: str, reader: avro_codec.ManifestListReader | None = None
+        self, name: str, reader: avro_projection.ManifestListReader | None = None
     ) -> list[ManifestFileMeta]:
-        """Exactly ``read_manifest_list(name)``, decoded faster (avro_codec.read_manifest_list_fast); pass one
-        ``reader`` for the many lists of one job to share work between them (avro_codec.ManifestListReader)."""
+        """Exactly ``read_manifest_list(name)``, decoded faster (avro_projection.read_manifest_list_fast); pass one
+        ``reader`` for the many lists of one job to share work between them (avro_projection.ManifestListReader)."""
         path = self.layout.manifest_file(name)
         try:
             data = self._read(path)
@@ -182,16 +182,16 @@ class MetadataStore:
             raise MissingMetadataError(self.io.url(path), "manifest list is missing") from None
         if reader is not None:
             return reader.read(data, self.io.url(path))
-        return avro_codec.read_manifest_list_fast(data, self.io.url(path))
+        return avro_projection.read_manifest_list_fast(data, self.io.url(path))
 
-    def read_manifest_refs(self, name: str) -> list[avro_codec.EntryRef]:
-        """``read_manifest(name)`` projected to what names and identifies each file (avro_codec.EntryRef)."""
+    def read_manifest_refs(self, name: str) -> list[avro_projection.EntryRef]:
+        """``read_manifest(name)`` projected to what names and identifies each file (avro_projection.EntryRef)."""
         path = self.layout.manifest_file(name)
         try:
             data = self._read(path)
         except FileNotFoundError:
             raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
-        return avro_codec.read_manifest_refs(data, self.io.url(path))
+        return avro_projection.read_manifest_refs(data, self.io.url(path))
 
     def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         """Base then delta manifests of a snapshot, in order."""

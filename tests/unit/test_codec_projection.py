@@ -19,7 +19,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from tableformat.codec import avro_codec
+from tableformat.codec import avro_codec, avro_projection
 from tableformat.codec.binary_row import encode_row
 from tableformat.errors import CorruptMetadataError
 from tableformat.model import DataFileMeta, DataType, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
@@ -84,8 +84,8 @@ def _meta(i: int) -> ManifestFileMeta:
     )
 
 
-def _full_refs(data: bytes) -> list[avro_codec.EntryRef]:
-    return [avro_codec.entry_ref(e) for e in avro_codec.read_manifest(data, "manifest/m")]
+def _full_refs(data: bytes) -> list[avro_projection.EntryRef]:
+    return [avro_projection.entry_ref(e) for e in avro_codec.read_manifest(data, "manifest/m")]
 
 
 def _outcome(read: Callable[[bytes, str], Any], data: bytes) -> tuple[str, Any]:
@@ -98,8 +98,8 @@ def _outcome(read: Callable[[bytes, str], Any], data: bytes) -> tuple[str, Any]:
 # --- our own files ---------------------------------------------------------------------------------------------
 def test_entry_refs_match_the_full_decoder_and_take_the_fast_path() -> None:
     data = avro_codec.write_manifest(ENTRIES)
-    assert avro_codec._fast_read(data, "entry") is not None
-    refs = avro_codec.read_manifest_refs(data, "manifest/m")
+    assert avro_projection._fast_read(data, "entry") is not None
+    refs = avro_projection.read_manifest_refs(data, "manifest/m")
     assert refs == _full_refs(data)
     assert [type(r.kind) for r in refs] == [FileKind] * len(ENTRIES)
     assert [r.identifier() for r in refs] == [e.identifier() for e in ENTRIES]
@@ -108,23 +108,23 @@ def test_entry_refs_match_the_full_decoder_and_take_the_fast_path() -> None:
 def test_many_entries_over_several_blocks() -> None:
     entries = [_entry(i) for i in range(3000)]
     data = avro_codec.write_manifest(entries)
-    blocks = avro_codec._blocks(data, "entry")
+    blocks = avro_projection._blocks(data, "entry")
     assert blocks is not None and len(blocks[1]) > 1
-    assert avro_codec.read_manifest_refs(data, "manifest/m") == [avro_codec.entry_ref(e) for e in entries]
+    assert avro_projection.read_manifest_refs(data, "manifest/m") == [avro_projection.entry_ref(e) for e in entries]
 
 
 def test_manifest_lists_match_the_full_decoder() -> None:
     for metas in ([], [_meta(0)], [_meta(i) for i in range(500)]):
         data = avro_codec.write_manifest_list(metas)
-        assert avro_codec._fast_read(data, "list") is not None
-        assert avro_codec.read_manifest_list_fast(data, "manifest/l") == avro_codec.read_manifest_list(data, "l")
-        assert avro_codec.read_manifest_list_fast(data, "manifest/l") == metas
-        assert avro_codec.ManifestListReader().read(data, "manifest/l") == metas
+        assert avro_projection._fast_read(data, "list") is not None
+        assert avro_projection.read_manifest_list_fast(data, "manifest/l") == avro_codec.read_manifest_list(data, "l")
+        assert avro_projection.read_manifest_list_fast(data, "manifest/l") == metas
+        assert avro_projection.ManifestListReader().read(data, "manifest/l") == metas
 
 
 def test_list_reader_reuses_prefix_rows_exactly() -> None:
     """Base lists extend each other: rows of a known prefix are reused, and results still equal the full decoder's."""
-    reader = avro_codec.ManifestListReader(keep=4)
+    reader = avro_projection.ManifestListReader(keep=4)
     lists = [[_meta(i) for i in range(n)] for n in (1, 2, 3, 5, 8, 8, 13, 600, 601)]
     lists.append([_meta(7), *lists[4]])  # same rows, not a prefix
     lists.append([*lists[4][:-1], _meta(99)])  # a prefix minus one row
@@ -144,7 +144,7 @@ def test_list_reader_reuses_prefix_rows_exactly() -> None:
 def test_creation_time_outside_datetime_range_fails_like_the_full_decoder() -> None:
     for millis in (253_402_300_800_000, -62_135_596_800_001, 2**62, 253_402_300_799_999, -62_135_596_800_000):
         data = avro_codec.write_manifest([_entry(0, creation_time_ms=millis)])
-        assert _outcome(avro_codec.read_manifest_refs, data) == _outcome(lambda d, p: _full_refs(d), data)
+        assert _outcome(avro_projection.read_manifest_refs, data) == _outcome(lambda d, p: _full_refs(d), data)
 
 
 # --- foreign writer schemas ------------------------------------------------------------------------------------
@@ -247,8 +247,8 @@ def test_foreign_schemas_take_the_fast_path_and_match(case: str, codec: str) -> 
     _, schema, extend = next(c for c in _projection_cases() if c[0] == case)
     records = [extend(r) for r in _records(ENTRIES * 20)]
     data = _write(schema, records, codec)
-    assert avro_codec._fast_read(data, "entry") is not None, "this schema should not need the fallback"
-    assert avro_codec.read_manifest_refs(data, "manifest/m") == _full_refs(data)
+    assert avro_projection._fast_read(data, "entry") is not None, "this schema should not need the fallback"
+    assert avro_projection.read_manifest_refs(data, "manifest/m") == _full_refs(data)
 
 
 def test_java_style_manifest_list_without_trailing_fields() -> None:
@@ -257,11 +257,11 @@ def test_java_style_manifest_list_without_trailing_fields() -> None:
                                                                           "_EXTRA_FILES", "_MIN_LEVEL", "_MAX_LEVEL")]
     records = [avro_codec.manifest_meta_to_record(_meta(i)) for i in range(50)]
     data = _write(schema, records)
-    assert avro_codec._fast_read(data, "list") is not None
+    assert avro_projection._fast_read(data, "list") is not None
     expected = avro_codec.read_manifest_list(data, "l")
     assert expected[3].min_level is None
-    assert avro_codec.read_manifest_list_fast(data, "l") == expected
-    assert avro_codec.ManifestListReader().read(data, "l") == expected
+    assert avro_projection.read_manifest_list_fast(data, "l") == expected
+    assert avro_projection.ManifestListReader().read(data, "l") == expected
 
 
 def _unusual(mutate: Callable[[list[dict[str, Any]]], None], record: Callable[[dict[str, Any]], dict[str, Any]]
@@ -306,7 +306,7 @@ def test_unusual_schemas_give_the_full_decoders_outcome(name: str) -> None:
     _, mutate, record = next(u for u in UNUSUAL if u[0] == name)
     schema, records = _unusual(mutate, record)
     data = _write(schema, records)
-    assert _outcome(avro_codec.read_manifest_refs, data) == _outcome(lambda d, p: _full_refs(d), data)
+    assert _outcome(avro_projection.read_manifest_refs, data) == _outcome(lambda d, p: _full_refs(d), data)
 
 
 # --- corrupt data ----------------------------------------------------------------------------------------------
@@ -315,9 +315,9 @@ def test_truncated_and_garbled_files_fail_exactly_like_the_full_decoder() -> Non
     list_data = avro_codec.write_manifest_list([_meta(i) for i in range(3)])
     full_list = avro_codec.read_manifest_list
     for data, fast, full in (
-        (entries_data, avro_codec.read_manifest_refs, lambda d, p: _full_refs(d)),
-        (list_data, avro_codec.read_manifest_list_fast, full_list),
-        (list_data, avro_codec.ManifestListReader().read, full_list),
+        (entries_data, avro_projection.read_manifest_refs, lambda d, p: _full_refs(d)),
+        (list_data, avro_projection.read_manifest_list_fast, full_list),
+        (list_data, avro_projection.ManifestListReader().read, full_list),
     ):
         for cut in range(len(data)):
             assert _outcome(fast, data[:cut]) == _outcome(full, data[:cut]), cut
@@ -337,7 +337,7 @@ def test_uncompressed_bit_flips_fail_or_match_like_the_full_decoder() -> None:
     for _ in range(1500):
         garbled = bytearray(data)
         garbled[rng.randrange(len(garbled))] ^= 1 << rng.randrange(8)
-        assert _outcome(avro_codec.read_manifest_refs, bytes(garbled)) == _outcome(
+        assert _outcome(avro_projection.read_manifest_refs, bytes(garbled)) == _outcome(
             lambda d, p: _full_refs(d), bytes(garbled)
         )
 
@@ -349,15 +349,41 @@ def _sample_files() -> list[Path]:
 
 @pytest.mark.skipif(not _sample_files(), reason="no pypaimon samples in /work/scratch/pypaimon/samples")
 def test_pypaimon_written_manifests_and_lists() -> None:
-    reader = avro_codec.ManifestListReader()
+    reader = avro_projection.ManifestListReader()
     for path in _sample_files():
         data = path.read_bytes()
         kind = json.loads(fastavro.reader(io.BytesIO(data)).metadata["avro.schema"])["name"]
         if kind == "ManifestFileMeta":
             expected = avro_codec.read_manifest_list(data, str(path))
-            assert avro_codec._fast_read(data, "list") is not None, path
-            assert avro_codec.read_manifest_list_fast(data, str(path)) == expected
+            assert avro_projection._fast_read(data, "list") is not None, path
+            assert avro_projection.read_manifest_list_fast(data, str(path)) == expected
             assert reader.read(data, str(path)) == expected
         else:
-            assert avro_codec._fast_read(data, "entry") is not None, path
-            assert avro_codec.read_manifest_refs(data, str(path)) == _full_refs(data)
+            assert avro_projection._fast_read(data, "entry") is not None, path
+            assert avro_projection.read_manifest_refs(data, str(path)) == _full_refs(data)
+
+
+def test_zstd_blocks_decompress_exactly_like_fastavros_library() -> None:
+    import importlib
+    import sys
+
+    import zstandard
+
+    zstd = importlib.import_module("compression.zstd" if sys.version_info >= (3, 14) else "backports.zstd")
+    plain = json.dumps([{"n": i, "s": "x" * (i % 50)} for i in range(3000)]).encode()
+    streamed = zstandard.ZstdCompressor().compressobj()
+    no_size = streamed.compress(plain) + streamed.flush()  # no content size in the frame header
+    frames = [
+        zstd.compress(plain),
+        zstd.compress(b""),
+        zstd.compress(bytes(4 << 20)),  # 4 MiB of zeros: declares far more than the bound, the reference decodes
+        no_size,
+        zstd.compress(b"one") + zstd.compress(b"two"),  # two frames
+    ]
+    for frame in frames:
+        assert avro_projection._unzstd(frame) == zstd.decompress(frame)
+    for broken in (frames[0][:-3], frames[0] + b"junk", b"\x28\xb5\x2f\xfd" + bytes(20)):
+        with pytest.raises(zstd.ZstdError):
+            zstd.decompress(broken)
+        with pytest.raises(zstd.ZstdError):
+            avro_projection._unzstd(broken)
