@@ -193,7 +193,7 @@ class References:
     def _read_list(self, name: str) -> list[ManifestFileMeta] | None:
         """A manifest list, or None if its file does not exist."""
         try:
-            return self.ctx.store.read_manifest_list(name)
+            return self.ctx.store.read_manifest_list_fast(name)
         except CorruptMetadataError:
             if not self.ctx.io.exists(self.ctx.layout.manifest_file(name)):
                 return None
@@ -258,14 +258,19 @@ class References:
         """
 
         def read_names(name: str) -> list[str] | None:
-            entries = self._read_manifest(name)
-            if entries is None:
-                return None
+            try:
+                refs = self.ctx.store.read_manifest_refs(name)  # projected decoding: names, not whole entries
+            except CorruptMetadataError:
+                if not self.ctx.io.exists(self.ctx.layout.manifest_file(name)):
+                    return None
+                raise
             result: list[str] = []
-            for entry in entries:
-                _check_entry_names(entry, name)
-                result.append(entry.file.file_name)
-                result.extend(entry.file.extra_files)
+            for ref in refs:
+                check_file_name(ref.file_name, what=f"data file name in manifest {name}")
+                result.append(ref.file_name)
+                for extra in ref.extra_files:
+                    check_file_name(extra, what=f"extra file name in manifest {name}")
+                    result.append(extra)
             return result
 
         for name, files in bounded_map(self.pool, read_names, names, max(1, self.window // 2)):
