@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import IO, Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from pyspark import SparkContext
 
 from tableformat.cleanup.file_census import METADATA_DIRS
 from tableformat.errors import DeleteFailedError, StorageError
 from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.layout import BUCKET_PREFIX
 
 log = logging.getLogger(__name__)
@@ -95,15 +96,12 @@ def _delete_on_executor(file_io: FileIO) -> Callable[[list[str]], tuple[list[str
     return delete
 
 
-class ExecutorAssistedFileIO(FileIO):
+class ExecutorAssistedFileIO(ForwardingFileIO):
     """Wraps a FileIO: pre-listed directories are served once, deletes run on executors (see the module doc)."""
 
     def __init__(self, inner: FileIO, sc: SparkContext, listings: dict[str, list[FileInfo]]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.sc = sc
-        self.scheme = inner.scheme
-        self.atomic_create = inner.atomic_create
-        self.is_object_store = inner.is_object_store
         self._listings = listings
         self._lock = threading.Lock()
         self.served = 0
@@ -138,43 +136,3 @@ class ExecutorAssistedFileIO(FileIO):
         if failed:
             raise DeleteFailedError(message, deleted, failed)
         return deleted
-
-    # --- everything else: the wrapped FileIO -----------------------------------------------------------------
-    def read_bytes(self, path: str) -> bytes:
-        return self.inner.read_bytes(path)
-
-    def write_bytes(self, path: str, data: bytes) -> None:
-        self.inner.write_bytes(path, data)
-
-    def write_if_absent(self, path: str, data: bytes) -> bool:
-        return self.inner.write_if_absent(path, data)
-
-    def exists(self, path: str) -> bool:
-        return self.inner.exists(path)
-
-    def walk_files(self, path: str) -> Iterator[FileInfo]:
-        return self.inner.walk_files(path)
-
-    def remove_empty_dir(self, path: str) -> bool:
-        return self.inner.remove_empty_dir(path)
-
-    def open_input(self, path: str) -> IO[bytes]:
-        return self.inner.open_input(path)
-
-    def file_size(self, path: str) -> int:
-        return self.inner.file_size(path)
-
-    def mkdirs(self, path: str) -> None:
-        self.inner.mkdirs(path)
-
-    def url(self, path: str) -> str:
-        return self.inner.url(path)
-
-    def arrow_filesystem(self) -> Any:
-        return self.inner.arrow_filesystem()
-
-    def fsspec_filesystem(self) -> Any:
-        return self.inner.fsspec_filesystem()
-
-    def storage_options(self) -> dict[str, Any]:
-        return self.inner.storage_options()

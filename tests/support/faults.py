@@ -23,11 +23,12 @@ numbered in the order the calls reach the wrapper, so sweeps run maintenance wit
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 from tableformat.context import TableContext
-from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.io.fileio import FileIO
+from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.store import MetadataStore
 
 Mode = Literal["before", "after"]
@@ -46,7 +47,7 @@ class InjectedFault(OSError):
         self.mode = mode
 
 
-class FaultyFileIO(FileIO):
+class FaultyFileIO(ForwardingFileIO):
     """Wraps a FileIO; fails its ``fail_at``-th mutating call (1-based) in the given mode, or only counts."""
 
     def __init__(
@@ -65,14 +66,11 @@ class FaultyFileIO(FileIO):
         unknown = set(ops) - set(MUTATING_OPS)
         if unknown:
             raise ValueError(f"unknown operations {sorted(unknown)}; choose from {MUTATING_OPS}")
-        self.inner = inner
+        super().__init__(inner)
         self.fail_at = fail_at
         self.mode: Mode = mode
         self.ops = frozenset(ops)
         self.sticky = sticky
-        self.scheme = inner.scheme
-        self.atomic_create = inner.atomic_create
-        self.is_object_store = inner.is_object_store
         self.calls: list[tuple[str, str]] = []
         """Every counted call point, in order: (operation, path)."""
         self.fired: InjectedFault | None = None
@@ -148,45 +146,6 @@ class FaultyFileIO(FileIO):
         if applied:
             self.inner.delete_files(applied)
         raise self._fault(first + failing, op, paths[failing])
-
-    # --- everything else is forwarded ------------------------------------------------------------------------
-    def read_bytes(self, path: str) -> bytes:
-        return self.inner.read_bytes(path)
-
-    def exists(self, path: str) -> bool:
-        return self.inner.exists(path)
-
-    def list_dir(self, path: str) -> list[FileInfo]:
-        return self.inner.list_dir(path)
-
-    def walk_files(self, path: str) -> Iterator[FileInfo]:
-        return self.inner.walk_files(path)
-
-    def open_input(self, path: str) -> IO[bytes]:
-        return self.inner.open_input(path)
-
-    def file_size(self, path: str) -> int:
-        return self.inner.file_size(path)
-
-    def mkdirs(self, path: str) -> None:
-        self.inner.mkdirs(path)
-
-    def verify_atomic_create(self, root: str) -> bool:
-        """The inner store's answer (an S3 probe writes through the inner FileIO: its writes are not counted)."""
-        verify = getattr(self.inner, "verify_atomic_create", None)
-        return bool(verify(root)) if verify is not None else self.atomic_create
-
-    def url(self, path: str) -> str:
-        return self.inner.url(path)
-
-    def arrow_filesystem(self) -> Any:
-        return self.inner.arrow_filesystem()
-
-    def fsspec_filesystem(self) -> Any:
-        return self.inner.fsspec_filesystem()
-
-    def storage_options(self) -> dict[str, Any]:
-        return self.inner.storage_options()
 
 
 def faulty_context(ctx: TableContext, faulty: FileIO) -> TableContext:

@@ -1,0 +1,66 @@
+"""A FileIO that forwards every call to another one: the base of wrappers that change a few operations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+from tableformat.io.fileio import FileInfo, FileIO
+
+
+class ForwardingFileIO(FileIO):
+    """Forwards everything to ``inner``; subclasses override the operations they change."""
+
+    def __init__(self, inner: FileIO) -> None:
+        self.inner = inner
+        self.scheme = inner.scheme
+        self.atomic_create = inner.atomic_create
+        self.is_object_store = inner.is_object_store
+
+    def read_bytes(self, path: str) -> bytes:
+        return self.inner.read_bytes(path)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.inner.write_bytes(path, data)
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        return self.inner.write_if_absent(path, data)
+
+    def exists(self, path: str) -> bool:
+        return self.inner.exists(path)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        return self.inner.list_dir(path)
+
+    def walk_files(self, path: str) -> Iterator[FileInfo]:
+        return self.inner.walk_files(path)
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        return self.inner.delete_files(paths)
+
+    def remove_empty_dir(self, path: str) -> bool:
+        return self.inner.remove_empty_dir(path)
+
+    def open_input(self, path: str) -> IO[bytes]:
+        return self.inner.open_input(path)
+
+    def file_size(self, path: str) -> int:
+        return self.inner.file_size(path)
+
+    def verify_atomic_create(self, root: str) -> bool:
+        return self.inner.verify_atomic_create(root)
+
+    def mkdirs(self, path: str) -> None:
+        self.inner.mkdirs(path)
+
+    def url(self, path: str) -> str:
+        return self.inner.url(path)
+
+    def arrow_filesystem(self) -> Any:
+        return self.inner.arrow_filesystem()
+
+    def fsspec_filesystem(self) -> Any:
+        return self.inner.fsspec_filesystem()
+
+    def storage_options(self) -> dict[str, Any]:
+        return self.inner.storage_options()
