@@ -21,12 +21,13 @@ EARLIEST = "EARLIEST"
 BUCKET_PREFIX = "bucket-"
 
 _TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
-_FORBIDDEN_IN_NAME = ("/", "\\", "\x00")
+_UNSAFE_IN_NAME = re.compile(r"[/\\\x00:]")
+"""A directory separator (either kind), NUL or a scheme/drive colon."""
 
 
 def check_file_name(name: str, *, what: str = "file name") -> str:
     """A bare file name from metadata: no directory part, no '..', no scheme. Returns it unchanged."""
-    if not name or name in (".", "..") or any(ch in name for ch in _FORBIDDEN_IN_NAME) or ":" in name:
+    if not name or name in (".", "..") or _UNSAFE_IN_NAME.search(name):
         raise UnsafePathError(f"refusing {what} {name!r} from metadata: not a plain file name inside the table")
     return name
 
@@ -68,7 +69,10 @@ class TableLayout:
 
     def join(self, *parts: str) -> str:
         """root/part/part..."""
-        return "/".join([self.root.rstrip("/"), *[p.strip("/") for p in parts if p]])
+        root = self.root.rstrip("/")
+        if len(parts) == 2 and parts[0] and parts[1] and "/" not in parts[0] and "/" not in parts[1]:
+            return f"{root}/{parts[0]}/{parts[1]}"  # the usual directory + file name, without the general loop
+        return "/".join([root, *[p.strip("/") for p in parts if p]])
 
     @property
     def snapshot_dir(self) -> str:

@@ -90,7 +90,7 @@ class MetadataStore:
     # --- snapshots and hints ---------------------------------------------------------------------------------
     def snapshot_ids(self) -> list[int]:
         """Ids of every snapshot file present (the listing is the truth; hints are only hints)."""
-        ids = [parse_id(f.name, SNAPSHOT_PREFIX) for f in self.io.list_dir(self.layout.snapshot_dir)]
+        ids = [parse_id(name, SNAPSHOT_PREFIX) for name in self.io.list_names(self.layout.snapshot_dir)]
         return sorted(i for i in ids if i is not None)
 
     def snapshot_exists(self, snapshot_id: int) -> bool:
@@ -247,9 +247,7 @@ class MetadataStore:
 
     # --- tags and consumers ----------------------------------------------------------------------------------
     def tag_names(self) -> list[str]:
-        names = [
-            f.name[len(TAG_PREFIX) :] for f in self.io.list_dir(self.layout.tag_dir) if f.name.startswith(TAG_PREFIX)
-        ]
+        names = [n[len(TAG_PREFIX) :] for n in self.io.list_names(self.layout.tag_dir) if n.startswith(TAG_PREFIX)]
         return sorted(n for n in names if n and not n.endswith(".tmp"))
 
     def read_tag(self, name: str) -> Tag:

@@ -47,6 +47,8 @@ _SNAPSHOT_FIELDS: tuple[tuple[str, str], ...] = (
 _SNAPSHOT_KEYS = frozenset(k for k, _ in _SNAPSHOT_FIELDS)
 _REQUIRED_SNAPSHOT_KEYS = ("id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser", "commitKind")
 _TAG_KEYS = ("tagCreateTime", "tagTimeRetained")
+_ATTRIBUTE_OF_KEY = dict(_SNAPSHOT_FIELDS)
+_COMMIT_KINDS = {kind.value: kind for kind in CommitKind}
 
 
 def dumps(document: Mapping[str, Any]) -> bytes:
@@ -151,18 +153,25 @@ def snapshot_from_dict(doc: Mapping[str, Any], path: str) -> Snapshot:
     if missing:
         raise CorruptMetadataError(path, f"missing field(s) {missing}")
     kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in doc.items():
+        attr = _ATTRIBUTE_OF_KEY.get(key)
+        if attr is not None:
+            if value is not None:
+                kwargs[attr] = value
+        elif key not in _TAG_KEYS:
+            extra[key] = value
     try:
-        for key, attr in _SNAPSHOT_FIELDS:
-            if key in doc and doc[key] is not None:
-                kwargs[attr] = doc[key]
-        kwargs["commit_kind"] = CommitKind(str(doc["commitKind"]))
+        kind = doc["commitKind"]
+        kwargs["commit_kind"] = _COMMIT_KINDS[kind] if kind in _COMMIT_KINDS else CommitKind(str(kind))
         for attr in ("id", "schema_id", "time_millis", "commit_identifier"):
-            kwargs[attr] = int(kwargs.get(attr, 0))
+            value = kwargs.get(attr, 0)
+            if type(value) is not int or attr not in kwargs:
+                kwargs[attr] = int(value)
         if "properties" in kwargs:
             kwargs["properties"] = {str(k): str(v) for k, v in kwargs["properties"].items()}
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:  # OverflowError: 1e999, Infinity
         raise CorruptMetadataError(path, f"invalid field ({exc})") from None
-    extra = {k: v for k, v in doc.items() if k not in _SNAPSHOT_KEYS and k not in _TAG_KEYS}
     return Snapshot(**kwargs, extra=extra)
 
 

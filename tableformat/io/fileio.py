@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class FileInfo:
-    """A listed file or directory."""
+class FileInfo(NamedTuple):
+    """A listed file or directory (a named tuple: listings create one per file, so it must be cheap)."""
 
     path: str
     size: int
@@ -24,7 +22,12 @@ class FileInfo:
     @property
     def name(self) -> str:
         """The last path component."""
-        return self.path.rstrip("/").rsplit("/", 1)[-1]
+        path = self.path.rstrip("/") if self.path.endswith("/") else self.path
+        return path[path.rfind("/") + 1 :]
+
+
+UNKNOWN = -1
+"""Size or mtime of a FileInfo from list_dir_without_file_stats that the listing did not determine."""
 
 
 class FileIO(ABC):
@@ -38,6 +41,10 @@ class FileIO(ABC):
 
     is_object_store: bool = False
     """True where directories do not really exist (deleting one costs a listing and achieves nothing)."""
+
+    latency_bound: bool = True
+    """True where each call waits on a network, so threads overlap the waits. False for the local filesystem: its
+    metadata reads are CPU-bound under the GIL, and threads there only add switching (maintenance runs inline)."""
 
     @abstractmethod
     def read_bytes(self, path: str) -> bytes:
@@ -62,6 +69,25 @@ class FileIO(ABC):
     @abstractmethod
     def list_dir(self, path: str) -> list[FileInfo]:
         """Direct children of a directory; [] when the directory does not exist. Other failures raise."""
+
+    def list_dir_without_file_stats(self, path: str) -> list[FileInfo]:
+        """Like list_dir, but a file's size and mtime may be UNKNOWN where knowing them costs a call per file (the
+        local filesystem: a stat each); stat_file gives them later, for the few files that turn out to matter.
+        Directories always carry their mtime."""
+        return self.list_dir(path)
+
+    def stat_file(self, path: str) -> FileInfo | None:
+        """The size and mtime of one file, or None if it does not exist (by default: from its parent's listing)."""
+        parent, _, name = path.rstrip("/").rpartition("/")
+        for info in self.list_dir(parent):
+            if not info.is_dir and info.name == name:
+                return info
+        return None
+
+    def list_names(self, path: str) -> list[str]:
+        """Names of the files (not directories) directly in a directory, without sizes or times (cheaper on local
+        disk); [] when the directory does not exist."""
+        return [info.name for info in self.list_dir(path) if not info.is_dir]
 
     @abstractmethod
     def walk_files(self, path: str) -> Iterator[FileInfo]:

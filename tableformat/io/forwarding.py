@@ -16,6 +16,7 @@ class ForwardingFileIO(FileIO):
         self.scheme = inner.scheme
         self.atomic_create = inner.atomic_create
         self.is_object_store = inner.is_object_store
+        self.latency_bound = inner.latency_bound
 
     def read_bytes(self, path: str) -> bytes:
         return self.inner.read_bytes(path)
@@ -31,6 +32,14 @@ class ForwardingFileIO(FileIO):
 
     def list_dir(self, path: str) -> list[FileInfo]:
         return self.inner.list_dir(path)
+
+    # list_dir_without_file_stats is not forwarded: the base's calls self.list_dir, which subclasses may override
+
+    def stat_file(self, path: str) -> FileInfo | None:
+        return self.inner.stat_file(path)
+
+    def list_names(self, path: str) -> list[str]:
+        return self.inner.list_names(path)
 
     def walk_files(self, path: str) -> Iterator[FileInfo]:
         return self.inner.walk_files(path)

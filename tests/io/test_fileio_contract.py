@@ -14,7 +14,7 @@ import pytest
 
 from tableformat.errors import DeleteFailedError, StorageError
 from tableformat.io.factory import open_location
-from tableformat.io.fileio import FileIO
+from tableformat.io.fileio import UNKNOWN, FileIO
 from tableformat.io.s3 import CREATE_ATTEMPTS, S3FileIO
 
 
@@ -123,6 +123,30 @@ class TestFileIOContract:
         ]
         assert entries[0].size == 3
         assert io.list_dir(backend.path("missing")) == []
+
+    def test_cheap_listings_and_stat_file(self, backend: Backend) -> None:
+        io = backend.io
+        io.write_bytes(backend.path("d", "f1"), b"abc")
+        io.write_bytes(backend.path("d", "sub", "f2"), b"z")
+        now_ms = int(time.time() * 1000)
+        assert io.list_names(backend.path("d")) == ["f1"]
+        assert io.list_names(backend.path("missing")) == []
+        lazy = sorted(io.list_dir_without_file_stats(backend.path("d")), key=lambda info: info.name)
+        assert [(e.path, e.is_dir) for e in lazy] == [
+            (backend.path("d", "f1"), False),
+            (backend.path("d", "sub"), True),
+        ]
+        if backend.name == "local":  # a stat per file is what the local listing saves
+            assert (lazy[0].size, lazy[0].mtime_ms) == (UNKNOWN, UNKNOWN)
+        else:  # an object store lists sizes and times anyway
+            assert lazy[0].size == 3 and abs(lazy[0].mtime_ms - now_ms) < 60_000
+        assert abs(lazy[1].mtime_ms - now_ms) < 60_000 or backend.name == "s3"  # S3 has no directory times
+        assert io.list_dir_without_file_stats(backend.path("missing")) == []
+        info = io.stat_file(backend.path("d", "f1"))
+        assert info is not None and (info.path, info.size, info.is_dir) == (backend.path("d", "f1"), 3, False)
+        assert abs(info.mtime_ms - now_ms) < 60_000
+        assert io.stat_file(backend.path("d", "nope")) is None
+        assert io.stat_file(backend.path("d", "sub")) is None  # a directory is not a file
 
     def test_walk_files_recursive(self, backend: Backend) -> None:
         io = backend.io
