@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -33,10 +33,11 @@ from tableformat.model.manifest import FileKind as EntryKind
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import partition_path
 from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
+from tableformat.parallel import executor, resolve_parallelism
 from tableformat.scan.planner import PartitionCodec
 
 from .file_census import DirKind, walk_table
-from .orphans import plan_orphan_removal, resolve_parallelism
+from .orphans import plan_orphan_removal
 from .references import References, Root, bounded_map
 
 log = logging.getLogger(__name__)
@@ -225,7 +226,7 @@ def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) 
         return None
 
 
-def _listed_sizes(ctx: TableContext, pool: ThreadPoolExecutor, workers: int) -> dict[str, int]:
+def _listed_sizes(ctx: TableContext, pool: Executor, workers: int) -> dict[str, int]:
     """Sizes of every file in the manifest, statistics and data directories, by path relative to the root."""
     sizes: dict[str, int] = {}
     kinds = (DirKind.MANIFEST, DirKind.STATISTICS, DirKind.BUCKET)
@@ -258,10 +259,10 @@ def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
 
 def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckResult:
     """Verify every referenced file; count orphans and reclaimable bytes. Never deletes anything."""
-    workers = resolve_parallelism(ctx, parallelism)
+    workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     collector = _Collector()
     roots: list[Root] = []
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tablefmt-check") as pool:
+    with executor(workers, "tablefmt-check") as pool:
         refs = References(ctx, pool, workers)
         try:
             roots = refs.collect_roots()

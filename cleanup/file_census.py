@@ -118,9 +118,18 @@ class NameRules:
 
     def classify(self, kind: DirKind, name: str, metadata_dir: str = "") -> FileKind:
         """The kind of file ``name`` found in a directory of kind ``kind`` (``metadata_dir``: 'snapshot', ...)."""
+        if kind is DirKind.BUCKET and name.startswith(self.data_prefix) and "/" not in name:
+            # the common case, decided exactly as self._data does: <prefix><one or more chars>.<format>
+            dot = name.rfind(".")
+            if dot > len(self.data_prefix) and name[dot + 1 :] in DATA_FORMATS:
+                return FileKind.DATA
         if kind == DirKind.METADATA and _is_root_metadata(metadata_dir, name):
             return FileKind.ROOT_METADATA
-        if _TEMP.match(name) and kind not in (DirKind.ROOT, DirKind.BRANCHES, DirKind.BRANCH, DirKind.PARTITION):
+        if (
+            name.startswith(".")
+            and _TEMP.match(name)
+            and kind not in (DirKind.ROOT, DirKind.BRANCHES, DirKind.BRANCH, DirKind.PARTITION)
+        ):
             return FileKind.TEMP
         if kind == DirKind.MANIFEST:
             if name.startswith(MANIFEST_LIST_PREFIX) and len(name) > len(MANIFEST_LIST_PREFIX):
@@ -190,15 +199,23 @@ def partition_dir_prefixes(partition_keys: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def walk_table(
-    file_io: FileIO, layout: TableLayout, partition_keys: tuple[str, ...], pool: Executor, window: int = 8
+    file_io: FileIO,
+    layout: TableLayout,
+    partition_keys: tuple[str, ...],
+    pool: Executor,
+    window: int = 8,
+    *,
+    without_file_stats: frozenset[DirKind] = frozenset(),
 ) -> Iterator[Listing]:
     """Every directory of the table that the format uses, listed in parallel, level by level.
 
     At most ``window`` listings are held at once (fewer around huge directories). A listing failure raises
-    (an unreadable directory is unknown, never empty); a directory that does not exist lists as empty.
+    (an unreadable directory is unknown, never empty); a directory that does not exist lists as empty. Directories
+    of the kinds in ``without_file_stats`` are listed by FileIO.list_dir_without_file_stats (sizes and mtimes of
+    their files may be UNKNOWN).
     """
     prefixes = partition_dir_prefixes(partition_keys)
-    lister = _Lister(pool, file_io, window)
+    lister = _Lister(pool, file_io, window, without_file_stats)
     frontier = [_Pending(DirKind.ROOT, layout.root)]
     while frontier:
         listed = lister.listings(frontier)
@@ -232,11 +249,12 @@ class _Lister:
     parallelism, tables with a few huge directories two at a time.
     """
 
-    def __init__(self, pool: Executor, file_io: FileIO, window: int) -> None:
+    def __init__(self, pool: Executor, file_io: FileIO, window: int, without_file_stats: frozenset[DirKind]) -> None:
         self.pool = pool
         self.file_io = file_io
         self.limit = max(1, window)
         self.window = 1
+        self.without_file_stats = without_file_stats
 
     def listings(self, frontier: list[_Pending]) -> Iterator[tuple[_Pending, list[FileInfo]]]:
         pending: deque[tuple[_Pending, Future[list[FileInfo]]]] = deque()
@@ -244,7 +262,9 @@ class _Lister:
         for item in frontier:
             while len(pending) >= self.window:
                 yield self._next(pending)
-            pending.append((item, self.pool.submit(self.file_io.list_dir, item.path)))
+            lazy = item.kind in self.without_file_stats
+            list_dir = self.file_io.list_dir_without_file_stats if lazy else self.file_io.list_dir
+            pending.append((item, self.pool.submit(list_dir, item.path)))
         while pending:
             yield self._next(pending)
 

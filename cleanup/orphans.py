@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -43,11 +43,13 @@ from tableformat.errors import (
     UnsupportedFormatError,
     ValidationError,
 )
+from tableformat.io.fileio import UNKNOWN
 from tableformat.layout import LATEST
-from tableformat.options import DATA_FILE_PREFIX, FILE_OPERATION_THREAD_NUM, ORPHAN_OLDER_THAN
+from tableformat.options import DATA_FILE_PREFIX, ORPHAN_OLDER_THAN
+from tableformat.parallel import executor, resolve_delete_parallelism, resolve_parallelism
 
 from .file_census import CANDIDATE_KINDS, DirKind, FileKind, NameRules, walk_table
-from .references import DataManifestSelection, ListSummary, References, summarize
+from .references import DataManifestSelection, ListSummary, References, bounded_map, summarize
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,11 @@ MIN_OLDER_THAN_MS = 3_600_000
 """Cutoffs closer to now than this are refused unless forced."""
 
 DELETE_BATCH = 1000
-"""Paths per FileIO.delete_files call (one S3 DeleteObjects request)."""
+"""Most paths per FileIO.delete_files call (one S3 DeleteObjects request); fewer when that spreads the paths over
+all delete threads, but not under MIN_DELETE_BATCH."""
+
+MIN_DELETE_BATCH = 100
+"""Batches are not split below this: a thread per handful of files costs more than it saves."""
 
 MAX_PLAN_AGE_MS = 3_600_000
 """A plan older than this is refused by execute_orphan_plan: plan again."""
@@ -66,6 +72,9 @@ MIN_SANE_MTIME_MS = 10_000_000_000
 _LOW32 = (1 << 32) - 1
 _LOW64 = (1 << 64) - 1
 _REFERENCE_ERRORS = (CorruptMetadataError, StorageError, UnsafePathError, UnsupportedFormatError, OSError)
+_STAT_AFTER_REFERENCES = frozenset({DirKind.BUCKET, DirKind.METADATA})
+"""Directories listed without file sizes and mtimes where that saves a call per file: most of their files are
+referenced (data) or never candidates (metadata roots), so only the unreferenced rest is stat'ed."""
 _DATA_KINDS = frozenset({FileKind.DATA, FileKind.DATA_INDEX})
 _MANIFEST_KINDS = frozenset({FileKind.MANIFEST, FileKind.MANIFEST_LIST, FileKind.INDEX_MANIFEST})
 
@@ -98,7 +107,8 @@ class OrphanPlan:
     directories_listed: int = 0
     files_listed: int = 0
     candidates: int = 0
-    """Files old enough and named like table files, before references were subtracted."""
+    """Files named like table files and not known to be too young, before references were subtracted (files listed
+    without an mtime count here; their age is checked once nothing references them)."""
     roots_read: int = 0
 
     @property
@@ -160,14 +170,6 @@ def resolve_older_than_ms(ctx: TableContext, older_than: timedelta | None, *, fo
             "deleted; pass force=True (--force) if no writer is running"
         )
     return older_ms
-
-
-def resolve_parallelism(ctx: TableContext, parallelism: int | None) -> int:
-    """The thread count: the argument, else the table's file-operation.thread-num."""
-    value = ctx.options.require(FILE_OPERATION_THREAD_NUM) if parallelism is None else parallelism
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(f"parallelism must be a positive integer, got {value!r}")
-    return value
 
 
 class CandidateSet:
@@ -239,25 +241,32 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
     rules = NameRules(ctx.options.require(DATA_FILE_PREFIX))
     layout = ctx.layout
     census = _Census(CandidateSet(), [], [], {})
-    for listing in walk_table(ctx.io, layout, ctx.schema.partition_keys, pool, workers):
+    classify, add = rules.classify, census.candidates.add
+    lazy = _STAT_AFTER_REFERENCES
+    for listing in walk_table(ctx.io, layout, ctx.schema.partition_keys, pool, workers, without_file_stats=lazy):
         census.directories += 1
-        if listing.kind in (DirKind.PARTITION, DirKind.BUCKET):
-            parent = listing.rel.rpartition("/")[0]
-            census.nodes[listing.rel] = _DirNode(
-                listing.rel, parent, listing.rel.count("/") + 1, len(listing.entries), listing.mtime_ms
+        directory, dir_kind, metadata_dir = listing.rel, listing.kind, listing.metadata_dir
+        if dir_kind in (DirKind.PARTITION, DirKind.BUCKET):
+            parent = directory.rpartition("/")[0]
+            census.nodes[directory] = _DirNode(
+                directory, parent, directory.count("/") + 1, len(listing.entries), listing.mtime_ms
             )
-        for info in listing.files:
-            census.files += 1
-            kind = rules.classify(listing.kind, info.name, listing.metadata_dir)
-            if kind == FileKind.ROOT_METADATA:
+        for info in listing.entries:
+            if info.is_dir:
                 continue
-            rel = layout.relative(info.path)
+            census.files += 1
+            name = info.name
+            kind = classify(dir_kind, name, metadata_dir)
+            if kind is FileKind.ROOT_METADATA:
+                continue
             if kind not in CANDIDATE_KINDS:
-                census.unknown.append(rel)
+                census.unknown.append(layout.relative(info.path))
+            elif info.mtime_ms == UNKNOWN:
+                add(directory, name, 0, 0, kind)  # stat later, if nothing references it (_stat_unreferenced)
             elif info.mtime_ms <= MIN_SANE_MTIME_MS:
-                census.no_mtime.append(rel)
+                census.no_mtime.append(layout.relative(info.path))
             elif info.mtime_ms < cutoff_ms:
-                census.candidates.add(listing.rel, info.name, info.size, info.mtime_ms, kind)
+                add(directory, name, info.size, info.mtime_ms, kind)
     return census
 
 
@@ -300,6 +309,33 @@ def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, can
     return len(roots)
 
 
+def _stat_unreferenced(
+    ctx: TableContext, pool: Executor, workers: int, candidates: CandidateSet, cutoff_ms: int, no_mtime: list[str]
+) -> list[OrphanFile]:
+    """The unreferenced candidates older than the cutoff. Those listed without size and mtime are stat'ed now (a
+    file gone since is skipped; one without a usable mtime goes to ``no_mtime``). Stat'ing after the references
+    were read is as safe as at listing time: a table file is never rewritten, so its mtime can only be the same."""
+    orphans: list[OrphanFile] = []
+    unstated: list[str] = []
+    for directory, name, size, mtime_ms in candidates.items():
+        path = f"{directory}/{name}" if directory else name
+        if mtime_ms:
+            orphans.append(OrphanFile(path, size, mtime_ms))
+        else:
+            unstated.append(path)
+    layout = ctx.layout
+    stats = bounded_map(pool, lambda rel: ctx.io.stat_file(layout.join(rel)), unstated, max(2, 2 * workers))
+    for path, info in stats:
+        if info is None:
+            continue
+        if info.mtime_ms <= MIN_SANE_MTIME_MS:
+            no_mtime.append(path)
+        elif info.mtime_ms < cutoff_ms:
+            orphans.append(OrphanFile(path, info.size, info.mtime_ms))
+    orphans.sort(key=lambda o: o.path)
+    return orphans
+
+
 def _empty_dirs(census: _Census, orphans: list[OrphanFile], cutoff_ms: int) -> tuple[str, ...]:
     """Data directories that will be empty after the orphans are deleted, deepest first."""
     for orphan in orphans:
@@ -334,24 +370,21 @@ def plan_orphan_removal(
     manifest cannot be read (nothing can be safely called an orphan then).
     """
     older_ms = resolve_older_than_ms(ctx, older_than, force=force)
-    workers = resolve_parallelism(ctx, parallelism)
+    workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     planned_at = now_epoch_ms() if now_ms is None else now_ms
     cutoff_ms = planned_at - older_ms
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tablefmt-orphans") as pool:
+    with executor(workers, "tablefmt-orphans") as pool:
         try:
             census = _take_census(ctx, pool, workers, cutoff_ms)
             candidates = census.candidates
             found = len(candidates)
             roots_read = _discard_referenced(ctx, pool, workers, candidates) if found else 0
+            orphans = _stat_unreferenced(ctx, pool, workers, candidates, cutoff_ms, census.no_mtime)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:
             raise MaintenanceError(f"orphan cleanup of {ctx.url()} stopped, nothing was deleted: {exc}") from exc
     layout = ctx.layout
-    orphans = []
-    for directory, name, size, mtime_ms in candidates.items():
-        orphans.append(OrphanFile(f"{directory}/{name}" if directory else name, size, mtime_ms))
-    orphans.sort(key=lambda o: o.path)
     empty = () if ctx.io.is_object_store else _empty_dirs(census, orphans, cutoff_ms)
     log.info(
         "orphan plan for %s: %d dirs, %d files listed, %d candidates, %d roots read, %d orphans, %d unknown",
@@ -397,20 +430,22 @@ def execute_orphan_plan(
     now = now_epoch_ms() if now_ms is None else now_ms
     if now - plan.planned_at_ms > MAX_PLAN_AGE_MS:
         raise MaintenanceError("the orphan plan is more than an hour old; plan again (new commits may reference files)")
-    workers = resolve_parallelism(ctx, parallelism)
+    workers = resolve_delete_parallelism(ctx.options, parallelism)
     layout = ctx.layout
     size_of = {layout.join(o.path): o.size for o in plan.orphans}
     paths = list(size_of)
-    batches = [paths[i : i + DELETE_BATCH] for i in range(0, len(paths), DELETE_BATCH)]
+    size = min(DELETE_BATCH, max(MIN_DELETE_BATCH, -(-len(paths) // workers)))  # spread over the workers
+    batches = [paths[i : i + size] for i in range(0, len(paths), size)]
     deleted: list[str] = []
     failed: list[str] = []
     if batches:
-        with ThreadPoolExecutor(max_workers=min(workers, len(batches)), thread_name_prefix="tablefmt-delete") as pool:
+        with executor(min(workers, len(batches)), "tablefmt-delete") as pool:
             for done, errors in pool.map(lambda batch: _delete_batch(ctx, batch), batches):
                 deleted += done
                 failed += errors
-    for path in deleted:
-        log.info("deleted orphan %s", ctx.url(path))
+    if log.isEnabledFor(logging.INFO):
+        for path in deleted:
+            log.info("deleted orphan %s", ctx.url(path))
     for failure in failed:
         log.warning("could not delete orphan %s", failure)
     removed: list[str] = []

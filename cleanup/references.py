@@ -29,6 +29,7 @@ from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotN
 from tableformat.layout import TableLayout, check_file_name
 from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
+from tableformat.parallel import InlineExecutor
 from tableformat.store import MetadataStore
 
 from .file_census import BRANCH_PREFIX, CHANGELOG_PREFIX
@@ -70,6 +71,10 @@ class _Source:
 
 def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[tuple[T, R]]:
     """(item, fn(item)) in input order with at most ``window`` calls in flight (bounded memory)."""
+    if isinstance(pool, InlineExecutor):  # no futures needed (and no lookahead: the same order of calls)
+        for item in items:
+            yield item, fn(item)
+        return
     pending: deque[tuple[T, Future[R]]] = deque()
     for item in items:
         pending.append((item, pool.submit(fn, item)))
@@ -117,7 +122,7 @@ class References:
                 return None
 
         def changelog_keys() -> list[str]:
-            names = [f.name for f in self.ctx.io.list_dir(layout.join("changelog")) if not f.is_dir]
+            names = self.ctx.io.list_names(layout.join("changelog"))
             return sorted(n[len(CHANGELOG_PREFIX) :] for n in names if n[len(CHANGELOG_PREFIX) :].isdigit())
 
         def read_changelog(key: str) -> Snapshot | None:

@@ -20,6 +20,7 @@ from tableformat.cleanup import orphans as local
 from tableformat.cleanup.expire import ExpireResult, expire_snapshots
 from tableformat.cleanup.orphans import OrphanResult
 from tableformat.context import TableContext
+from tableformat.parallel import resolve_parallelism
 from tableformat.spark.storage import ExecutorAssistedFileIO, prelist_table
 from tableformat.store import MetadataStore
 
@@ -59,7 +60,7 @@ def run_distributed_orphan_cleanup(
     """remove_orphan_files, also reporting where the listing and deleting ran."""
     ctx = _table(path, storage_options)
     local.resolve_older_than_ms(ctx, older_than, force=force)  # refuse a bad guard before listing anything
-    local.resolve_parallelism(ctx, parallelism)
+    resolve_parallelism(ctx.options, ctx.io, parallelism)  # refuse a bad value before listing
     sc = spark.sparkContext
     listings = prelist_table(sc, ctx.io, ctx.layout.root, parallelism or sc.defaultParallelism)
     prelisted = len(listings)

@@ -109,16 +109,58 @@ def test_missing_manifest_still_referenced_aborts(table: Table) -> None:
     assert_aborts_without_deleting(table, manifest)
 
 
-def test_failed_listing_aborts(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
-    original = LocalFileIO.list_dir
+@pytest.mark.parametrize(
+    ("method", "directory"), [("list_dir", "part=2"), ("list_dir_without_file_stats", "part=0/bucket-0")]
+)
+def test_failed_listing_aborts(table: Table, monkeypatch: pytest.MonkeyPatch, method: str, directory: str) -> None:
+    original = getattr(LocalFileIO, method)
+    failed: list[str] = []
 
     def flaky(self: LocalFileIO, path: str) -> list[Any]:
-        if path.endswith("part=2"):
+        if path.endswith(directory):
+            failed.append(path)
             raise PermissionError(13, "Permission denied", path)
         return original(self, path)
 
-    monkeypatch.setattr(LocalFileIO, "list_dir", flaky)
+    monkeypatch.setattr(LocalFileIO, method, flaky)
     assert_aborts_without_deleting(table, "Permission denied")
+    assert len(failed) == 1
+
+
+def test_failed_stat_of_an_unreferenced_file_aborts(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(self: LocalFileIO, path: str) -> Any:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(LocalFileIO, "stat_file", refused)
+    assert_aborts_without_deleting(table, "Permission denied")
+
+
+def test_file_gone_before_its_stat_is_skipped(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bucket directories are listed without mtimes; the unreferenced files are stat'ed after the references are
+    read. A file deleted in between (by another cleaner) is simply not an orphan any more."""
+    root = root_of(table)
+    [stray] = [p for p in root.glob("part=0/bucket-0/*") if p.name not in referenced_names(table)]
+    original = LocalFileIO.stat_file
+    statted: list[str] = []
+
+    def deleted_first(self: LocalFileIO, path: str) -> Any:
+        statted.append(path)
+        Path(path).unlink()
+        return original(self, path)
+
+    monkeypatch.setattr(LocalFileIO, "stat_file", deleted_first)
+    result = remove_orphan_files(table.context, dry_run=True)
+    assert statted == [str(stray)]
+    assert result.orphan_files == 0 and result.deleted_paths == ()
+
+
+def referenced_names(table: Table) -> set[str]:
+    store = table.context.store
+    names: set[str] = set()
+    for sid in store.snapshot_ids():
+        for meta in store.manifests_of(store.read_snapshot(sid)):
+            names.update(entry.file.file_name for entry in store.read_manifest(meta.file_name))
+    return names
 
 
 def test_no_snapshot_but_latest_hint_aborts(table: Table) -> None:

@@ -1,0 +1,50 @@
+"""The census classifies data file names exactly as the table's name rules say (fast path == regular expression)."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tableformat.cleanup.file_census import DATA_FORMATS, DirKind, FileKind, NameRules
+
+PIECES = [
+    "data-",
+    "dat",
+    "a",
+    "-",
+    ".",
+    "..",
+    "/",
+    "\n",
+    "parquet",
+    "orc",
+    "avro",
+    "index",
+    "tmp",
+    "x",
+    "0",
+    ".parquet",
+]
+
+
+def by_regex(prefix: str, name: str) -> bool:
+    return re.match(rf"^{re.escape(prefix)}[^/]+\.({'|'.join(DATA_FORMATS)})$", name) is not None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(prefix=st.sampled_from(["data-", "d", "data.", "x-"]), parts=st.lists(st.sampled_from(PIECES), max_size=6))
+def test_data_names_are_classified_as_the_rule_says(prefix: str, parts: list[str]) -> None:
+    name = "".join(parts)
+    kind = NameRules(prefix).classify(DirKind.BUCKET, name)
+    assert (kind is FileKind.DATA) == by_regex(prefix, name), name
+
+
+def test_examples() -> None:
+    rules = NameRules("data-")
+    assert rules.classify(DirKind.BUCKET, "data-1b2c-0.parquet") is FileKind.DATA
+    assert rules.classify(DirKind.BUCKET, "data-.parquet") is FileKind.UNKNOWN
+    assert rules.classify(DirKind.BUCKET, "data-x.parquet.index") is FileKind.DATA_INDEX
+    assert rules.classify(DirKind.BUCKET, "data-x.csv") is FileKind.UNKNOWN
+    assert rules.classify(DirKind.MANIFEST, "data-x.parquet") is FileKind.UNKNOWN
