@@ -7,12 +7,15 @@ Compare mode (default), one run, local disk:
      directories and 100 fresh ones (mtime now, an in-flight writer).
   3. Time each system's dry run then real run with the same guard: 7 days (Delta's enforced default
      ``retention_hours=168``; tablefmt ``older_than=7 days``). Deletions are measured by diffing the filesystem.
+     The strays are flushed to disk before timing (``os.sync``): real orphans are old files on disk, and unlinking
+     a file that is only in the page cache costs a tenth of that.
+  4. Repeat 2-3 ``--rounds`` times (default 5), alternating which system runs first; compare the medians.
 
 Memory mode (``--memory 100000,300000,1000000``): for each size, a synthetic table whose one snapshot references
 that many (empty) data files through real manifests, plus 1 % strays; a fresh process runs the dry run and reports
 its peak RSS (ru_maxrss) over its RSS before the run.
 
-    python bench/orphans.py [--commits 500] [--strays 1000] [--fresh 100] [--workdir DIR]
+    python bench/orphans.py [--commits 500] [--strays 1000] [--fresh 100] [--rounds 5] [--workdir DIR]
     python bench/orphans.py --memory 100000,300000,1000000
 """
 
@@ -101,7 +104,39 @@ def build_delta(path: Path, commits: int, rows: int) -> float:
     return seconds
 
 
+def run_tablefmt(root: Path) -> dict[str, Any]:
+    guard = timedelta(days=GUARD_DAYS)
+    before = files_of(root)
+
+    def clean(dry_run: bool) -> Any:  # opening the table is timed, as DeltaTable(...) is for deltalake
+        return remove_orphan_files(Table.open(str(root)).context, older_than=guard, dry_run=dry_run)
+
+    dry_s, dry = timed(lambda: clean(True))
+    real_s, real = timed(lambda: clean(False))
+    gone = before - files_of(root)
+    same = set(dry.deleted_paths) == set(real.deleted_paths) == gone
+    return {"dry_s": dry_s, "real_s": real_s, "found": dry.orphan_files, "deleted": len(gone), "dry_equals_real": same}
+
+
+def run_delta(root: Path) -> dict[str, Any]:
+    from deltalake import DeltaTable
+
+    hours = GUARD_DAYS * 24
+    before = files_of(root)
+    dry_s, dry = timed(lambda: DeltaTable(str(root)).vacuum(retention_hours=hours, dry_run=True, full=True))
+    real_s, _ = timed(lambda: DeltaTable(str(root)).vacuum(retention_hours=hours, dry_run=False, full=True))
+    return {"dry_s": dry_s, "real_s": real_s, "found": len(dry), "deleted": len(before - files_of(root))}
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def compare(args: argparse.Namespace) -> dict[str, Any]:
+    """Build both tables once, then ``rounds`` rounds of: plant the same strays in both, run both (alternating
+    which goes first), measure. Times are per round; the ratios compare the medians."""
     import deltalake
     from deltalake import DeltaTable
 
@@ -113,34 +148,38 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
     report["deltalake_version"] = deltalake.__version__
     report["build_tablefmt_s"] = build_tablefmt(ours, args.commits, args.rows)
     report["build_delta_s"] = build_delta(delta, args.commits, args.rows)
-    plant_strays(ours, args.strays, args.fresh, delta=False)
-    plant_strays(delta, args.strays, args.fresh, delta=True)
-    report["files_tablefmt"] = len(files_of(ours))
-    report["files_delta"] = len(files_of(delta))
-
-    table = Table.open(str(ours))
-    guard = timedelta(days=GUARD_DAYS)
-    before = files_of(ours)
-    report["tablefmt_dry_s"], dry = timed(lambda: remove_orphan_files(table.context, older_than=guard, dry_run=True))
-    report["tablefmt_real_s"], real = timed(lambda: remove_orphan_files(table.context, older_than=guard))
-    gone = before - files_of(ours)
-    report["tablefmt_found"] = dry.orphan_files
-    report["tablefmt_deleted_measured"] = len(gone)
-    report["tablefmt_dry_equals_real"] = set(dry.deleted_paths) == set(real.deleted_paths) == gone
-
-    dt = DeltaTable(str(delta))
-    before = files_of(delta)
-    hours = GUARD_DAYS * 24
-    report["delta_dry_s"], delta_dry = timed(lambda: dt.vacuum(retention_hours=hours, dry_run=True, full=True))
-    report["delta_real_s"], _ = timed(
-        lambda: DeltaTable(str(delta)).vacuum(retention_hours=hours, dry_run=False, full=True)
-    )
-    report["delta_found"] = len(delta_dry)
-    report["delta_deleted_measured"] = len(before - files_of(delta))
-    report["ratio_real"] = report["tablefmt_real_s"] / report["delta_real_s"]
-    report["ratio_dry"] = report["tablefmt_dry_s"] / report["delta_dry_s"]
-    rows_after = Table.open(str(ours)).to_arrow().num_rows
-    report["tablefmt_rows_after"] = rows_after
+    rounds: list[dict[str, Any]] = []
+    for number in range(args.rounds):
+        plant_strays(ours, args.strays, args.fresh, delta=False)
+        plant_strays(delta, args.strays, args.fresh, delta=True)
+        os.sync()  # real orphans are old files on disk, not fresh ones in the page cache (unlinks differ a lot)
+        if number == 0:
+            report["files_tablefmt"] = len(files_of(ours))
+            report["files_delta"] = len(files_of(delta))
+        if number % 2 == 0:
+            mine, theirs = run_tablefmt(ours), run_delta(delta)
+        else:
+            theirs, mine = run_delta(delta), run_tablefmt(ours)
+        rounds.append({"tablefmt": mine, "delta": theirs})
+        print(
+            f"round {number + 1}: tablefmt dry {mine['dry_s']:.3f} s real {mine['real_s']:.3f} s "
+            f"(found {mine['found']}, deleted {mine['deleted']}) | deltalake dry {theirs['dry_s']:.3f} s "
+            f"real {theirs['real_s']:.3f} s (found {theirs['found']}, deleted {theirs['deleted']})",
+            flush=True,
+        )
+    for system, label in (("tablefmt", "tablefmt"), ("delta", "delta")):
+        for what in ("dry_s", "real_s"):
+            report[f"{label}_{what}_median"] = median([r[system][what] for r in rounds])
+            report[f"{label}_{what}_rounds"] = [round(r[system][what], 4) for r in rounds]
+    report["tablefmt_found"] = sorted({r["tablefmt"]["found"] for r in rounds})
+    report["tablefmt_deleted_measured"] = sorted({r["tablefmt"]["deleted"] for r in rounds})
+    report["tablefmt_dry_equals_real"] = all(r["tablefmt"]["dry_equals_real"] for r in rounds)
+    report["delta_found"] = sorted({r["delta"]["found"] for r in rounds})
+    report["delta_deleted_measured"] = sorted({r["delta"]["deleted"] for r in rounds})
+    report["ratio_real"] = report["tablefmt_real_s_median"] / report["delta_real_s_median"]
+    report["ratio_dry"] = report["tablefmt_dry_s_median"] / report["delta_dry_s_median"]
+    report["ratio_real_rounds"] = [round(r["tablefmt"]["real_s"] / r["delta"]["real_s"], 3) for r in rounds]
+    report["tablefmt_rows_after"] = Table.open(str(ours)).to_arrow().num_rows
     report["delta_rows_after"] = DeltaTable(str(delta)).to_pyarrow_table().num_rows
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
@@ -237,6 +276,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1000, help="Rows per commit.")
     parser.add_argument("--strays", type=int, default=1000, help="Old strays (10 days).")
     parser.add_argument("--fresh", type=int, default=100, help="Fresh strays (now).")
+    parser.add_argument("--rounds", type=int, default=5, help="Rounds of plant + clean (medians are compared).")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--keep", action="store_true", help="Keep the tables of compare mode.")
     parser.add_argument("--memory", default=None, metavar="N[,N...]", help="Memory mode with these file counts.")
