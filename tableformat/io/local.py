@@ -48,7 +48,7 @@ class LocalFileIO(FileIO):
         # os.read without a buffered file object: half the cost for the small metadata files maintenance reads
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 chunk = os.read(fd, READ_CHUNK)
                 if not chunk:
