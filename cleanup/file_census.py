@@ -116,13 +116,19 @@ class NameRules:
         self._data = re.compile(rf"^{prefix}[^/]+\.({formats})$")
         self._data_index = re.compile(rf"^{prefix}[^/]+\.({formats})\.index$")
 
-    def classify(self, kind: DirKind, name: str, metadata_dir: str = "") -> FileKind:
-        """The kind of file ``name`` found in a directory of kind ``kind`` (``metadata_dir``: 'snapshot', ...)."""
-        if kind is DirKind.BUCKET and name.startswith(self.data_prefix) and "/" not in name:
-            # the common case, decided exactly as self._data does: <prefix><one or more chars>.<format>
+    def is_data_name(self, name: str) -> bool:
+        """Whether ``name`` in a bucket directory is a data file: ``<prefix><one or more chars>.<format>``, decided
+        exactly as the regular expression, but without it for the common case."""
+        if name.startswith(self.data_prefix) and "/" not in name:
             dot = name.rfind(".")
             if dot > len(self.data_prefix) and name[dot + 1 :] in DATA_FORMATS:
-                return FileKind.DATA
+                return True
+        return self._data.match(name) is not None
+
+    def classify(self, kind: DirKind, name: str, metadata_dir: str = "") -> FileKind:
+        """The kind of file ``name`` found in a directory of kind ``kind`` (``metadata_dir``: 'snapshot', ...)."""
+        if kind is DirKind.BUCKET and self.is_data_name(name):
+            return FileKind.DATA
         if kind == DirKind.METADATA and _is_root_metadata(metadata_dir, name):
             return FileKind.ROOT_METADATA
         if (
@@ -141,11 +147,8 @@ class NameRules:
         elif kind == DirKind.STATISTICS:
             if name.startswith(STATISTICS_PREFIX) and len(name) > len(STATISTICS_PREFIX):
                 return FileKind.STATISTICS
-        elif kind == DirKind.BUCKET:
-            if self._data.match(name):
-                return FileKind.DATA
-            if self._data_index.match(name):
-                return FileKind.DATA_INDEX
+        elif kind == DirKind.BUCKET and self._data_index.match(name):
+            return FileKind.DATA_INDEX
         return FileKind.UNKNOWN
 
 

@@ -10,10 +10,13 @@ Plan, then execute (``remove_orphan_files`` does both; a dry run stops after pla
    them mentions: manifest lists, index manifests, statistics files, manifests, and the file name and extra files
    of every ADD *and* DELETE entry. Only candidates are held in memory; referenced names are never collected. A
    root that vanished concurrently is skipped; any unreadable root, list or manifest stops the run before deletion.
-   Lists are read only when manifest-like candidates exist, manifests only when data candidates exist, and then
-   only the manifests that can name a data file no other read manifest names
-   (:class:`.references.DataManifestSelection`: live state of each run of snapshots plus the deltas up to its last
-   DELETE).
+   Manifests are read only when data candidates exist, and then only those that can name a data file no other
+   read manifest names (:class:`.references.DataManifestSelection`: live state of each run of snapshots plus the
+   deltas up to its last DELETE); the manifest lists that selection needs are read first, every other list only
+   when an old manifest-like candidate is still unreferenced after them.
+   On the local filesystem, data, manifest and metadata directories are listed without a stat per file; only the
+   files left unreferenced are stat'ed, after the references were read (as safe: table files are never
+   rewritten, so a later stat sees the same mtime).
 3. **Delete** what is left, in batches of ``DELETE_BATCH`` paths through ``FileIO.delete_files``, batches in
    parallel; report only what the store confirms deleted. Then remove partition and bucket directories that are
    empty (non-recursively, never on object stores, never the table root or a metadata directory).
@@ -43,13 +46,13 @@ from tableformat.errors import (
     UnsupportedFormatError,
     ValidationError,
 )
-from tableformat.io.fileio import UNKNOWN
+from tableformat.io.fileio import UNKNOWN, FileInfo
 from tableformat.layout import LATEST
 from tableformat.options import DATA_FILE_PREFIX, ORPHAN_OLDER_THAN
 from tableformat.parallel import executor, resolve_delete_parallelism, resolve_parallelism
 
 from .file_census import CANDIDATE_KINDS, DirKind, FileKind, NameRules, walk_table
-from .references import DataManifestSelection, ListSummary, References, bounded_map, summarize
+from .references import DataManifestSelection, ListSummary, References, Root, bounded_map, summarize
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,9 @@ MIN_OLDER_THAN_MS = 3_600_000
 DELETE_BATCH = 1000
 """Most paths per FileIO.delete_files call (one S3 DeleteObjects request); fewer when that spreads the paths over
 all delete threads, but not under MIN_DELETE_BATCH."""
+
+STAT_CHUNK = 128
+"""Files stat'ed per thread task when listings left out their mtimes."""
 
 MIN_DELETE_BATCH = 100
 """Batches are not split below this: a thread per handful of files costs more than it saves."""
@@ -72,9 +78,9 @@ MIN_SANE_MTIME_MS = 10_000_000_000
 _LOW32 = (1 << 32) - 1
 _LOW64 = (1 << 64) - 1
 _REFERENCE_ERRORS = (CorruptMetadataError, StorageError, UnsafePathError, UnsupportedFormatError, OSError)
-_STAT_AFTER_REFERENCES = frozenset({DirKind.BUCKET, DirKind.METADATA})
+_STAT_AFTER_REFERENCES = frozenset({DirKind.BUCKET, DirKind.METADATA, DirKind.MANIFEST})
 """Directories listed without file sizes and mtimes where that saves a call per file: most of their files are
-referenced (data) or never candidates (metadata roots), so only the unreferenced rest is stat'ed."""
+referenced or never candidates (metadata roots), so only the unreferenced rest is stat'ed."""
 _DATA_KINDS = frozenset({FileKind.DATA, FileKind.DATA_INDEX})
 _MANIFEST_KINDS = frozenset({FileKind.MANIFEST, FileKind.MANIFEST_LIST, FileKind.INDEX_MANIFEST})
 
@@ -197,6 +203,15 @@ class CandidateSet:
             self._by_name[name] = packed
         self.kinds.add(kind)
 
+    def set_stats(self, directory: str, name: str, size: int, mtime_ms: int) -> None:
+        """The size and mtime of candidate ``name`` in ``directory`` (which must be a candidate there)."""
+        index = self._dir_index[directory]
+        packed = (((mtime_ms << 64) | size) << 32) | index
+        if self._by_name[name] & _LOW32 == index:
+            self._by_name[name] = packed
+        else:
+            self._more[name] = [packed if value & _LOW32 == index else value for value in self._more[name]]
+
     def discard(self, name: str) -> None:
         if self._by_name.pop(name, None) is not None:
             self._more.pop(name, None)
@@ -233,6 +248,10 @@ class _Census:
     unknown: list[str]
     no_mtime: list[str]
     nodes: dict[str, _DirNode]
+    unstated_manifests: list[str] = field(default_factory=list)
+    """Manifest-like candidates (manifests, manifest lists, index manifests) listed without an mtime."""
+    old_manifests: list[str] = field(default_factory=list)
+    """Manifest-like candidates listed with an mtime before the cutoff."""
     directories: int = 0
     files: int = 0
 
@@ -263,15 +282,25 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
                 census.unknown.append(layout.relative(info.path))
             elif info.mtime_ms == UNKNOWN:
                 add(directory, name, 0, 0, kind)  # stat later, if nothing references it (_stat_unreferenced)
+                if kind in _MANIFEST_KINDS:
+                    census.unstated_manifests.append(name)
             elif info.mtime_ms <= MIN_SANE_MTIME_MS:
                 census.no_mtime.append(layout.relative(info.path))
             elif info.mtime_ms < cutoff_ms:
                 add(directory, name, info.size, info.mtime_ms, kind)
+                if kind in _MANIFEST_KINDS:
+                    census.old_manifests.append(name)
     return census
 
 
-def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, candidates: CandidateSet) -> int:
-    """Remove every referenced name from the candidates; returns the number of roots read."""
+def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, census: _Census, cutoff_ms: int) -> int:
+    """Remove every referenced name from the candidates; returns the number of roots read.
+
+    Manifest lists are read in two steps: first those the data selection needs (every delta list, the base lists
+    at the ends of each run of snapshots); then, only if a manifest-like candidate is still unreferenced and old
+    enough (its age is checked now, see _settle_manifests), every other list, to know every manifest in use.
+    """
+    candidates = census.candidates
     refs = References(ctx, pool, parallelism)
     roots = refs.collect_roots()
     main_snapshots = [r for r in roots if r.kind == "snapshot" and not r.branch]
@@ -286,35 +315,63 @@ def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, can
         return len(roots)
     selection = DataManifestSelection(roots)
     summaries: dict[str, ListSummary] = {}
-    every_manifest: dict[str, None] = {}
-    if candidates.kinds & _MANIFEST_KINDS:  # every list must be read to know every manifest in use
-        for name, rows in refs.manifest_lists(roots):
+    for name, rows in refs.named_manifest_lists(selection.owners):
+        for row in rows:
+            candidates.discard(row.file_name)
+        summaries[name] = summarize(rows)
+    if _settle_manifests(ctx, census, cutoff_ms):  # old manifest-like files nothing read so far names
+        rest = {name: owners for name, owners in _list_owners(roots).items() if name not in summaries}
+        for _, rows in refs.named_manifest_lists(rest):
             for row in rows:
                 candidates.discard(row.file_name)
-                every_manifest[row.file_name] = None
-            if name in selection.owners:
-                summaries[name] = summarize(rows)
     if not candidates.kinds & _DATA_KINDS:
         return len(roots)
-    wanted = {name: owners for name, owners in selection.owners.items() if name not in summaries}
-    for name, rows in refs.named_manifest_lists(wanted):
-        summaries[name] = summarize(rows)
     manifests = selection.select(summaries)
     if manifests is None:  # a list vanished with its snapshot: read everything rather than reason about it
         log.info("a manifest list vanished during the run; reading every manifest")
-        manifests = every_manifest or {row.file_name: None for _, rows in refs.manifest_lists(roots) for row in rows}
+        manifests = {row.file_name: None for _, rows in refs.manifest_lists(roots) for row in rows}
     for _, files in refs.manifest_file_names(manifests):
         for name in files:
             candidates.discard(name)
     return len(roots)
 
 
+def _list_owners(roots: list[Root]) -> dict[str, list[Root]]:
+    owners: dict[str, list[Root]] = {}
+    for root in roots:
+        for name in root.snapshot.manifest_lists():
+            owners.setdefault(name, []).append(root)
+    return owners
+
+
+def _settle_manifests(ctx: TableContext, census: _Census, cutoff_ms: int) -> bool:
+    """Give the manifest-like candidates listed without an mtime and still unreferenced their size and mtime, and
+    drop those too young, gone or without a usable mtime; True if any manifest-like candidate remains."""
+    candidates = census.candidates
+    remaining = any(name in candidates for name in census.old_manifests)
+    for name in census.unstated_manifests:
+        if name not in candidates:
+            continue
+        info = ctx.io.stat_file(ctx.layout.join("manifest", name))
+        if info is None or info.mtime_ms >= cutoff_ms:
+            candidates.discard(name)  # gone since the listing, or too young
+        elif info.mtime_ms <= MIN_SANE_MTIME_MS:
+            candidates.discard(name)
+            census.no_mtime.append(f"manifest/{name}")
+        else:
+            candidates.set_stats("manifest", name, info.size, info.mtime_ms)
+            remaining = True
+    return remaining
+
+
 def _stat_unreferenced(
-    ctx: TableContext, pool: Executor, workers: int, candidates: CandidateSet, cutoff_ms: int, no_mtime: list[str]
+    ctx: TableContext, threads: int, candidates: CandidateSet, cutoff_ms: int, no_mtime: list[str]
 ) -> list[OrphanFile]:
-    """The unreferenced candidates older than the cutoff. Those listed without size and mtime are stat'ed now (a
-    file gone since is skipped; one without a usable mtime goes to ``no_mtime``). Stat'ing after the references
-    were read is as safe as at listing time: a table file is never rewritten, so its mtime can only be the same."""
+    """The unreferenced candidates older than the cutoff. Those listed without size and mtime are stat'ed now, in
+    chunks over ``threads`` threads (inline on local disk, where a stat of a listed file is too quick for threads
+    to pay off); a file gone since is skipped, one without a usable mtime goes to ``no_mtime``. Stat'ing after the
+    references were read is as safe as at listing time: a table file is never rewritten, so its mtime can only be
+    the same."""
     orphans: list[OrphanFile] = []
     unstated: list[str] = []
     for directory, name, size, mtime_ms in candidates.items():
@@ -323,15 +380,21 @@ def _stat_unreferenced(
             orphans.append(OrphanFile(path, size, mtime_ms))
         else:
             unstated.append(path)
-    layout = ctx.layout
-    stats = bounded_map(pool, lambda rel: ctx.io.stat_file(layout.join(rel)), unstated, max(2, 2 * workers))
-    for path, info in stats:
-        if info is None:
-            continue
-        if info.mtime_ms <= MIN_SANE_MTIME_MS:
-            no_mtime.append(path)
-        elif info.mtime_ms < cutoff_ms:
-            orphans.append(OrphanFile(path, info.size, info.mtime_ms))
+    layout, file_io = ctx.layout, ctx.io
+
+    def stat_chunk(chunk: list[str]) -> list[FileInfo | None]:
+        return [file_io.stat_file(layout.join(rel)) for rel in chunk]
+
+    chunks = [unstated[i : i + STAT_CHUNK] for i in range(0, len(unstated), STAT_CHUNK)]
+    with executor(min(threads, len(chunks)), "tablefmt-stat") as pool:
+        for chunk, infos in bounded_map(pool, stat_chunk, chunks, 2 * threads):
+            for path, info in zip(chunk, infos):
+                if info is None:
+                    continue
+                if info.mtime_ms <= MIN_SANE_MTIME_MS:
+                    no_mtime.append(path)
+                elif info.mtime_ms < cutoff_ms:
+                    orphans.append(OrphanFile(path, info.size, info.mtime_ms))
     orphans.sort(key=lambda o: o.path)
     return orphans
 
@@ -378,8 +441,8 @@ def plan_orphan_removal(
             census = _take_census(ctx, pool, workers, cutoff_ms)
             candidates = census.candidates
             found = len(candidates)
-            roots_read = _discard_referenced(ctx, pool, workers, candidates) if found else 0
-            orphans = _stat_unreferenced(ctx, pool, workers, candidates, cutoff_ms, census.no_mtime)
+            roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms) if found else 0
+            orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:

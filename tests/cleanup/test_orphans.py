@@ -315,3 +315,50 @@ def test_result_json(scenario: Scenario) -> None:
     assert sorted(doc["deleted_paths"]) == sorted(scenario.expected)  # type: ignore[call-overload]
     with pytest.raises(AttributeError):
         result.orphan_files = 0  # type: ignore[misc]
+
+
+def test_manifests_only_a_middle_snapshot_names_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Merged-away manifests are named only by the base lists of the snapshots between the first and the last,
+    which the data selection does not read. When an old manifest-like file is still unreferenced after the lists
+    that selection reads, every other list is read before anything is called an orphan."""
+    from tableformat.cleanup import references
+
+    root = tmp_path / "t"
+    table = make_table(root, **{"manifest.merge-min-count": "2", "manifest.full-compaction-threshold-size": "1"})
+    for i in range(8):
+        table.append(rows(i * 10, 4))
+    store = table.context.store
+    middle_only = set()
+    for sid in range(2, 8):
+        middle_only |= {m.file_name for m in store.read_manifest_list(store.read_snapshot(sid).base_manifest_list)}
+    for sid in (1, 8):
+        snapshot = store.read_snapshot(sid)
+        for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
+            middle_only -= {m.file_name for m in store.read_manifest_list(name)}
+    assert middle_only, "the table must have manifests that only middle snapshots name"
+    read_lists: list[str] = []
+    original = references.References._read_list
+
+    def spy(self: references.References, name: str) -> object:
+        read_lists.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(references.References, "_read_list", spy)
+    age_everything(root)
+    strays = {plant(root, f"manifest/manifest-{uuid.uuid4()}-0"), plant(root, f"part=1/bucket-0/{data_name()}")}
+    before = files_under(root)
+    result = remove_orphan_files(table.context)
+    assert set(result.deleted_paths) == strays
+    assert files_under(root) == before - strays
+    every_list = {name for sid in range(1, 9) for name in store.read_snapshot(sid).manifest_lists()}
+    assert set(read_lists) == every_list  # the middle base lists were read: old manifests were in question
+    for sid in range(1, 9):
+        assert table.to_arrow(snapshot_id=sid).num_rows == 4 * sid
+
+    read_lists.clear()  # manifests young again, one old data stray: only the selection's lists are read
+    for path in (root / "manifest").iterdir():
+        os.utime(path)
+    stray = plant(root, f"part=2/bucket-0/{data_name()}")
+    assert remove_orphan_files(table.context).deleted_paths == (stray,)
+    middle_bases = {store.read_snapshot(sid).base_manifest_list for sid in range(2, 8)}
+    assert not middle_bases & set(read_lists)
