@@ -215,7 +215,14 @@ CONSUMER_EXPIRATION_TIME = _register(
     )
 )
 FILE_OPERATION_THREAD_NUM = _register(
-    Option("file-operation.thread-num", INT, 8, "Threads for parallel metadata reads and deletes.", minimum=1)
+    Option(
+        "file-operation.thread-num",
+        INT,
+        8,
+        "Threads for parallel metadata reads and deletes. On the local filesystem orphan cleanup and check read "
+        "metadata in the calling thread unless this option is set (decoding is CPU-bound there); deletes use it.",
+        minimum=1,
+    )
 )
 ORPHAN_OLDER_THAN = _register(
     Option(
