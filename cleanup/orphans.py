@@ -203,6 +203,18 @@ class CandidateSet:
             self._by_name[name] = packed
         self.kinds.add(kind)
 
+    def add_unstated(self, directory: str, names: list[str], kind: FileKind) -> None:
+        """``add(directory, name, 0, 0, kind)`` for every name (files whose size and mtime are not known yet)."""
+        index = self._dir_index.get(directory)
+        if index is None:
+            index = self._dir_index[directory] = len(self.dirs)
+            self.dirs.append(directory)
+        by_name, more = self._by_name, self._more
+        for name in names:
+            if by_name.setdefault(name, index) != index:  # the name is a candidate in another directory too
+                more.setdefault(name, []).append(index)
+        self.kinds.add(kind)
+
     def set_stats(self, directory: str, name: str, size: int, mtime_ms: int) -> None:
         """The size and mtime of candidate ``name`` in ``directory`` (which must be a candidate there)."""
         index = self._dir_index[directory]
@@ -260,7 +272,7 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
     rules = NameRules(ctx.options.require(DATA_FILE_PREFIX))
     layout = ctx.layout
     census = _Census(CandidateSet(), [], [], {})
-    classify, add = rules.classify, census.candidates.add
+    classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name
     lazy = _STAT_AFTER_REFERENCES
     for listing in walk_table(ctx.io, layout, ctx.schema.partition_keys, pool, workers, without_file_stats=lazy):
         census.directories += 1
@@ -270,11 +282,16 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
             census.nodes[directory] = _DirNode(
                 directory, parent, directory.count("/") + 1, len(listing.entries), listing.mtime_ms
             )
+        in_bucket = dir_kind is DirKind.BUCKET
+        unstated_data: list[str] = []  # most of a bucket directory: added to the candidates at once, below
         for info in listing.entries:
             if info.is_dir:
                 continue
             census.files += 1
             name = info.name
+            if in_bucket and info.mtime_ms == UNKNOWN and is_data(name):
+                unstated_data.append(name)
+                continue
             kind = classify(dir_kind, name, metadata_dir)
             if kind is FileKind.ROOT_METADATA:
                 continue
@@ -290,6 +307,8 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
                 add(directory, name, info.size, info.mtime_ms, kind)
                 if kind in _MANIFEST_KINDS:
                     census.old_manifests.append(name)
+        if unstated_data:
+            census.candidates.add_unstated(directory, unstated_data, FileKind.DATA)
     return census
 
 

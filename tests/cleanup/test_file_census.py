@@ -48,3 +48,30 @@ def test_examples() -> None:
     assert rules.classify(DirKind.BUCKET, "data-x.parquet.index") is FileKind.DATA_INDEX
     assert rules.classify(DirKind.BUCKET, "data-x.csv") is FileKind.UNKNOWN
     assert rules.classify(DirKind.MANIFEST, "data-x.parquet") is FileKind.UNKNOWN
+
+
+def test_candidate_set_keeps_a_name_listed_in_several_directories() -> None:
+    from tableformat.cleanup.orphans import CandidateSet
+
+    candidates = CandidateSet()
+    candidates.add_unstated("part=0/bucket-0", ["data-a.parquet", "data-b.parquet"], FileKind.DATA)
+    candidates.add("part=1/bucket-0", "data-a.parquet", 5, 20_000_000_000, FileKind.DATA)
+    candidates.add_unstated("part=2/bucket-0", ["data-a.parquet"], FileKind.DATA)
+    assert len(candidates) == 4
+    assert sorted(candidates.items()) == [
+        ("part=0/bucket-0", "data-a.parquet", 0, 0),
+        ("part=0/bucket-0", "data-b.parquet", 0, 0),
+        ("part=1/bucket-0", "data-a.parquet", 5, 20_000_000_000),
+        ("part=2/bucket-0", "data-a.parquet", 0, 0),
+    ]
+    candidates.set_stats("part=2/bucket-0", "data-a.parquet", 7, 30_000_000_000)
+    candidates.set_stats("part=0/bucket-0", "data-b.parquet", 9, 40_000_000_000)
+    assert sorted(candidates.items()) == [
+        ("part=0/bucket-0", "data-a.parquet", 0, 0),
+        ("part=0/bucket-0", "data-b.parquet", 9, 40_000_000_000),
+        ("part=1/bucket-0", "data-a.parquet", 5, 20_000_000_000),
+        ("part=2/bucket-0", "data-a.parquet", 7, 30_000_000_000),
+    ]
+    candidates.discard("data-a.parquet")  # referenced: wherever it lies, it is kept
+    assert list(candidates.items()) == [("part=0/bucket-0", "data-b.parquet", 9, 40_000_000_000)]
+    assert candidates.kinds == {FileKind.DATA}
