@@ -52,7 +52,7 @@ from tableformat.options import DATA_FILE_PREFIX, ORPHAN_OLDER_THAN
 from tableformat.parallel import executor, resolve_delete_parallelism, resolve_parallelism
 
 from .file_census import CANDIDATE_KINDS, DirKind, FileKind, NameRules, walk_table
-from .references import DataManifestSelection, ListSummary, References, Root, bounded_map, summarize
+from .references import DataManifestSelection, ListSummary, References, bounded_map, list_owners, summarize
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +339,7 @@ def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, cen
             candidates.discard(row.file_name)
         summaries[name] = summarize(rows)
     if _settle_manifests(ctx, census, cutoff_ms):  # old manifest-like files nothing read so far names
-        rest = {name: owners for name, owners in _list_owners(roots).items() if name not in summaries}
+        rest = {name: owners for name, owners in list_owners(roots).items() if name not in summaries}
         for _, rows in refs.named_manifest_lists(rest):
             for row in rows:
                 candidates.discard(row.file_name)
@@ -355,14 +355,6 @@ def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, cen
     return len(roots)
 
 
-def _list_owners(roots: list[Root]) -> dict[str, list[Root]]:
-    owners: dict[str, list[Root]] = {}
-    for root in roots:
-        for name in root.snapshot.manifest_lists():
-            owners.setdefault(name, []).append(root)
-    return owners
-
-
 def _settle_manifests(ctx: TableContext, census: _Census, cutoff_ms: int) -> bool:
     """Give the manifest-like candidates listed without an mtime and still unreferenced their size and mtime, and
     drop those too young, gone or without a usable mtime; True if any manifest-like candidate remains."""
@@ -372,15 +364,21 @@ def _settle_manifests(ctx: TableContext, census: _Census, cutoff_ms: int) -> boo
         if name not in candidates:
             continue
         info = ctx.io.stat_file(ctx.layout.join("manifest", name))
-        if info is None or info.mtime_ms >= cutoff_ms:
-            candidates.discard(name)  # gone since the listing, or too young
-        elif info.mtime_ms <= MIN_SANE_MTIME_MS:
-            candidates.discard(name)
-            census.no_mtime.append(f"manifest/{name}")
-        else:
+        if info is not None and _old_enough(info, cutoff_ms, f"manifest/{name}", census.no_mtime):
             candidates.set_stats("manifest", name, info.size, info.mtime_ms)
             remaining = True
+        else:
+            candidates.discard(name)
     return remaining
+
+
+def _old_enough(info: FileInfo, cutoff_ms: int, path: str, no_mtime: list[str]) -> bool:
+    """Whether a candidate stat'ed after the references were read is old enough to be an orphan: not when it is
+    too young, nor when its mtime is unusable (then ``path`` is added to ``no_mtime``, as the census does)."""
+    if info.mtime_ms <= MIN_SANE_MTIME_MS:
+        no_mtime.append(path)
+        return False
+    return info.mtime_ms < cutoff_ms
 
 
 def _stat_unreferenced(
@@ -408,11 +406,7 @@ def _stat_unreferenced(
     with executor(min(threads, len(chunks)), "tablefmt-stat") as pool:
         for chunk, infos in bounded_map(pool, stat_chunk, chunks, 2 * threads):
             for path, info in zip(chunk, infos):
-                if info is None:
-                    continue
-                if info.mtime_ms <= MIN_SANE_MTIME_MS:
-                    no_mtime.append(path)
-                elif info.mtime_ms < cutoff_ms:
+                if info is not None and _old_enough(info, cutoff_ms, path, no_mtime):
                     orphans.append(OrphanFile(path, info.size, info.mtime_ms))
     orphans.sort(key=lambda o: o.path)
     return orphans

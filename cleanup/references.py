@@ -195,25 +195,25 @@ class References:
         return names
 
     # --- manifest lists ---------------------------------------------------------------------------------------
-    def _read_list(self, name: str) -> list[ManifestFileMeta] | None:
-        """A manifest list, or None if its file does not exist."""
+    def _unless_missing(self, read: Callable[[str], R], name: str) -> R | None:
+        """``read(name)`` of a file in manifest/, or None if that file does not exist (a corrupt one raises)."""
         try:
-            return self.ctx.store.read_manifest_list_fast(name)
+            return read(name)
         except CorruptMetadataError:
             if not self.ctx.io.exists(self.ctx.layout.manifest_file(name)):
                 return None
             raise
+
+    def _read_list(self, name: str) -> list[ManifestFileMeta] | None:
+        """A manifest list, or None if its file does not exist."""
+        return self._unless_missing(self.ctx.store.read_manifest_list_fast, name)
 
     def manifest_lists(self, roots: list[Root]) -> Iterator[tuple[str, list[ManifestFileMeta]]]:
         """(name, rows) of every manifest list of the roots, each read once.
 
         A missing list is skipped only when every root naming it has vanished; otherwise CorruptMetadataError.
         """
-        owners: dict[str, list[Root]] = {}
-        for root in roots:
-            for name in root.snapshot.manifest_lists():
-                owners.setdefault(name, []).append(root)
-        return self.named_manifest_lists(owners)
+        return self.named_manifest_lists(list_owners(roots))
 
     def named_manifest_lists(self, owners: dict[str, list[Root]]) -> Iterator[tuple[str, list[ManifestFileMeta]]]:
         """(name, rows) of the given manifest lists, each named by the roots in ``owners[name]``."""
@@ -234,12 +234,7 @@ class References:
 
     # --- manifests --------------------------------------------------------------------------------------------
     def _read_manifest(self, name: str) -> list[ManifestEntry] | None:
-        try:
-            return self.ctx.store.read_manifest(name)
-        except CorruptMetadataError:
-            if not self.ctx.io.exists(self.ctx.layout.manifest_file(name)):
-                return None
-            raise
+        return self._unless_missing(self.ctx.store.read_manifest, name)
 
     def manifests(self, names: Iterable[str]) -> Iterator[tuple[str, list[ManifestEntry]]]:
         """(name, entries) of each manifest, read in parallel with a bounded number in flight.
@@ -263,12 +258,9 @@ class References:
         """
 
         def read_names(name: str) -> list[str] | None:
-            try:
-                refs = self.ctx.store.read_manifest_refs(name)  # projected decoding: names, not whole entries
-            except CorruptMetadataError:
-                if not self.ctx.io.exists(self.ctx.layout.manifest_file(name)):
-                    return None
-                raise
+            refs = self._unless_missing(self.ctx.store.read_manifest_refs, name)  # names, not whole entries
+            if refs is None:
+                return None
             result: list[str] = []
             for ref in refs:
                 check_file_name(ref.file_name, what=f"data file name in manifest {name}")
@@ -302,6 +294,15 @@ class References:
                 if rows is not None and any(row.file_name == manifest_name for row in rows):
                     return root.label
         return None
+
+
+def list_owners(roots: list[Root]) -> dict[str, list[Root]]:
+    """The roots naming each manifest list of ``roots``."""
+    owners: dict[str, list[Root]] = {}
+    for root in roots:
+        for name in root.snapshot.manifest_lists():
+            owners.setdefault(name, []).append(root)
+    return owners
 
 
 def _check_entry_names(entry: ManifestEntry, manifest: str) -> None:

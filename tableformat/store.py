@@ -67,7 +67,7 @@ class MetadataStore:
 
     # --- schemas ---------------------------------------------------------------------------------------------
     def schema_ids(self) -> list[int]:
-        ids = [parse_id(f.name, SCHEMA_PREFIX) for f in self.io.list_dir(self.layout.schema_dir)]
+        ids = [parse_id(name, SCHEMA_PREFIX) for name in self.io.list_names(self.layout.schema_dir)]
         return sorted(i for i in ids if i is not None)
 
     def read_schema(self, schema_id: int) -> TableSchema:

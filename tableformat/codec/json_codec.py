@@ -44,7 +44,6 @@ _SNAPSHOT_FIELDS: tuple[tuple[str, str], ...] = (
     ("uuid", "uuid"),
     ("writerVersion", "writer_version"),
 )
-_SNAPSHOT_KEYS = frozenset(k for k, _ in _SNAPSHOT_FIELDS)
 _REQUIRED_SNAPSHOT_KEYS = ("id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser", "commitKind")
 _TAG_KEYS = ("tagCreateTime", "tagTimeRetained")
 _ATTRIBUTE_OF_KEY = dict(_SNAPSHOT_FIELDS)

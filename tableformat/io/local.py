@@ -32,6 +32,26 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+def _scan(path: str, *, stat_files: bool) -> list[FileInfo]:
+    """The entries of a directory; files carry size and mtime only with ``stat_files`` (else UNKNOWN)."""
+    try:
+        entries = list(os.scandir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    result = []
+    for entry in entries:
+        is_dir = entry.is_dir(follow_symlinks=False)
+        if not is_dir and not stat_files:
+            result.append(FileInfo(entry.path, UNKNOWN, UNKNOWN))
+            continue
+        try:
+            stat = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # removed while listing
+        result.append(FileInfo(entry.path, stat.st_size, stat.st_mtime_ns // 1_000_000, is_dir))
+    return result
+
+
 READ_CHUNK = 1 << 20
 """Bytes per read call of read_bytes."""
 
@@ -102,36 +122,10 @@ class LocalFileIO(FileIO):
         return os.path.exists(path)
 
     def list_dir(self, path: str) -> list[FileInfo]:
-        try:
-            entries = list(os.scandir(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        result = []
-        for entry in entries:
-            try:
-                stat = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue  # removed while listing
-            is_dir = entry.is_dir(follow_symlinks=False)
-            result.append(FileInfo(entry.path, stat.st_size, stat.st_mtime_ns // 1_000_000, is_dir))
-        return result
+        return _scan(path, stat_files=True)
 
     def list_dir_without_file_stats(self, path: str) -> list[FileInfo]:
-        try:
-            entries = list(os.scandir(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        result = []
-        for entry in entries:
-            if not entry.is_dir(follow_symlinks=False):
-                result.append(FileInfo(entry.path, UNKNOWN, UNKNOWN))
-                continue
-            try:
-                stat = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue  # removed while listing
-            result.append(FileInfo(entry.path, stat.st_size, stat.st_mtime_ns // 1_000_000, True))
-        return result
+        return _scan(path, stat_files=False)
 
     def stat_file(self, path: str) -> FileInfo | None:
         try:
