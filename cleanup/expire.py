@@ -36,7 +36,7 @@ from tableformat.layout import EARLIEST
 from .expire_config import Duration, ExpireConfig
 from .expire_files import DataPaths, MetadataCache, TagRef, Workers
 from .expire_journal import list_journals, read_journal, remove_journal, write_journal
-from .expire_plan import ExpirePlan, PlannedFile, plan_expiration
+from .expire_plan import ExpirePlan, PlannedFile, branch_ref, branch_roots, plan_expiration
 
 __all__ = [
     "ExpireConfig",
@@ -237,7 +237,8 @@ def _unchanged_tags(ctx: TableContext, plan: ExpirePlan) -> list[PlannedFile]:
 
 
 def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
-    """The plan minus files of tags created after planning on a snapshot older than the plan's end."""
+    """The plan minus files of roots that appeared after planning: tags created on a snapshot older than the plan's
+    end, and any new snapshot or tag of any branch (a branch created meanwhile from an expiring snapshot or tag)."""
     if not (plan.data_files or plan.manifests or plan.manifest_lists):
         return plan
     try:
@@ -245,10 +246,16 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> E
             tags = ctx.store.tags()
         except SnapshotNotFoundError:
             tags = ctx.store.tags()
+        branches = branch_roots(ctx)
     except (CorruptMetadataError, OSError, SnapshotNotFoundError) as exc:
-        raise MaintenanceError(f"cannot re-check tags before deleting data; a re-run continues: {exc}") from exc
+        raise MaintenanceError(
+            f"cannot re-check tags and branches before deleting data; a re-run continues: {exc}"
+        ) from exc
     known = set(plan.protecting_tags) | set(plan.expired_tags)
-    new = [t for t in tags if TagRef.of(t) not in known and (plan.end is None or t.snapshot.id < plan.end)]
+    new_tags = [t for t in tags if TagRef.of(t) not in known and (plan.end is None or t.snapshot.id < plan.end)]
+    new = [(f"tag {t.name!r}", t.snapshot) for t in new_tags]
+    known_branch = set(plan.protecting_branch_roots)
+    new += [(root.label, root.snapshot) for root in branches if branch_ref(root) not in known_branch]
     if not new:
         return plan
     cache = MetadataCache(ctx, workers)
@@ -258,23 +265,20 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> E
     keep_lists: set[str] = set()
     keep_manifests: set[str] = set()
     protected: set[str] = set()
-    for tag in new:
-        lists = {tag.snapshot.base_manifest_list, tag.snapshot.delta_manifest_list}
+    for label, snapshot in new:
+        lists = {snapshot.base_manifest_list, snapshot.delta_manifest_list}
         keep_lists |= lists
         try:
-            keep_manifests |= {m.file_name for m in cache.manifests_of(tag.snapshot)}
-            protected |= cache.live_paths(tag.snapshot, wanted, paths, None)
+            keep_manifests |= {m.file_name for m in cache.manifests_of(snapshot)}
+            protected |= cache.live_paths(snapshot, wanted, paths, None)
         except (CorruptMetadataError, OSError) as exc:
             if lists & planned_lists:
                 log.error(
-                    "tag %r was created on expired snapshot %d during expiration; it is broken: %s",
-                    tag.name,
-                    tag.snapshot.id,
-                    exc,
+                    "%s was created on expired snapshot %d during expiration; it is broken: %s", label, snapshot.id, exc
                 )
                 continue
-            raise MaintenanceError(f"cannot read tag {tag.name!r} before deleting data, stopping: {exc}") from exc
-        log.warning("tag %r on snapshot %d appeared during expiration; its files are kept", tag.name, tag.snapshot.id)
+            raise MaintenanceError(f"cannot read {label} before deleting data, stopping: {exc}") from exc
+        log.warning("%s on snapshot %d appeared during expiration; its files are kept", label, snapshot.id)
 
     def keep(planned: PlannedFile, names: set[str]) -> bool:
         return planned.path.rsplit("/", 1)[-1] not in names
@@ -284,7 +288,8 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> E
         data_files=tuple(f for f in plan.data_files if f.path not in protected),
         manifests=tuple(f for f in plan.manifests if keep(f, keep_manifests)),
         manifest_lists=tuple(f for f in plan.manifest_lists if keep(f, keep_lists)),
-        protecting_tags=plan.protecting_tags + tuple(TagRef.of(t) for t in new),
+        protecting_tags=plan.protecting_tags + tuple(TagRef.of(t) for t in new_tags),
+        protecting_branch_roots=tuple(branch_ref(root) for root in branches),
     )
 
 

@@ -39,7 +39,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tableformat.codec.avro_projection import EntryRef
 from tableformat.context import TableContext
@@ -54,10 +54,12 @@ from tableformat.errors import (
 from tableformat.layout import check_file_name
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
+from tableformat.parallel import InlineExecutor
 from tableformat.scan.planner import PartitionPredicate
 
 from .expire_config import ExpireConfig
 from .expire_files import Candidate, DataPaths, MetadataCache, TagRef, Workers
+from .references import References, Root
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,9 @@ class ExpirePlan:
     consumer_files: tuple[PlannedFile, ...] = ()
     expired_tags: tuple[TagRef, ...] = ()
     protecting_tags: tuple[TagRef, ...] = ()
+    protecting_branch_roots: tuple[TagRef, ...] = ()
+    """Every snapshot and tag of every branch (named by label, e.g. 'branch b1 tag release'): branches share the
+    main table's manifests and data files, so what they hold is kept like what a tag holds."""
     expired_consumers: tuple[str, ...] = ()
     consumer_cutoff_ms: int | None = None
     skipped_external: tuple[str, ...] = ()
@@ -127,6 +132,16 @@ class ExpirePlan:
 
 def new_plan_id() -> str:
     return str(uuid.uuid4())
+
+
+def branch_roots(ctx: TableContext) -> list[Root]:
+    """Every snapshot and tag of every branch, read (unreadable branch metadata raises: nothing may be deleted)."""
+    return References(ctx, InlineExecutor(), 1).collect_roots(include_main=False)
+
+
+def branch_ref(root: Root) -> TagRef:
+    """How a plan records a branch root it protects (a re-created one is a different ref)."""
+    return TagRef(root.label, root.snapshot.id, root.snapshot.base_manifest_list)
 
 
 def tag_expired(tag: Tag, now_ms: int) -> bool:
@@ -252,7 +267,15 @@ class _Planner:
         cutoff = None if self.config.consumer_expiration_ms is None else self.now - self.config.consumer_expiration_ms
         dead = [c for c in consumers if cutoff is not None and c.modified_ms is not None and c.modified_ms < cutoff]
         alive = [c for c in consumers if c not in dead]
+        branches = branch_roots(self.ctx)
         expired_tags = [t for t in tags if tag_expired(t, self.now)]
+        held = {t.name: sorted({r.branch for r in branches if r.snapshot.same_state(t.snapshot)}) for t in expired_tags}
+        notes = [
+            f"tag {name!r} is past its time-retained but kept: branch {', '.join(users)} was created from it"
+            for name, users in held.items()
+            if users
+        ]
+        expired_tags = [t for t in expired_tags if not held[t.name]]
         protecting = [t for t in tags if t not in expired_tags]
 
         earliest = self._earliest_seen
@@ -267,7 +290,8 @@ class _Planner:
             end = self._select_end(earliest, latest, min((c.next_snapshot for c in alive), default=None), limit)
         span = self._expired_range(earliest, end, latest)
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
-        return self._files(span, protecting, expired_tags, stale_tags, dead, cutoff)
+        plan = self._files(span, protecting, branches, expired_tags, stale_tags, dead, cutoff)
+        return replace(plan, note="; ".join(notes)) if notes else plan
 
     def _select_end(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> int:
         config = self.config
@@ -332,6 +356,7 @@ class _Planner:
         self,
         span: _Range,
         protecting: list[Tag],
+        branches: list[Root],
         expired_tags: list[Tag],
         stale_tags: list[Tag],
         dead: list[Consumer],
@@ -339,7 +364,7 @@ class _Planner:
     ) -> ExpirePlan:
         layout = self.ctx.layout
         expired = [span.expired[i][0] for i in sorted(span.expired)]
-        keep_roots = [span.end_snapshot, *[t.snapshot for t in protecting]]
+        keep_roots = [span.end_snapshot, *[t.snapshot for t in protecting], *[r.snapshot for r in branches]]
         gone_roots = [*expired, *[t.snapshot for t in stale_tags]]
         roots = [*keep_roots, *gone_roots]
         self.cache.load_lists(n for s in roots for n in (s.base_manifest_list, s.delta_manifest_list))
@@ -401,6 +426,7 @@ class _Planner:
             consumer_files=tuple(self._consumer_files(dead)),
             expired_tags=tuple(TagRef.of(t) for t in expired_tags),
             protecting_tags=tuple(TagRef.of(t) for t in protecting),
+            protecting_branch_roots=tuple(branch_ref(r) for r in branches),
             expired_consumers=tuple(c.consumer_id for c in dead),
             consumer_cutoff_ms=cutoff,
             skipped_external=tuple(sorted(external)),

@@ -26,13 +26,13 @@ from typing import TypeVar
 from tableformat.codec import json_codec
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
-from tableformat.layout import TableLayout, check_file_name
+from tableformat.layout import check_file_name
 from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
 from tableformat.parallel import InlineExecutor
 from tableformat.store import MetadataStore
 
-from .file_census import BRANCH_PREFIX, CHANGELOG_PREFIX
+from .file_census import CHANGELOG_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +95,11 @@ class References:
         self.window = max(2, 2 * parallelism)
 
     # --- roots -----------------------------------------------------------------------------------------------
-    def _sources(self) -> list[_Source]:
-        ctx = self.ctx
-        sources = self._sources_of("", ctx.store)
-        for info in ctx.io.list_dir(ctx.layout.join("branch")):
-            if info.is_dir and info.name.startswith(BRANCH_PREFIX) and len(info.name) > len(BRANCH_PREFIX):
-                layout = TableLayout(ctx.layout.join("branch", info.name))
-                branch = info.name[len(BRANCH_PREFIX) :]
-                sources += self._sources_of(branch, MetadataStore(ctx.io, layout))
+    def _sources(self, include_main: bool) -> list[_Source]:
+        store = self.ctx.store
+        sources = self._sources_of("", store) if include_main else []
+        for branch in store.branch_names():
+            sources += self._sources_of(branch, store.branch_store(branch))
         return sources
 
     def _sources_of(self, branch: str, store: MetadataStore) -> list[_Source]:
@@ -153,11 +150,14 @@ class References:
             ),
         ]
 
-    def collect_roots(self) -> list[Root]:
-        """Every root present, read; listed again after reading until the set of roots is stable."""
+    def collect_roots(self, *, include_main: bool = True) -> list[Root]:
+        """Every root present, read; listed again after reading until the set of roots is stable.
+
+        ``include_main=False``: only the branches' roots (snapshot expiration reads the main table itself).
+        """
         read: dict[tuple[str, str], Root | None] = {}
         for _ in range(MAX_ROUNDS):
-            sources = self._sources()
+            sources = self._sources(include_main)
             listed = self.pool.map(lambda s: (s, s.list_keys()), sources)
             present = [(source, key) for source, keys in listed for key in keys]
             todo = [(source, key) for source, key in present if (source.label, key) not in read]

@@ -19,6 +19,8 @@ MANIFEST_LIST_PREFIX = "manifest-list-"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 BUCKET_PREFIX = "bucket-"
+BRANCH_DIR = "branch"
+BRANCH_PREFIX = "branch-"
 
 _TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
 _UNSAFE_IN_NAME = re.compile(r"[/\\\x00:]")
@@ -111,6 +113,11 @@ class TableLayout:
 
     def consumer_file(self, consumer_id: str) -> str:
         return self.join("consumer", CONSUMER_PREFIX + check_file_name(consumer_id, what="consumer id"))
+
+    def branch(self, name: str) -> TableLayout:
+        """The metadata root of branch ``name`` (``branch/branch-<name>``): its own snapshots, tags and schemas; it
+        shares ``manifest/`` and the data directories with the main table."""
+        return TableLayout(self.join(BRANCH_DIR, BRANCH_PREFIX + check_file_name(name, what="branch name")))
 
     def bucket_dir(self, partition_path: str, bucket: int) -> str:
         return self.join(partition_path, bucket_dir_name(bucket))

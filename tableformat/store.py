@@ -20,6 +20,8 @@ from tableformat.errors import (
 )
 from tableformat.io.fileio import FileIO
 from tableformat.layout import (
+    BRANCH_DIR,
+    BRANCH_PREFIX,
     CONSUMER_PREFIX,
     EARLIEST,
     LATEST,
@@ -267,6 +269,33 @@ class MetadataStore:
 
     def delete_tag(self, name: str) -> bool:
         return bool(self.io.delete_files([self.layout.tag_file(name)]))
+
+    # --- branches --------------------------------------------------------------------------------------------
+    def branch_names(self) -> list[str]:
+        """Every branch (a ``branch/branch-<name>`` directory), by name."""
+        names = [
+            info.name[len(BRANCH_PREFIX) :]
+            for info in self.io.list_dir(self.layout.join(BRANCH_DIR))
+            if info.is_dir and info.name.startswith(BRANCH_PREFIX)
+        ]
+        return sorted(n for n in names if n)
+
+    def branch_store(self, name: str) -> MetadataStore:
+        """The metadata of branch ``name`` (its manifests and data files are the main table's directories)."""
+        return MetadataStore(self.io, self.layout.branch(name))
+
+    def branches_holding(self, snapshot: Snapshot) -> list[str]:
+        """Branches that hold ``snapshot`` as one of their own snapshots or tags: those created from it (Paimon copies
+        the snapshot, and the tag it was created from, into the branch). Unreadable branch metadata raises."""
+        holding = []
+        for name in self.branch_names():
+            branch = self.branch_store(name)
+            own = branch.try_read_snapshot(snapshot.id)
+            if (own is not None and own.same_state(snapshot)) or any(
+                tag.snapshot.same_state(snapshot) for tag in branch.tags()
+            ):
+                holding.append(name)
+        return holding
 
     def consumers(self) -> list[Consumer]:
         result = []

@@ -491,8 +491,21 @@ class Table:
         return tag
 
     def delete_tag(self, name: str) -> None:
-        """Delete a tag (its files become reclaimable by expiration and orphan cleanup)."""
-        if not self._ctx.store.delete_tag(name):
+        """Delete a tag (its files become reclaimable by expiration and orphan cleanup).
+
+        A tag a branch was created from is kept while that branch exists (Paimon refuses it too): TagError.
+        """
+        store = self._ctx.store
+        try:
+            tag = store.read_tag(name)
+        except SnapshotNotFoundError:
+            raise TagError(f"tag {name!r} does not exist") from None
+        users = store.branches_holding(tag.snapshot)
+        if users:
+            raise TagError(
+                f"tag {name!r} is used by branch {', '.join(users)} (created from it); delete the branch first"
+            )
+        if not store.delete_tag(name):
             raise TagError(f"tag {name!r} does not exist")
 
     def tags(self) -> list[Tag]:

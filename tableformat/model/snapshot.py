@@ -56,6 +56,11 @@ class Snapshot:
             names.append(self.changelog_manifest_list)
         return tuple(names)
 
+    def same_state(self, other: Snapshot) -> bool:
+        """Whether ``other`` is this snapshot (or a copy of it, as a tag or a branch created from it holds): the same
+        id and the same base manifest list (ids alone repeat after a rollback)."""
+        return self.id == other.id and self.base_manifest_list == other.base_manifest_list
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tag:
