@@ -1,0 +1,115 @@
+"""Orphan cleanup racing commits and expiration never deletes a live file (issue 10, defect 2).
+
+The cleaner lists candidates, reads the snapshots present, and only then reads their manifest lists and manifests.
+If in between a writer commits and an expirer removes the snapshots the cleaner had read (and their manifest lists),
+the cleaner must still learn what the newer snapshot references before deleting anything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from tableformat.cleanup.check import check_table
+from tableformat.cleanup.expire import expire_snapshots
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.context import TableContext
+from tableformat.io.local import LocalFileIO
+from tableformat.layout import TableLayout
+from tableformat.store import MetadataStore
+from tableformat.table import Table
+
+DAY = 86_400
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
+
+
+def rows(start: int, count: int) -> pa.Table:
+    return pa.table({"id": list(range(start, start + count)), "part": [i % 2 for i in range(count)]}, schema=SCHEMA)
+
+
+def files_under(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+class InterferingIO(LocalFileIO):
+    """Runs ``action`` once, just before the first read of a file whose name starts with ``trigger``
+    (``manifest-`` means a manifest, not a manifest list)."""
+
+    def __init__(self, trigger: str, action: Callable[[], None]) -> None:
+        self.trigger = trigger
+        self.action: Callable[[], None] | None = action
+
+    def read_bytes(self, path: str) -> bytes:
+        name = path.rsplit("/", 1)[-1]
+        hit = name.startswith(self.trigger) and not (self.trigger == "manifest-" and name.startswith("manifest-list-"))
+        if self.action is not None and hit:
+            action, self.action = self.action, None
+            action()
+        return super().read_bytes(path)
+
+
+def cleaner_context(root: Path, file_io: LocalFileIO) -> TableContext:
+    layout = TableLayout(str(root))
+    store = MetadataStore(file_io, layout)
+    return TableContext(location=str(root), io=file_io, layout=layout, store=store, schema=store.latest_schema())
+
+
+@pytest.mark.parametrize("trigger", ["manifest-list-", "manifest-"])
+def test_snapshots_expired_and_committed_while_references_are_read(tmp_path: Path, trigger: str) -> None:
+    root = tmp_path / "t"
+    table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    table.append(rows(0, 4))  # snapshot 1: its files are three days old and live to the end
+    table.append(rows(4, 4))  # snapshot 2
+    stamp = time.time() - 3 * DAY
+    for path in root.rglob("*"):
+        os.utime(path, (stamp, stamp))
+    old_live = {p for p in files_under(root) if "bucket-" in p or p.startswith("manifest/manifest-")}
+    old_live -= {p for p in old_live if p.startswith("manifest/manifest-list-")}
+
+    def commit_and_expire() -> None:
+        other = Table.open(str(root))
+        other.append(rows(8, 4))  # snapshot 3: still references every old data file and manifest
+        result = expire_snapshots(other.context, retain_min=1, retain_max=1, time_retained=0)
+        assert result.expired_snapshot_ids == (1, 2)  # with their manifest lists
+
+    io = InterferingIO(trigger, commit_and_expire)
+    result = remove_orphan_files(cleaner_context(root, io), older_than=dt.timedelta(hours=1))
+    assert io.action is None  # the interference happened
+    assert result.deleted_paths == ()
+    assert old_live <= files_under(root)
+    latest = Table.open(str(root))
+    assert sorted(latest.to_arrow().column("id").to_pylist()) == list(range(12))
+    assert check_table(latest.context).ok
+
+
+def test_a_tag_created_while_references_are_read_protects_its_files(tmp_path: Path) -> None:
+    """A tag made on the latest snapshot, which then is expired, still counts: it appeared before deletion."""
+    root = tmp_path / "t"
+    table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    table.append(rows(0, 4))  # 1
+    stamp = time.time() - 3 * DAY
+    for path in root.rglob("*"):
+        os.utime(path, (stamp, stamp))
+    old_data = {p for p in files_under(root) if "bucket-" in p}
+
+    def tag_overwrite_expire() -> None:
+        other = Table.open(str(root))
+        other.create_tag("keep", 1)
+        other.overwrite(rows(4, 4))  # 2: snapshot 1's files only the tag holds now
+        other.append(rows(8, 2))  # 3
+        assert other.expire_snapshots(retain_min=1, retain_max=1, time_retained=0).expired_snapshot_ids == (1, 2)
+
+    io = InterferingIO("manifest-list-", tag_overwrite_expire)
+    result = remove_orphan_files(cleaner_context(root, io), older_than=dt.timedelta(hours=1))
+    assert io.action is None
+    assert result.deleted_paths == ()
+    assert old_data <= files_under(root)
+    reopened = Table.open(str(root))
+    assert sorted(reopened.to_arrow(tag="keep").column("id").to_pylist()) == [0, 1, 2, 3]
+    assert check_table(reopened.context).ok
