@@ -9,7 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-from collections.abc import Callable, Mapping, Sequence
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +143,31 @@ class Paimon:
     def rollback_to(self, name: str, target: int | str) -> None:
         self.table(name).rollback_to(target)
 
+    def delete_tag(self, name: str, tag: str) -> None:
+        assert self.table(name).delete_tag(tag), f"pypaimon found no tag {tag!r}"
+
+    # branches: read and write branch ``b`` of ``t`` as the table ``t$branch_b`` (every method here takes it)
+    @staticmethod
+    def branch(name: str, branch: str) -> str:
+        return f"{name}$branch_{branch}"
+
+    def create_branch(self, name: str, branch: str, tag: str | None = None) -> None:
+        """From a tag: pypaimon copies the tag, its snapshot and the schemas into ``branch/branch-<b>/``. Without a
+        tag ("from the current state") pypaimon 2.1.0 copies only the schemas: the branch has no snapshot."""
+        self.table(name).branch_manager().create_branch(branch, tag)
+
+    def branch_from_snapshot(self, name: str, branch: str, snapshot_id: int) -> None:
+        """pypaimon 2.1.0 cannot branch from a snapshot (create_branch takes a tag name only); this writes what Paimon
+        Java's ``createBranch(branch, snapshotId)`` writes: the schemas and a copy of ``snapshot-<id>``."""
+        self.create_branch(name, branch)
+        source = Path(self.path(name)) / "snapshot" / f"snapshot-{snapshot_id}"
+        target = Path(self.path(name)) / "branch" / f"branch-{branch}" / "snapshot" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+    def drop_branch(self, name: str, branch: str) -> None:
+        self.table(name).branch_manager().drop_branch(branch)
+
     # reads
     def latest_id(self, name: str) -> int | None:
         snapshot = self.table(name).snapshot_manager().get_latest_snapshot()
@@ -235,6 +265,106 @@ def live_entries_of(
                 assert key in live, f"DELETE of {key} matches no live ADD"
                 del live[key]
     return live
+
+
+def age_files(root: str | Path, seconds: float) -> None:
+    """Make every file under ``root`` look ``seconds`` old."""
+    then = time.time() - seconds
+    for path in Path(root).rglob("*"):
+        if path.is_file():
+            os.utime(path, (then, then))
+
+
+def tree_bytes(root: str | Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative) with its content; {} when root does not exist."""
+    base = Path(root)
+    return {p.relative_to(base).as_posix(): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+
+
+def backdate_tag(table_root: str | Path, tag: str, seconds: int) -> None:
+    """Move a tag's ``tagCreateTime`` (local wall-clock fields, as pypaimon writes them) ``seconds`` into the past:
+    a tag whose time-retained has passed, without sleeping."""
+    path = Path(table_root) / "tag" / f"tag-{tag}"
+    document = read_json(path)
+    assert "tagCreateTime" in document, f"tag {tag} has no create time"
+    created = dt.datetime.now() - dt.timedelta(seconds=seconds)
+    document["tagCreateTime"] = [*created.timetuple()[:6], created.microsecond * 1000]
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+
+def metadata_roots(table_root: str | Path) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every snapshot and tag of the main table and of every branch: label ('snapshot 3', 'tag t', 'branch b
+    snapshot 2', 'branch b tag t') -> (path relative to the table root, JSON). Read independently of tablefmt."""
+    base = Path(table_root)
+    homes = [("", base)] + [
+        (f"branch {d.name[len('branch-') :]} ", d) for d in sorted((base / "branch").glob("branch-*")) if d.is_dir()
+    ]
+    roots = {}
+    for prefix, home in homes:
+        for kind, directory, file_prefix in (("snapshot", "snapshot", "snapshot-"), ("tag", "tag", "tag-")):
+            for path in sorted((home / directory).glob(f"{file_prefix}*")):
+                key = path.name[len(file_prefix) :]
+                roots[f"{prefix}{kind} {key}"] = (path.relative_to(base).as_posix(), read_json(path))
+    return roots
+
+
+def referenced_files(table_root: str | Path, metadata: Mapping[str, Any], *, named: bool = False) -> set[str]:
+    """Every file a snapshot or tag JSON needs (manifest lists, manifests, live data files), relative to the root,
+    found independently (fastavro; data files located by their unique names wherever they are under the root).
+
+    ``named``: data files named by ANY entry (ADD or DELETE) of its manifests that are still on disk instead of the
+    live ones: what orphan cleanup must keep (Paimon's rule, which tablefmt follows)."""
+    base = Path(table_root)
+    names = {p.name: p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
+    needed = set()
+    for key in ("baseManifestList", "deltaManifestList"):
+        needed.add(f"manifest/{metadata[key]}")
+        for meta in read_avro(base / "manifest" / metadata[key]):
+            needed.add(f"manifest/{meta['_FILE_NAME']}")
+    if named:
+        for key in ("baseManifestList", "deltaManifestList"):
+            found = (e["_FILE"]["_FILE_NAME"] for e in manifest_entries(base, metadata[key]))
+            needed |= {names[n] for n in found if n in names}
+        return needed
+    for _, _, file_name in live_entries_of(base, metadata):
+        assert file_name in names, f"data file {file_name} is missing"
+        needed.add(names[file_name])
+    return needed
+
+
+def unreferenced_without(
+    table_root: str | Path,
+    roots: Mapping[str, tuple[str, Mapping[str, Any]]],
+    gone: Iterable[str],
+    *,
+    named: bool = False,
+) -> set[str]:
+    """Files the ``gone`` roots reference and no other root does (see referenced_files for ``named``): what
+    removing them frees for expiration (live references) or for orphan cleanup (``named``)."""
+    gone = set(gone)
+    assert gone <= roots.keys(), f"unknown roots {sorted(gone - roots.keys())}"
+    dead = set().union(*(referenced_files(table_root, roots[label][1], named=named) for label in gone))
+    alive = set().union(*(referenced_files(table_root, roots[label][1], named=named) for label in roots.keys() - gone))
+    return dead - alive
+
+
+# --- tablefmt on the command line ----------------------------------------------------------------------------------
+
+
+def tablefmt_cli(*args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``tablefmt`` entry point (the console script next to this interpreter)."""
+    exe = Path(sys.executable).with_name("tablefmt")
+    assert exe.is_file(), f"no tablefmt entry point next to {sys.executable}: install tablefmt in this environment"
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == expect, (
+        f"tablefmt {' '.join(args)}: exit {proc.returncode}, expected {expect}\n{proc.stdout}\n{proc.stderr}"
+    )
+    return proc
+
+
+def tablefmt_json(*args: str, expect: int = 0) -> Any:
+    """``tablefmt ARGS --json``, parsed."""
+    return json.loads(tablefmt_cli(*args, "--json", expect=expect).stdout)
 
 
 # --- sample data ---------------------------------------------------------------------------------------------------
