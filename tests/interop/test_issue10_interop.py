@@ -185,7 +185,6 @@ BRANCH_READS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 1: expire expires the tag branch b1 came from and its files")
 def test_cli_expire_keeps_the_ttl_tag_a_branch_was_created_from(pp: Paimon) -> None:
     rows = Rows()
     root = tag_and_branch(pp, rows, ttl=True)
@@ -234,7 +233,6 @@ def test_cli_expire_keeps_the_ttl_tag_a_branch_was_created_from(pp: Paimon) -> N
     assert_reads(pp, rows, {"t": MAIN_ROWS})
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 1: expire deletes the files of branch b1's snapshot 1")
 def test_api_expire_after_pypaimon_deleted_the_tag_a_branch_was_created_from(pp: Paimon) -> None:
     from tableformat.cleanup.check import check_table
     from tableformat.cleanup.expire import expire_snapshots
@@ -278,7 +276,6 @@ def test_api_expire_after_pypaimon_deleted_the_tag_a_branch_was_created_from(pp:
     assert_reads(pp, rows, {"t": MAIN_ROWS, "t@3": MAIN_ROWS})
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 1: tablefmt tag delete deletes the tag branch b1 came from")
 def test_cli_tag_delete_refuses_the_tag_a_branch_was_created_from(pp: Paimon) -> None:
     rows = Rows()
     root = tag_and_branch(pp, rows, ttl=False)
@@ -292,7 +289,6 @@ def test_cli_tag_delete_refuses_the_tag_a_branch_was_created_from(pp: Paimon) ->
 # --- defect 2: a branch created from a snapshot --------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 2: expire deletes the files of a branch made from a snapshot")
 def test_cli_expire_and_orphans_keep_branches_created_from_a_snapshot_and_empty(pp: Paimon) -> None:
     rows = Rows()
     pp.create_table("s", SCHEMA, ["dt"], {"dynamic-partition-overwrite": "false"})
