@@ -19,6 +19,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
+from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.context import TableContext
 from tableformat.errors import (
     CorruptMetadataError,
@@ -29,12 +30,11 @@ from tableformat.errors import (
     ValidationError,
 )
 from tableformat.layout import check_file_name
-from tableformat.model.manifest import FileKind as EntryKind
+from tableformat.live_set import merge_entries
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import partition_path
 from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
 from tableformat.parallel import executor, resolve_parallelism
-from tableformat.scan.planner import PartitionCodec
 
 from .file_census import DirKind, walk_table
 from .orphans import plan_orphan_removal
@@ -193,14 +193,11 @@ def _collect_references(ctx: TableContext, refs: References, roots: list[Root], 
             entries_of[name] = entries
     rel_path = _data_path_function(ctx)
     for root in roots:
-        live: dict[tuple[object, ...], ManifestEntry] = {}
-        for list_name in root.snapshot.manifest_lists():
-            for manifest in lists.get(list_name, ()):
-                for entry in entries_of.get(manifest, ()):
-                    if entry.kind == EntryKind.ADD:
-                        live[entry.identifier()] = entry
-                    else:
-                        live.pop(entry.identifier(), None)
+        live = merge_entries(
+            entries_of.get(manifest, ())
+            for list_name in root.snapshot.manifest_lists()
+            for manifest in lists.get(list_name, ())
+        )
         for entry in live.values():
             if entry.file.external_path:
                 collector.external += 1

@@ -24,11 +24,11 @@ from tableformat.codec.avro_projection import EntryRef, ManifestListReader
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError
 from tableformat.layout import check_file_name
-from tableformat.model.manifest import FileKind, ManifestFileMeta
+from tableformat.live_set import PartitionPredicate, PathEntry, merge_entries
+from tableformat.model.manifest import ManifestFileMeta
 from tableformat.model.partition import partition_path
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
-from tableformat.scan.planner import PartitionPredicate
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -171,7 +171,7 @@ class MetadataCache:
         self.ctx = ctx
         self.workers = workers
         self._lists: dict[str, list[ManifestFileMeta]] = {}
-        self._filtered: dict[str, list[tuple[FileKind, str]]] = {}
+        self._filtered: dict[str, list[PathEntry]] = {}
         self._reader = ManifestListReader()
         # Parallel reads pay off where a read waits on the network. On a local disk a read costs less than a pool
         # task, and decoding holds the GIL: reading in order in this thread is faster (and lets consecutive
@@ -257,20 +257,13 @@ class MetadataCache:
         unread = list({m.file_name: m for m in metas if m.file_name not in self._filtered}.values())
         of = paths.of
         for meta, entries in zip(unread, self.entries(unread)):
-            kept: list[tuple[FileKind, str]] = []
+            kept: list[PathEntry] = []
             for entry in entries:
                 path = of(entry)
                 if path is not None and path in wanted:
-                    kept.append((entry.kind, path))
+                    kept.append(PathEntry(entry.kind, path))
             self._filtered[meta.file_name] = kept
-        live: set[str] = set()
-        for meta in metas:
-            for kind, path in self._filtered[meta.file_name]:
-                if kind == FileKind.ADD:
-                    live.add(path)
-                else:
-                    live.discard(path)
-        return live
+        return {entry.path for entry in merge_entries(self._filtered[meta.file_name] for meta in metas).values()}
 
     def reset_filter(self) -> None:
         """Forget filtered manifests (call when the candidate set changes)."""

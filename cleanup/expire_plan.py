@@ -41,7 +41,6 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
-from tableformat.codec.avro_projection import EntryRef
 from tableformat.context import TableContext
 from tableformat.errors import (
     CorruptMetadataError,
@@ -52,10 +51,10 @@ from tableformat.errors import (
     UnsupportedFormatError,
 )
 from tableformat.layout import check_file_name
+from tableformat.live_set import PartitionPredicate, merge_entries
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
 from tableformat.parallel import InlineExecutor
-from tableformat.scan.planner import PartitionPredicate
 
 from .expire_config import ExpireConfig
 from .expire_files import Candidate, DataPaths, MetadataCache, TagRef, Workers
@@ -524,13 +523,7 @@ class _Planner:
             del pending
         stranded = [span.expired[i][0] for i in sorted(span.expired) if i < begin]
         for snap in [*stranded, *[t.snapshot for t in stale_tags]]:
-            live: dict[tuple[object, ...], EntryRef] = {}
-            for entries in self.cache.entries(self.cache.manifests_of(snap)):
-                for entry in entries:  # merge_entries: ADD puts a file, DELETE removes it
-                    if entry.kind == add:
-                        live[entry.identifier()] = entry
-                    else:
-                        live.pop(entry.identifier(), None)
+            live = merge_entries(self.cache.entries(self.cache.manifests_of(snap)))
             for entry in live.values():
                 path = of(entry)
                 if path is None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.io.factory import open_location
 from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
 from tableformat.model.schema import TableSchema
 from tableformat.options import TableOptions
-from tableformat.scan.planner import PartitionCodec
 from tableformat.store import MetadataStore
 
 

@@ -32,6 +32,7 @@ from tableformat.errors import (
 )
 from tableformat.io.factory import open_location
 from tableformat.layout import NameFactory, TableLayout
+from tableformat.live_set import PartitionPredicate, live_entries
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import normalize_spec
 from tableformat.model.schema import TableSchema
@@ -45,7 +46,6 @@ from tableformat.options import (
     SINGLE_WRITER_UNSAFE_STORE,
     TableOptions,
 )
-from tableformat.scan.planner import PartitionPredicate, live_entries
 from tableformat.scan.reader import DataReader
 from tableformat.store import MetadataStore
 

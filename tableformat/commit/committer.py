@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 from tableformat.codec import json_codec
+from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.manifest_merge import ManifestMerger, MergePolicy
 from tableformat.errors import (
@@ -30,6 +31,7 @@ from tableformat.errors import (
     ValidationError,
 )
 from tableformat.layout import NameFactory
+from tableformat.live_set import PartitionPredicate, live_entries
 from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import CommitKind, Snapshot
@@ -44,7 +46,6 @@ from tableformat.options import (
     MANIFEST_TARGET_FILE_SIZE,
     TableOptions,
 )
-from tableformat.scan.planner import PartitionCodec, PartitionPredicate, live_entries
 from tableformat.store import MetadataStore
 
 log = logging.getLogger(__name__)

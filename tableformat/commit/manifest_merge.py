@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.layout import NameFactory
+from tableformat.live_set import PartitionPredicate, merge_entries, read_entries
 from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from tableformat.model.types import DataType
-from tableformat.scan.planner import PartitionCodec, PartitionPredicate, merge_entries, read_entries
 from tableformat.store import MetadataStore
 
 

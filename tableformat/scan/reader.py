@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tableformat.codec.arrow_schema import arrow_schema_of, arrow_type_of
+from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.errors import CorruptMetadataError, StorageError, UnsupportedFormatError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
@@ -17,7 +18,6 @@ from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import partition_path
 from tableformat.model.schema import TableSchema
 from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME, TableOptions
-from tableformat.scan.planner import PartitionCodec
 
 
 class DataReader:

@@ -17,12 +17,12 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.io.factory import open_location
 from tableformat.layout import TableLayout
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
-from tableformat.scan.planner import PartitionCodec
 from tableformat.scan.reader import DataReader
 from tableformat.spark.config import ReadConfig
 from tableformat.spark.schema import arrow_schema_for_spark, resolve_columns, to_spark_batches

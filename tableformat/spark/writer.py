@@ -32,7 +32,7 @@ from tableformat.commit.data_writer import NewDataFile
 from tableformat.errors import CommitError, ValidationError
 from tableformat.io.factory import open_location
 from tableformat.io.fileio import FileIO
-from tableformat.scan.planner import PartitionPredicate
+from tableformat.live_set import PartitionPredicate
 from tableformat.spark.schema import normalise_timestamps
 from tableformat.table import Table
 

@@ -16,7 +16,7 @@ from tableformat.codec import json_codec
 from tableformat.context import TableContext
 from tableformat.io.local import LocalFileIO
 from tableformat.layout import TableLayout
-from tableformat.scan.planner import live_entries
+from tableformat.live_set import live_entries
 from tableformat.scan.reader import DataReader
 from tableformat.store import MetadataStore
 from tableformat.table import Table

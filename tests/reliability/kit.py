@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from tableformat.context import TableContext
-from tableformat.scan.planner import live_entries
+from tableformat.live_set import live_entries
 from tableformat.scan.reader import DataReader
 from tableformat.table import Table
 

@@ -38,9 +38,9 @@ from tableformat.errors import (
     ValidationError,
 )
 from tableformat.layout import NameFactory
+from tableformat.live_set import live_entries
 from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
-from tableformat.scan.planner import live_entries
 from tableformat.table import Table
 
 from .kit import (

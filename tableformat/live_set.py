@@ -1,34 +1,22 @@
-"""Plan the live data files of a snapshot: read its manifests (pruned by partition statistics) and merge entries."""
+"""The live files of a snapshot: its manifests (pruned by partition statistics) read and their entries merged.
+
+The one ADD/DELETE merge of the code base: a file's state in a snapshot is its last entry in base-then-delta
+manifest order. Commits, scans and maintenance all take live sets from here.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from tableformat.codec.binary_row import decode_row
+from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.errors import CorruptMetadataError
 from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
-from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
 from tableformat.store import MetadataStore
-
-
-class PartitionCodec:
-    """Decodes partition rows of one table, caching by the row bytes."""
-
-    def __init__(self, schema: TableSchema) -> None:
-        self.keys = schema.partition_keys
-        self.types = [f.type for f in schema.partition_fields]
-        self._cache: dict[bytes, dict[str, Any]] = {}
-
-    def values(self, partition: bytes, *, source: str = "<partition>") -> dict[str, Any]:
-        cached = self._cache.get(partition)
-        if cached is None:
-            cached = dict(zip(self.keys, decode_row(partition, self.types, source=source)))
-            self._cache[partition] = cached
-        return cached
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,25 +71,43 @@ def read_entries(
         return list(pool.map(lambda m: store.read_manifest(m.file_name), manifests))
 
 
-def merge_entries(
-    entry_lists: Iterable[Iterable[ManifestEntry]], *, strict: bool = False
-) -> dict[tuple[object, ...], ManifestEntry]:
+class Entry(Protocol):
+    """Anything merged into a live set: a manifest entry, a projected one, or a (kind, path) pair."""
+
+    @property
+    def kind(self) -> FileKind: ...
+
+    def identifier(self) -> Hashable: ...
+
+
+E = TypeVar("E", bound=Entry)
+
+
+def merge_entries(entry_lists: Iterable[Iterable[E]]) -> dict[Hashable, E]:
     """Apply entries in order: ADD puts a file, DELETE removes it. Returns live ADD entries by identity.
 
-    A DELETE whose ADD is not in the input is ignored (its ADD lives in manifests outside the input). With
-    ``strict``, an ADD of a file that is already live is an error.
+    A DELETE whose ADD is not in the input is ignored (its ADD lives in manifests outside the input).
     """
-    live: dict[tuple[object, ...], ManifestEntry] = {}
+    live: dict[Hashable, E] = {}
+    add = FileKind.ADD
     for entries in entry_lists:
         for entry in entries:
             key = entry.identifier()
-            if entry.kind == FileKind.ADD:
-                if strict and key in live:
-                    raise CorruptMetadataError(entry.file.file_name, "file added twice")
+            if entry.kind == add:
                 live[key] = entry
             else:
                 live.pop(key, None)
     return live
+
+
+class PathEntry(NamedTuple):
+    """An entry reduced to its kind and its file's path (identity by path, within one table's data files)."""
+
+    kind: FileKind
+    path: str
+
+    def identifier(self) -> Hashable:
+        return self.path
 
 
 def live_entries(
