@@ -34,11 +34,11 @@ from tableformat.live_set import merge_entries
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import partition_path
 from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
-from tableformat.parallel import executor, resolve_parallelism
+from tableformat.parallel import bounded_map, executor, resolve_parallelism
 
 from .file_census import DirKind, walk_table
 from .orphans import plan_orphan_removal
-from .references import References, Root, bounded_map
+from .references import References, Root
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,10 @@ from tableformat.codec import json_codec
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, DeleteFailedError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import EARLIEST
+from tableformat.parallel import Workers
 
 from .expire_config import Duration, ExpireConfig
-from .expire_files import DataPaths, MetadataCache, TagRef, Workers
+from .expire_files import DataPaths, MetadataCache, TagRef
 from .expire_journal import list_journals, read_journal, remove_journal, write_journal
 from .expire_plan import ExpirePlan, PlannedFile, branch_ref, branch_roots, plan_expiration
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
@@ -29,6 +28,7 @@ from tableformat.model.manifest import ManifestFileMeta
 from tableformat.model.partition import partition_path
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
+from tableformat.parallel import READ_CHUNK, Workers
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -61,45 +61,6 @@ class Candidate(NamedTuple):
 
 ENTRIES_IN_FLIGHT = 100_000
 """Manifest entries decoded at once (projected, about 300 bytes each): bounds peak memory on tables with many files."""
-
-READ_CHUNK = 16
-"""Metadata files read per pool task when reading in parallel (one file per task costs more than it saves)."""
-
-
-class Workers:
-    """One thread pool for a whole expiration run: threads start once (lazily), not per batch of work."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-        self._pool: ThreadPoolExecutor | None = None
-
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        """``[fn(x) for x in items]``, in parallel when worthwhile (in order; the first exception propagates)."""
-        if len(items) <= 1 or self.threads <= 1:
-            return [fn(item) for item in items]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tablefmt-expire")
-        return list(self._pool.map(fn, items))
-
-    def map_chunked(self, fn: Callable[[T], R], items: Sequence[T], chunk: int = READ_CHUNK) -> list[R]:
-        """``map`` with ``chunk`` items per pool task (cheap calls: a task per item costs more than the call)."""
-        if len(items) <= chunk or self.threads <= 1:
-            return [fn(item) for item in items]
-        size = max(1, min(chunk, -(-len(items) // self.threads)))
-        parts = [items[i : i + size] for i in range(0, len(items), size)]
-        done = self.map(lambda part: [fn(item) for item in part], parts)
-        return [result for part in done for result in part]
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-
-    def __enter__(self) -> Workers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 _DOTS = (".", "..")

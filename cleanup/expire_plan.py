@@ -54,10 +54,10 @@ from tableformat.layout import check_file_name
 from tableformat.live_set import PartitionPredicate, merge_entries
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
-from tableformat.parallel import InlineExecutor
+from tableformat.parallel import InlineExecutor, Workers
 
 from .expire_config import ExpireConfig
-from .expire_files import Candidate, DataPaths, MetadataCache, TagRef, Workers
+from .expire_files import Candidate, DataPaths, MetadataCache, TagRef
 from .references import References, Root
 
 log = logging.getLogger(__name__)

@@ -49,7 +49,7 @@ from tableformat.errors import (
 from tableformat.io.fileio import UNKNOWN, FileInfo
 from tableformat.layout import LATEST
 from tableformat.options import DATA_FILE_PREFIX, ORPHAN_OLDER_THAN
-from tableformat.parallel import executor, resolve_delete_parallelism, resolve_parallelism
+from tableformat.parallel import bounded_map, executor, resolve_delete_parallelism, resolve_parallelism
 
 from .file_census import CANDIDATE_KINDS, DirKind, FileKind, NameRules, walk_table
 from .references import (
@@ -58,7 +58,6 @@ from .references import (
     ListSummary,
     References,
     Root,
-    bounded_map,
     list_owners,
     summarize,
 )

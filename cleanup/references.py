@@ -17,9 +17,8 @@ Concurrency rules (the cleaners and the checker rely on them):
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -29,7 +28,7 @@ from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotN
 from tableformat.layout import check_file_name
 from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
-from tableformat.parallel import InlineExecutor
+from tableformat.parallel import bounded_map
 from tableformat.store import MetadataStore
 
 from .file_census import CHANGELOG_PREFIX
@@ -67,23 +66,6 @@ class _Source:
     list_keys: Callable[[], list[str]]
     path_of: Callable[[str], str]
     read: Callable[[str], Snapshot | None]
-
-
-def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[tuple[T, R]]:
-    """(item, fn(item)) in input order with at most ``window`` calls in flight (bounded memory)."""
-    if isinstance(pool, InlineExecutor):  # no futures needed (and no lookahead: the same order of calls)
-        for item in items:
-            yield item, fn(item)
-        return
-    pending: deque[tuple[T, Future[R]]] = deque()
-    for item in items:
-        pending.append((item, pool.submit(fn, item)))
-        if len(pending) >= window:
-            first, future = pending.popleft()
-            yield first, future.result()
-    while pending:
-        first, future = pending.popleft()
-        yield first, future.result()
 
 
 class References:

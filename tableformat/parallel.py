@@ -1,4 +1,5 @@
-"""Thread pools for maintenance: how many threads, and an executor that runs inline when one is enough.
+"""The one thread-pool module: how many threads, an executor that runs inline when one is enough, an ordered map
+with a bounded number of calls in flight (bounded_map), and a lazily started pool for a whole run (Workers).
 
 On the local filesystem, metadata reads come from the page cache and decoding them is CPU work that holds the GIL:
 threads there make a run slower (each result costs a thread switch), so unless asked for a thread count, work on a
@@ -8,7 +9,8 @@ network and ``file-operation.thread-num`` threads overlap those waits.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -17,6 +19,10 @@ from tableformat.io.fileio import FileIO
 from tableformat.options import FILE_OPERATION_THREAD_NUM, TableOptions
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+READ_CHUNK = 16
+"""Metadata files read per pool task when reading in parallel (one file per task costs more than it saves)."""
 
 
 class InlineExecutor(Executor):
@@ -58,3 +64,56 @@ def executor(workers: int, name: str) -> Executor:
     if workers <= 1:
         return InlineExecutor()
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+
+
+def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[tuple[T, R]]:
+    """(item, fn(item)) in input order with at most ``window`` calls in flight (bounded memory)."""
+    if isinstance(pool, InlineExecutor):  # no futures needed (and no lookahead: the same order of calls)
+        for item in items:
+            yield item, fn(item)
+        return
+    pending: deque[tuple[T, Future[R]]] = deque()
+    for item in items:
+        pending.append((item, pool.submit(fn, item)))
+        if len(pending) >= window:
+            first, future = pending.popleft()
+            yield first, future.result()
+    while pending:
+        first, future = pending.popleft()
+        yield first, future.result()
+
+
+class Workers:
+    """One thread pool for a whole expiration run: threads start once (lazily), not per batch of work."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[fn(x) for x in items]``, in parallel when worthwhile (in order; the first exception propagates)."""
+        if len(items) <= 1 or self.threads <= 1:
+            return [fn(item) for item in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tablefmt-expire")
+        return list(self._pool.map(fn, items))
+
+    def map_chunked(self, fn: Callable[[T], R], items: Sequence[T], chunk: int = READ_CHUNK) -> list[R]:
+        """``map`` with ``chunk`` items per pool task (cheap calls: a task per item costs more than the call)."""
+        if len(items) <= chunk or self.threads <= 1:
+            return [fn(item) for item in items]
+        size = max(1, min(chunk, -(-len(items) // self.threads)))
+        parts = [items[i : i + size] for i in range(0, len(items), size)]
+        done = self.map(lambda part: [fn(item) for item in part], parts)
+        return [result for part in done for result in part]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
