@@ -14,20 +14,16 @@ from (``snapshot/snapshot-N``, ``manifest/<name>``, ``tag/tag-<name>``, ``consum
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from tableformat.codec.journal_codec import RowList, decode_journal, encode_journal
 from tableformat.context import TableContext
 from tableformat.errors import MaintenanceError, UnsafePathError
 from tableformat.layout import check_file_name, check_tag_name
 
 from .expire_files import TagRef
 from .expire_plan import JOURNAL_PREFIX, ExpirePlan, PlannedFile
-
-FORMAT = "tablefmt-expire-journal"
-VERSION = 1
 
 
 def journal_path(ctx: TableContext, plan_id: str) -> str:
@@ -43,65 +39,33 @@ def list_journals(ctx: TableContext) -> list[str]:
     )
 
 
-def _files(files: Sequence[PlannedFile], *, with_extras: bool = False) -> list[list[Any]]:
-    if with_extras:
-        return [[f.path, f.size, list(f.extras)] for f in files]
-    return [[f.path, f.size] for f in files]
+def _file(f: PlannedFile) -> list[Any]:
+    return [f.path, f.size]
+
+
+def _file_with_extras(f: PlannedFile) -> list[Any]:
+    return [f.path, f.size, list(f.extras)]
+
+
+def _files(files: Sequence[PlannedFile]) -> list[list[Any]]:
+    return [_file(f) for f in files]
 
 
 def _tags(refs: Sequence[TagRef]) -> list[list[Any]]:
     return [[r.name, r.snapshot_id, r.base_manifest_list] for r in refs]
 
 
-_CHUNK = 4096
-"""Files encoded per json.dumps call: the journal of a huge plan never exists as one list of lists in memory."""
-
-
-class _FileList:
-    """A list of planned files in the document: encoded in chunks (see _encode)."""
-
-    def __init__(self, files: Sequence[PlannedFile], with_extras: bool) -> None:
-        self.files = files
-        self.with_extras = with_extras
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _encode(document: dict[str, Any]) -> bytes:
-    """``json.dumps(document, separators=(",", ":"), ensure_ascii=False)`` in UTF-8, with every _FileList written
-    as the list ``_files`` would build, chunk by chunk (the same bytes, a fraction of the memory)."""
-    out = io.BytesIO()
-    for index, (key, value) in enumerate(document.items()):
-        out.write((("{" if index == 0 else ",") + _dumps(key) + ":").encode("utf-8"))
-        if not isinstance(value, _FileList):
-            out.write(_dumps(value).encode("utf-8"))
-            continue
-        out.write(b"[")
-        for start in range(0, len(value.files), _CHUNK):
-            rows = _files(value.files[start : start + _CHUNK], with_extras=value.with_extras)
-            if start:
-                out.write(b",")
-            out.write(_dumps(rows)[1:-1].encode("utf-8"))
-        out.write(b"]")
-    out.write(b"}" if document else b"{}")
-    return out.getvalue()
-
-
 def plan_to_json(plan: ExpirePlan) -> bytes:
     document = {
-        "format": FORMAT,
-        "version": VERSION,
         "planId": plan.plan_id,
         "nowMs": plan.now_ms,
         "end": plan.end,
         "expiredSnapshots": list(plan.expired_snapshots),
         "fingerprints": [list(fp) for fp in plan.fingerprints],
         "snapshotFiles": _files(plan.snapshot_files),
-        "dataFiles": _FileList(plan.data_files, with_extras=True),
-        "manifests": _FileList(plan.manifests, with_extras=False),
-        "manifestLists": _FileList(plan.manifest_lists, with_extras=False),
+        "dataFiles": RowList(plan.data_files, _file_with_extras),
+        "manifests": RowList(plan.manifests, _file),
+        "manifestLists": RowList(plan.manifest_lists, _file),
         "tagFiles": _files(plan.tag_files),
         "consumerFiles": _files(plan.consumer_files),
         "expiredTags": _tags(plan.expired_tags),
@@ -112,7 +76,7 @@ def plan_to_json(plan: ExpirePlan) -> bytes:
         "skippedExternal": list(plan.skipped_external),
         "emptyDirCandidates": list(plan.empty_dir_candidates),
     }
-    return _encode(document)
+    return encode_journal(document)
 
 
 def write_journal(ctx: TableContext, plan: ExpirePlan) -> str:
@@ -171,11 +135,7 @@ def _load_tags(raw: Any) -> tuple[TagRef, ...]:
 
 
 def plan_from_json(data: bytes) -> ExpirePlan:
-    doc = json.loads(data.decode("utf-8"))
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError("not an expiration journal")
-    if doc.get("version") != VERSION:
-        raise ValueError(f"unsupported journal version {doc.get('version')!r}")
+    doc = decode_journal(data)
     cutoff = doc.get("consumerCutoffMs")
     return ExpirePlan(
         plan_id=str(doc["planId"]),

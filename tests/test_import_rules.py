@@ -1,0 +1,132 @@
+"""The layer rules of docs/architecture.md, checked on the source: every import goes down, never up or sideways.
+
+model <- codec <- io <- store / commit / scan <- cleanup <- table <- spark / cli. Modules are read as text (ast),
+so the rule holds for imports inside functions too. Also: commit never imports scan, and JSON or Avro
+(de)serialisation (json, fastavro) appears only in codec/ (the CLI prints --json, Spark parses its own options:
+both are output and configuration, not table metadata, and are the only exceptions).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = {
+    "tableformat": REPO / "tableformat",
+    "tableformat.cleanup": REPO / "cleanup",
+    "tableformat.cli": REPO / "cli",
+}
+
+LAYERS: list[tuple[str, ...]] = [
+    ("tableformat.errors",),
+    ("tableformat.durations",),
+    ("tableformat.model", "tableformat.layout", "tableformat.options"),
+    ("tableformat.codec", "tableformat.paimon_option_keys"),
+    ("tableformat.io",),
+    ("tableformat.store", "tableformat.parallel", "tableformat.options_doc"),
+    ("tableformat.live_set", "tableformat.context"),
+    ("tableformat.commit", "tableformat.scan"),
+    ("tableformat.cleanup",),
+    ("tableformat.table",),
+    ("tableformat.spark", "tableformat.cli", "tableformat"),
+]
+"""Lowest first. A module may import its own layer's siblings only where listed in SIDEWAYS."""
+
+SIDEWAYS = {("tableformat.cli", "tableformat.spark")}
+"""Same-layer imports that are allowed (importer, imported)."""
+
+FORBIDDEN = {("tableformat.commit", "tableformat.scan")}
+
+SERIALISERS = ("json", "fastavro", "avro")
+SERIALISER_HOMES = ("tableformat.codec", "tableformat.cli", "tableformat.spark")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package, folder in SOURCES.items():
+        for path in folder.rglob("*.py"):
+            rel = path.relative_to(folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            if package == "tableformat" and parts and parts[0] in ("cleanup", "cli"):
+                continue
+            found[name] = path
+    return found
+
+
+def unit_of(module: str) -> str:
+    """The layer unit a module belongs to: the longest LAYERS entry it falls under."""
+    best = ""
+    for layer in LAYERS:
+        for unit in layer:
+            if (module == unit or module.startswith(unit + ".")) and len(unit) > len(best):
+                best = unit
+    return best
+
+
+def level(unit: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if unit in layer)
+
+
+def imports_of(module: str, path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                names.append(".".join([*base, node.module] if node.module else base))
+            elif node.module:
+                names.append(node.module)
+    return names
+
+
+def violations() -> list[str]:
+    found = []
+    for module, path in sorted(modules().items()):
+        unit = unit_of(module)
+        assert unit, f"{module} is in no layer: add it to LAYERS"
+        for imported in imports_of(module, path):
+            top = imported.split(".")[0]
+            if top in SERIALISERS and not any(unit == home or unit.startswith(home) for home in SERIALISER_HOMES):
+                found.append(f"{module} imports {imported}: (de)serialisation belongs in tableformat.codec")
+            if top != "tableformat":
+                continue
+            target = unit_of(imported)
+            if not target or target == unit:
+                continue
+            if (unit, target) in FORBIDDEN:
+                found.append(f"{module} imports {imported}: {unit} must not import {target}")
+            elif level(target) > level(unit):
+                found.append(f"{module} imports {imported}: {unit} is below {target}")
+            elif level(target) == level(unit) and (unit, target) not in SIDEWAYS and unit != "tableformat":
+                found.append(f"{module} imports {imported}: sideways between {unit} and {target}")
+    return found
+
+
+def test_every_import_goes_down() -> None:
+    assert violations() == []
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "expected"),
+    [
+        ("tableformat.model.x", "from tableformat.store import MetadataStore\n", "tableformat.model is below"),
+        ("tableformat.commit.x", "from tableformat.scan.reader import DataReader\n", "must not import"),
+        ("tableformat.store", "import json\n", "belongs in tableformat.codec"),
+        ("tableformat.cleanup.x", "from tableformat.cli.main import cli\n", "is below"),
+    ],
+)
+def test_the_rule_catches_a_wrong_import(tmp_path: Path, monkeypatch, module: str, source: str, expected: str) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(source)
+    real = modules
+    monkeypatch.setitem(globals(), "modules", lambda: {**real(), module: bad})
+    assert any(expected in v for v in violations())
