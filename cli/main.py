@@ -9,7 +9,14 @@ from typing import Any
 import click
 import pyarrow.parquet as pq
 
-from tableformat.cli.common import echo_json, handle_errors, open_table, parse_storage_options, storage_option_flag
+from tableformat.cli.common import (
+    OneLineErrorGroup,
+    echo_json,
+    handle_errors,
+    open_table,
+    parse_storage_options,
+    storage_option_flag,
+)
 from tableformat.cli.demo_command import demo
 from tableformat.cli.expire_command import expire
 from tableformat.cli.orphans_command import check, remove_orphans
@@ -18,7 +25,7 @@ from tableformat.model.snapshot import Snapshot
 from tableformat.table import Table
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrorGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tablefmt")
 @click.option("-v", "--verbose", count=True, help="Log more (-v: info, -vv: debug).")
 def cli(verbose: int) -> None:
@@ -61,7 +68,7 @@ def create(
     opts = {}
     for pair in options:
         if "=" not in pair:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="'--option'")
         key, value = pair.split("=", 1)
         opts[key] = value
     keys = [k.strip() for k in partition_keys.split(",") if k.strip()]
