@@ -82,10 +82,22 @@ def create(
 @click.option("--overwrite", is_flag=True, help="Replace the whole table (or --partition) instead of appending.")
 @click.option("--partition", default=None, metavar="K=V[,K=V]", help="With --overwrite: the partition to replace.")
 @click.option("--dynamic", is_flag=True, help="With --overwrite: replace exactly the partitions present in FILE.")
+@click.option(
+    "--fill-missing-columns",
+    is_flag=True,
+    help="Write nulls for nullable table columns FILE lacks (without it a missing column is an error; a missing "
+    "partition key or NOT NULL column always is).",
+)
 @storage_option_flag
 @handle_errors
 def write(
-    table: str, file: str, overwrite: bool, partition: str | None, dynamic: bool, storage_options: tuple[str, ...]
+    table: str,
+    file: str,
+    overwrite: bool,
+    partition: str | None,
+    dynamic: bool,
+    fill_missing_columns: bool,
+    storage_options: tuple[str, ...],
 ) -> None:
     """Append a Parquet FILE to TABLE (one snapshot), or overwrite with --overwrite."""
     if (partition or dynamic) and not overwrite:
@@ -94,9 +106,9 @@ def write(
     target = open_table(table, storage_options)
     if overwrite:
         spec = parse_spec_text(partition) if partition else None
-        snapshot = target.overwrite(data, spec, dynamic=dynamic or None)
+        snapshot = target.overwrite(data, spec, dynamic=dynamic or None, fill_missing_columns=fill_missing_columns)
     else:
-        snapshot = target.append(data)
+        snapshot = target.append(data, fill_missing_columns=fill_missing_columns)
     if snapshot is None:
         click.echo("nothing to commit (no rows); no snapshot written")
     else:

@@ -19,7 +19,7 @@ from tableformat.cleanup.maintenance import run_after_commit
 from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
-from tableformat.commit.data_writer import DataFileWriter, NewDataFile
+from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
 from tableformat.context import TableContext
 from tableformat.errors import (
     CommitStateUnknownError,
@@ -183,10 +183,13 @@ class Table:
         dynamic: bool = False,
         commit_user: str | None = None,
         commit_identifier: int | None = None,
+        fill_missing_columns: bool = False,
     ) -> Snapshot | None:
         self._refresh_schema()
-        self._check_atomic_create()
         ctx = self._ctx
+        if data is not None:  # refuse data that does not fit before anything is written (the S3 probe included)
+            data = conform(data, ctx.schema, fill_missing_columns=fill_missing_columns)
+        self._check_atomic_create()
         writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
         try:
             new_files: list[NewDataFile] = writer.write(data) if data is not None else list(prepared or ())
@@ -232,16 +235,19 @@ class Table:
             )
         self._atomic_create_checked = True
 
-    def write_files(self, data: pa.Table | pa.RecordBatch) -> list[NewDataFile]:
+    def write_files(
+        self, data: pa.Table | pa.RecordBatch, *, fill_missing_columns: bool = False
+    ) -> list[NewDataFile]:
         """Write data files without committing them (for engines whose workers write and whose driver commits).
 
-        The caller commits the returned files with commit_files, or deletes them if its job fails.
+        The caller commits the returned files with commit_files, or deletes them if its job fails. Missing columns
+        are refused as in append().
         """
         self._refresh_schema()
         ctx = self._ctx
         writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
         try:
-            return writer.write(data)
+            return writer.write(data, fill_missing_columns=fill_missing_columns)
         except BaseException:
             if writer.written:
                 ctx.io.delete_files(writer.written)
@@ -298,10 +304,26 @@ class Table:
             log.warning("maintenance after commit failed (the commit itself succeeded): %s", exc)
 
     def append(
-        self, data: pa.Table | pa.RecordBatch, *, commit_user: str | None = None, commit_identifier: int | None = None
+        self,
+        data: pa.Table | pa.RecordBatch,
+        *,
+        fill_missing_columns: bool = False,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
     ) -> Snapshot | None:
-        """Append rows as one APPEND snapshot (None if ``data`` has no rows)."""
-        return self._commit(ChangeKind.APPEND, data, commit_user=commit_user, commit_identifier=commit_identifier)
+        """Append rows as one APPEND snapshot (None if ``data`` has no rows).
+
+        ``data`` must have every column of the table; a missing one is refused before anything is written. With
+        ``fill_missing_columns=True`` missing nullable columns are written as nulls (never a partition key: its
+        rows would all land in the default partition, nor a NOT NULL column).
+        """
+        return self._commit(
+            ChangeKind.APPEND,
+            data,
+            commit_user=commit_user,
+            commit_identifier=commit_identifier,
+            fill_missing_columns=fill_missing_columns,
+        )
 
     def overwrite(
         self,
@@ -309,6 +331,7 @@ class Table:
         partition: PartitionSpec | None = None,
         *,
         dynamic: bool | None = None,
+        fill_missing_columns: bool = False,
         commit_user: str | None = None,
         commit_identifier: int | None = None,
     ) -> Snapshot | None:
@@ -316,7 +339,8 @@ class Table:
 
         ``partition`` given: static overwrite of that (possibly partial) partition spec; every row must be inside
         it. ``partition=None``: the whole table, or, when ``dynamic`` is true (default: the table option
-        ``dynamic-partition-overwrite``, false unless set), exactly the partitions present in ``data``.
+        ``dynamic-partition-overwrite``, false unless set), exactly the partitions present in ``data``. Missing
+        columns are refused, or filled as in append() with ``fill_missing_columns=True``.
         """
         scope, use_dynamic = self._overwrite_scope(partition, dynamic)
         return self._commit(
@@ -326,6 +350,7 @@ class Table:
             dynamic=use_dynamic,
             commit_user=commit_user,
             commit_identifier=commit_identifier,
+            fill_missing_columns=fill_missing_columns,
         )
 
     def drop_partitions(self, partitions: Iterable[PartitionSpec]) -> Snapshot | None:
