@@ -20,8 +20,10 @@ from tableformat.cli.common import (
 from tableformat.cli.demo_command import demo
 from tableformat.cli.expire_command import expire
 from tableformat.cli.orphans_command import check, remove_orphans
+from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.model.partition import parse_spec_text
 from tableformat.model.snapshot import Snapshot
+from tableformat.options import TableOptions, check_option_keys
 from tableformat.table import Table
 
 
@@ -47,6 +49,27 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+def table_options(pairs: tuple[str, ...], allow_unknown: bool) -> dict[str, str]:
+    """``--option k=v`` flags as a dict, names and values checked as Table.create will (a usage error if not)."""
+    opts: dict[str, str] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="'--option'")
+        key, value = pair.split("=", 1)
+        if key in opts:
+            raise click.BadParameter(f"{key} is given twice", param_hint="'--option'")
+        opts[key] = value
+    try:
+        check_option_keys(opts, allow_unknown=allow_unknown)
+        TableOptions(opts).validate()
+    except UnknownOptionError as exc:
+        hint = "to store options tablefmt does not know, pass --allow-unknown-options"
+        raise click.UsageError(exc.describe(hint)) from None
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--option'") from None
+    return opts
+
+
 @cli.command()
 @click.argument("table")
 @click.option(
@@ -57,22 +80,35 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
     help="A Parquet file whose schema the new table takes.",
 )
 @click.option("--partition-keys", default="", help="Comma-separated partition columns.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Table option (repeatable).")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Table option (repeatable): a tablefmt or Paimon option, see docs/options.md.",
+)
+@click.option(
+    "--allow-unknown-options",
+    is_flag=True,
+    help="Store --option names neither tablefmt nor Paimon knows (otherwise refused as likely typos).",
+)
 @storage_option_flag
 @handle_errors
 def create(
-    table: str, schema_from: str, partition_keys: str, options: tuple[str, ...], storage_options: tuple[str, ...]
+    table: str,
+    schema_from: str,
+    partition_keys: str,
+    options: tuple[str, ...],
+    allow_unknown_options: bool,
+    storage_options: tuple[str, ...],
 ) -> None:
     """Create an empty table at TABLE with the schema of a Parquet file."""
+    opts = table_options(options, allow_unknown_options)
     schema = pq.read_schema(schema_from).remove_metadata()
-    opts = {}
-    for pair in options:
-        if "=" not in pair:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="'--option'")
-        key, value = pair.split("=", 1)
-        opts[key] = value
     keys = [k.strip() for k in partition_keys.split(",") if k.strip()]
-    created = Table.create(table, schema, keys, opts, parse_storage_options(storage_options))
+    created = Table.create(
+        table, schema, keys, opts, parse_storage_options(storage_options), allow_unknown_options=allow_unknown_options
+    )
     click.echo(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
 
 

@@ -44,6 +44,7 @@ from tableformat.options import (
     REGISTRY,
     SINGLE_WRITER_UNSAFE_STORE,
     TableOptions,
+    check_option_keys,
 )
 from tableformat.scan.planner import PartitionPredicate, live_entries
 from tableformat.scan.reader import DataReader
@@ -84,8 +85,15 @@ class Table:
         partition_keys: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        allow_unknown_options: bool = False,
     ) -> Table:
-        """Create a new, empty table (schema/schema-0). Raises TableAlreadyExistsError if one is there."""
+        """Create a new, empty table (schema/schema-0). Raises TableAlreadyExistsError if one is there.
+
+        ``options`` are validated first: an unknown name (neither a tablefmt option nor one of Paimon's, see
+        docs/options.md) raises UnknownOptionError naming the closest known option, unless
+        ``allow_unknown_options`` is true; values of the options tablefmt interprets are always checked.
+        """
         if not isinstance(schema, pa.Schema):
             raise ValidationError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
         fields = fields_from_arrow(schema)
@@ -100,14 +108,15 @@ class Table:
                     f"column {key!r} of type {fields[names.index(key)].type} cannot be a partition key"
                 )
         opts = {str(k): str(v) for k, v in (options or {}).items()}
+        check_option_keys(opts, allow_unknown=allow_unknown_options)
         opts.setdefault("file.format", "parquet")
         table_options = TableOptions(opts)
         table_options.validate()
         if table_options.require(BUCKET) != -1:
             raise ValidationError("tablefmt creates bucket-unaware append tables only (bucket=-1)")
-        unknown = sorted(k for k in opts if k not in REGISTRY)
-        if unknown:
-            log.info("options not interpreted by tablefmt are stored as given: %s", unknown)
+        uninterpreted = sorted(k for k in opts if k not in REGISTRY)
+        if uninterpreted:
+            log.info("options not interpreted by tablefmt are stored as given: %s", uninterpreted)
         file_io, root = open_location(path, dict(storage_options or {}))
         layout = TableLayout(root)
         store = MetadataStore(file_io, layout)
