@@ -139,21 +139,13 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class Duration(click.ParamType):
-    """A duration flag (``30s``, ``15 min``, ``1 h``, ``1h30m``, ``1.5h``, ``7d``) as milliseconds >= 0."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        text = str(value)
-        if text.strip().startswith("-"):
-            self.fail(f"must not be negative, got {text!r}", param, ctx)
-        try:
-            return parse_duration_ms(text)
-        except ValidationError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-DURATION = Duration()
+def duration_flag(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """Option callback: a duration (``30s``, ``15 min``, ``1 h``, ``1h30m``, ``1.5h``, ``7d``) as milliseconds >= 0."""
+    if value is None:
+        return None
+    if value.strip().startswith("-"):
+        raise click.BadParameter(f"must not be negative, got {value!r}", param=param)
+    try:
+        return parse_duration_ms(value)
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param=param) from None

@@ -10,8 +10,8 @@ import click
 
 from tableformat.cleanup.expire import ExpireResult, Progress, expire_snapshots
 from tableformat.cli.common import (
-    DURATION,
     OneLineErrorCommand,
+    duration_flag,
     echo_json,
     handle_errors,
     open_table,
@@ -96,7 +96,7 @@ def _render(result: ExpireResult) -> None:
 @click.option("--retain-max", type=click.IntRange(min=1), default=None, help="Keep at most the newest N snapshots.")
 @click.option(
     "--time-retained",
-    type=DURATION,
+    callback=duration_flag,
     default=None,
     metavar="DURATION",
     help="Expire a snapshot once its successor is older than this, e.g. 30s, 15m, 1 h, 1h30m, 1.5h, 7d.",

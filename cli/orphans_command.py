@@ -11,8 +11,8 @@ import click
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
 from tableformat.cli.common import (
-    DURATION,
     OneLineErrorCommand,
+    duration_flag,
     echo_json,
     handle_errors,
     open_table,
@@ -49,7 +49,7 @@ def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
 @click.argument("table")
 @click.option(
     "--older-than",
-    type=DURATION,
+    callback=duration_flag,
     default=None,
     metavar="DURATION",
     help="Only delete unreferenced files older than this, e.g. 3d, 36h, 1.5d, 1d12h (default: table option "
