@@ -19,9 +19,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 log = logging.getLogger(__name__)
 
-USAGE_EXIT = 2
-"""Exit code of a usage error (bad flag, value, file argument); failures exit 1."""
-
 _HELP_NOT_ERROR: tuple[type[Exception], ...] = tuple(
     cls for cls in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if cls is not None
 )
