@@ -1,19 +1,28 @@
-"""Shared CLI plumbing: storage options, table opening, errors as one line, JSON output."""
+"""Shared CLI plumbing: storage options, durations, table opening, errors as one line, JSON output."""
 
 from __future__ import annotations
 
 import functools
 import json
-import sys
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn, TypeVar
 
 import click
 
-from tableformat.errors import TableFormatError
+from tableformat.durations import parse_duration_ms
+from tableformat.errors import TableFormatError, ValidationError
 from tableformat.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+log = logging.getLogger(__name__)
+
+_HELP_NOT_ERROR: tuple[type[Exception], ...] = tuple(
+    cls for cls in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if cls is not None
+)
+"""click >= 8.2 answers a bare group with its help through an exception; that stays help, not an error line."""
 
 
 def storage_option_flag(func: F) -> F:
@@ -33,7 +42,7 @@ def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="'--storage-option'")
         key, value = pair.split("=", 1)
         if "." in key:
             outer, inner = key.split(".", 1)
@@ -59,17 +68,81 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
+def fail(message: str, exit_code: int) -> NoReturn:
+    """Print ``error: MESSAGE`` as one line on stderr and end the command with ``exit_code``."""
+    click.echo(f"error: {' '.join(message.split())}", err=True)
+    raise click.exceptions.Exit(exit_code)
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Every error as one ``error: ...`` line: click usage errors exit 2, everything else 1; never a traceback."""
+    try:
+        yield
+    except click.exceptions.Exit:
+        raise
+    except _HELP_NOT_ERROR:
+        raise
+    except click.ClickException as exc:
+        fail(exc.format_message(), exc.exit_code)
+    except click.Abort:
+        fail("aborted", 1)
+    except (TableFormatError, OSError, ValueError) as exc:
+        fail(one_line(exc), 1)
+    except Exception as exc:
+        log.debug("unexpected error", exc_info=True)
+        fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (tablefmt -vv logs the traceback)", 1)
+
+
+class OneLineErrorCommand(click.Command):
+    """A command whose parse and run errors print as one line (also when it is invoked alone, not via the group)."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        with one_line_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with one_line_errors():
+            return super().invoke(ctx)
+
+
+class OneLineErrorGroup(click.Group):
+    """A group whose own errors, and those of its subcommands and subgroups, print as one line."""
+
+    command_class = OneLineErrorCommand
+    group_class = type
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        with one_line_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with one_line_errors():
+            return super().invoke(ctx)
+
+
 def handle_errors(func: F) -> F:
-    """Turn tablefmt and OS errors into a one-line message and exit code 1 (never a traceback)."""
+    """Turn errors of a command callback into one line (exit 2 for usage errors, 1 otherwise; never a traceback)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with one_line_errors():
             return func(*args, **kwargs)
-        except click.ClickException:
-            raise
-        except (TableFormatError, OSError, ValueError) as exc:
-            click.echo(f"error: {one_line(exc)}", err=True)
-            sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def duration_flag(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """Option callback: a duration (``30s``, ``15 min``, ``1 h``, ``1h30m``, ``1.5h``, ``7d``) as milliseconds >= 0."""
+    if value is None:
+        return None
+    if value.strip().startswith("-"):
+        raise click.BadParameter(f"must not be negative, got {value!r}", param=param)
+    try:
+        return parse_duration_ms(value)
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param=param) from None

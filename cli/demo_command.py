@@ -11,7 +11,7 @@ import time
 import click
 import pyarrow as pa
 
-from tableformat.cli.common import handle_errors
+from tableformat.cli.common import OneLineErrorCommand, handle_errors
 from tableformat.table import Table
 
 EVENT_SCHEMA = pa.schema(
@@ -90,7 +90,7 @@ def count_files(root: str) -> tuple[int, int]:
     return total_files, total_bytes
 
 
-@click.command()
+@click.command(cls=OneLineErrorCommand)
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @handle_errors
 def demo(directory: str | None) -> None:

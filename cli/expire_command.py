@@ -9,23 +9,42 @@ from contextlib import contextmanager
 import click
 
 from tableformat.cleanup.expire import ExpireResult, Progress, expire_snapshots
-from tableformat.cli.common import echo_json, handle_errors, open_table, storage_option_flag
-from tableformat.durations import parse_duration_ms
+from tableformat.cli.common import (
+    OneLineErrorCommand,
+    duration_flag,
+    echo_json,
+    handle_errors,
+    open_table,
+    storage_option_flag,
+)
 from tableformat.errors import ValidationError
+from tableformat.options import SNAPSHOT_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MIN
+from tableformat.table import Table
 
 _SHOWN = 20
 """Paths printed in text mode before '... and N more'."""
 
 
-def _duration_ms(text: str | None) -> int | None:
-    if text is None:
-        return None
-    if text.strip().startswith("-"):
-        raise click.BadParameter(f"must not be negative, got {text!r}", param_hint="--time-retained")
-    try:
-        return parse_duration_ms(text)
-    except ValidationError as exc:
-        raise click.BadParameter(str(exc), param_hint="--time-retained") from None
+def _check_retention(target: Table, retain_min: int | None, retain_max: int | None) -> None:
+    """One of --retain-min/--retain-max given and the table's value of the other makes them contradict: say which
+    flag to add (the usual case: --retain-max 1 alone while snapshot.num-retained.min is the default 10)."""
+    options = target.options
+    if retain_max is not None and retain_min is None:
+        table_min = options.require(SNAPSHOT_NUM_RETAINED_MIN)
+        if retain_max < table_min:
+            origin = "set on the table" if SNAPSHOT_NUM_RETAINED_MIN.key in options.raw else "the default"
+            raise click.UsageError(
+                f"--retain-max {retain_max} is below the table's {SNAPSHOT_NUM_RETAINED_MIN.key} ({table_min}, "
+                f"{origin}); also pass --retain-min {retain_max} or lower"
+            )
+    if retain_min is not None and retain_max is None:
+        table_max = options.require(SNAPSHOT_NUM_RETAINED_MAX)
+        if retain_min > table_max:
+            origin = "set on the table" if SNAPSHOT_NUM_RETAINED_MAX.key in options.raw else "the default"
+            raise click.UsageError(
+                f"--retain-min {retain_min} is above the table's {SNAPSHOT_NUM_RETAINED_MAX.key} ({table_max}, "
+                f"{origin}); also pass --retain-max {retain_min} or higher"
+            )
 
 
 @contextmanager
@@ -71,15 +90,16 @@ def _render(result: ExpireResult) -> None:
             click.echo(f"  ... and {len(result.deleted_paths) - _SHOWN} more (use --json for all)")
 
 
-@click.command("expire")
+@click.command("expire", cls=OneLineErrorCommand)
 @click.argument("table")
 @click.option("--retain-min", type=click.IntRange(min=1), default=None, help="Keep at least the newest N snapshots.")
 @click.option("--retain-max", type=click.IntRange(min=1), default=None, help="Keep at most the newest N snapshots.")
 @click.option(
     "--time-retained",
+    callback=duration_flag,
     default=None,
     metavar="DURATION",
-    help="Expire a snapshot once its successor is older than this, e.g. 30s, 15m, 1h, 7d.",
+    help="Expire a snapshot once its successor is older than this, e.g. 30s, 15m, 1 h, 1h30m, 1.5h, 7d.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N snapshots per run.")
 @click.option("--dry-run", is_flag=True, help="Only report what would be deleted.")
@@ -91,7 +111,7 @@ def expire(
     table: str,
     retain_min: int | None,
     retain_max: int | None,
-    time_retained: str | None,
+    time_retained: int | None,
     limit: int | None,
     dry_run: bool,
     as_json: bool,
@@ -99,17 +119,17 @@ def expire(
     storage_options: tuple[str, ...],
 ) -> None:
     """Expire old snapshots of TABLE and delete the files only they used (options default to the table's)."""
-    retained_ms = _duration_ms(time_retained)
     if retain_min is not None and retain_max is not None and retain_max < retain_min:
         raise click.UsageError(f"--retain-max ({retain_max}) must be >= --retain-min ({retain_min})")
     target = open_table(table, storage_options)
+    _check_retention(target, retain_min, retain_max)
     with _progress(not dry_run) as progress:
         try:
             result = expire_snapshots(
                 target.context,
                 retain_min=retain_min,
                 retain_max=retain_max,
-                time_retained=retained_ms,
+                time_retained=time_retained,
                 limit=limit,
                 dry_run=dry_run,
                 parallelism=parallelism,

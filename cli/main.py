@@ -9,16 +9,25 @@ from typing import Any
 import click
 import pyarrow.parquet as pq
 
-from tableformat.cli.common import echo_json, handle_errors, open_table, parse_storage_options, storage_option_flag
+from tableformat.cli.common import (
+    OneLineErrorGroup,
+    echo_json,
+    handle_errors,
+    open_table,
+    parse_storage_options,
+    storage_option_flag,
+)
 from tableformat.cli.demo_command import demo
 from tableformat.cli.expire_command import expire
 from tableformat.cli.orphans_command import check, remove_orphans
+from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.model.partition import parse_spec_text
 from tableformat.model.snapshot import Snapshot
+from tableformat.options import TableOptions, check_option_keys
 from tableformat.table import Table
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrorGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tablefmt")
 @click.option("-v", "--verbose", count=True, help="Log more (-v: info, -vv: debug).")
 def cli(verbose: int) -> None:
@@ -40,6 +49,27 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+def table_options(pairs: tuple[str, ...], allow_unknown: bool) -> dict[str, str]:
+    """``--option k=v`` flags as a dict, names and values checked as Table.create will (a usage error if not)."""
+    opts: dict[str, str] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="'--option'")
+        key, value = pair.split("=", 1)
+        if key in opts:
+            raise click.BadParameter(f"{key} is given twice", param_hint="'--option'")
+        opts[key] = value
+    try:
+        check_option_keys(opts, allow_unknown=allow_unknown)
+        TableOptions(opts).validate()
+    except UnknownOptionError as exc:
+        hint = "to store options tablefmt does not know, pass --allow-unknown-options"
+        raise click.UsageError(exc.describe(hint)) from None
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--option'") from None
+    return opts
+
+
 @cli.command()
 @click.argument("table")
 @click.option(
@@ -50,22 +80,35 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
     help="A Parquet file whose schema the new table takes.",
 )
 @click.option("--partition-keys", default="", help="Comma-separated partition columns.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Table option (repeatable).")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Table option (repeatable): a tablefmt or Paimon option, see docs/options.md.",
+)
+@click.option(
+    "--allow-unknown-options",
+    is_flag=True,
+    help="Store --option names neither tablefmt nor Paimon knows (otherwise refused as likely typos).",
+)
 @storage_option_flag
 @handle_errors
 def create(
-    table: str, schema_from: str, partition_keys: str, options: tuple[str, ...], storage_options: tuple[str, ...]
+    table: str,
+    schema_from: str,
+    partition_keys: str,
+    options: tuple[str, ...],
+    allow_unknown_options: bool,
+    storage_options: tuple[str, ...],
 ) -> None:
     """Create an empty table at TABLE with the schema of a Parquet file."""
+    opts = table_options(options, allow_unknown_options)
     schema = pq.read_schema(schema_from).remove_metadata()
-    opts = {}
-    for pair in options:
-        if "=" not in pair:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
-        key, value = pair.split("=", 1)
-        opts[key] = value
     keys = [k.strip() for k in partition_keys.split(",") if k.strip()]
-    created = Table.create(table, schema, keys, opts, parse_storage_options(storage_options))
+    created = Table.create(
+        table, schema, keys, opts, parse_storage_options(storage_options), allow_unknown_options=allow_unknown_options
+    )
     click.echo(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
 
 
@@ -75,10 +118,22 @@ def create(
 @click.option("--overwrite", is_flag=True, help="Replace the whole table (or --partition) instead of appending.")
 @click.option("--partition", default=None, metavar="K=V[,K=V]", help="With --overwrite: the partition to replace.")
 @click.option("--dynamic", is_flag=True, help="With --overwrite: replace exactly the partitions present in FILE.")
+@click.option(
+    "--fill-missing-columns",
+    is_flag=True,
+    help="Write nulls for nullable table columns FILE lacks (without it a missing column is an error; a missing "
+    "partition key or NOT NULL column always is).",
+)
 @storage_option_flag
 @handle_errors
 def write(
-    table: str, file: str, overwrite: bool, partition: str | None, dynamic: bool, storage_options: tuple[str, ...]
+    table: str,
+    file: str,
+    overwrite: bool,
+    partition: str | None,
+    dynamic: bool,
+    fill_missing_columns: bool,
+    storage_options: tuple[str, ...],
 ) -> None:
     """Append a Parquet FILE to TABLE (one snapshot), or overwrite with --overwrite."""
     if (partition or dynamic) and not overwrite:
@@ -87,9 +142,9 @@ def write(
     target = open_table(table, storage_options)
     if overwrite:
         spec = parse_spec_text(partition) if partition else None
-        snapshot = target.overwrite(data, spec, dynamic=dynamic or None)
+        snapshot = target.overwrite(data, spec, dynamic=dynamic or None, fill_missing_columns=fill_missing_columns)
     else:
-        snapshot = target.append(data)
+        snapshot = target.append(data, fill_missing_columns=fill_missing_columns)
     if snapshot is None:
         click.echo("nothing to commit (no rows); no snapshot written")
     else:

@@ -10,23 +10,29 @@ import click
 
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
-from tableformat.cli.common import echo_json, handle_errors, open_table, parse_storage_options, storage_option_flag
-from tableformat.durations import format_duration_ms, parse_duration_ms
-from tableformat.errors import TableFormatError, ValidationError
+from tableformat.cli.common import (
+    OneLineErrorCommand,
+    duration_flag,
+    echo_json,
+    handle_errors,
+    open_table,
+    parse_storage_options,
+    storage_option_flag,
+)
+from tableformat.durations import format_duration_ms
+from tableformat.errors import TableFormatError
 
 _SHOWN = 20
 """Paths printed in text mode before '... and N more'."""
 
 
-def _duration(text: str | None) -> timedelta | None:
-    if text is None:
+def _timedelta(millis: int | None) -> timedelta | None:
+    if millis is None:
         return None
     try:
-        return timedelta(milliseconds=parse_duration_ms(text))
-    except ValidationError as exc:
-        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+        return timedelta(milliseconds=millis)
     except OverflowError:  # more than timedelta's 999,999,999 days
-        raise click.BadParameter(f"{text!r} is too long", param_hint="--older-than") from None
+        raise click.BadParameter(f"{millis} ms is too long", param_hint="'--older-than'") from None
 
 
 def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
@@ -39,13 +45,14 @@ def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
         click.echo(f"  ... and {len(paths) - _SHOWN} more")
 
 
-@click.command("remove-orphans")
+@click.command("remove-orphans", cls=OneLineErrorCommand)
 @click.argument("table")
 @click.option(
     "--older-than",
+    callback=duration_flag,
     default=None,
     metavar="DURATION",
-    help="Only delete unreferenced files older than this, e.g. 3d, 36h (default: table option "
+    help="Only delete unreferenced files older than this, e.g. 3d, 36h, 1.5d, 1d12h (default: table option "
     "orphan-files.older-than, 1 d). Under 1 h needs --force.",
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
@@ -65,7 +72,7 @@ def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
 @handle_errors
 def remove_orphans(
     table: str,
-    older_than: str | None,
+    older_than: int | None,
     dry_run: bool,
     parallelism: int | None,
     force: bool,
@@ -75,7 +82,7 @@ def remove_orphans(
     storage_options: tuple[str, ...],
 ) -> None:
     """Delete files of TABLE that no snapshot, tag or branch references (unknown files are never touched)."""
-    guard = _duration(older_than)
+    guard = _timedelta(older_than)
     if engine == "spark":
         result = _remove_orphans_on_spark(table, storage_options, spark_master, guard, dry_run, parallelism, force)
     else:
@@ -143,7 +150,7 @@ def _remove_orphans_on_spark(
             spark.stop()
 
 
-@click.command("check")
+@click.command("check", cls=OneLineErrorCommand)
 @click.argument("table")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--parallelism", type=click.IntRange(min=1), default=None, help="Threads for listing and reading.")

@@ -1,8 +1,12 @@
-"""Parse and format durations ("30s", "15 min", "1h", "7d") and memory sizes ("8 mb")."""
+"""Parse and format durations ("30s", "15 min", "1 h", "1h30m", "1.5h", "7d") and memory sizes ("8 mb").
+
+This is the one duration parser: table options, expiration arguments, the CLI and the Spark data source all use it.
+"""
 
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from tableformat.errors import ValidationError
 
@@ -42,19 +46,38 @@ _MEMORY_UNITS: dict[str, int] = {
 }
 
 _AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+_DURATION = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[a-zA-Z]+\s*)+$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
+_BARE_MILLIS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*$")
+_DURATION_EXAMPLES = "e.g. 30s, 15 min, 1 h, 1h30m, 1.5h, 7d"
 
 
 def parse_duration_ms(text: str) -> int:
-    """Parse a duration such as ``30s``, ``15 min``, ``1h``, ``7d`` into milliseconds (no unit = milliseconds)."""
-    match = _AMOUNT.match(str(text))
-    if not match:
+    """Parse a duration into milliseconds.
+
+    One or more parts, each a non-negative number (decimals allowed) and a unit, optionally separated by spaces:
+    ``30s``, ``15 min``, ``1 h`` (Paimon's form), ``1h30m``, ``1.5h``, ``7d``. A number alone is milliseconds.
+    The total must be a whole number of milliseconds.
+    """
+    raw = str(text)
+    bare = _BARE_MILLIS.match(raw)
+    if bare:
+        parts = [(bare.group(1), "ms")]
+    elif _DURATION.match(raw):
+        parts = _DURATION_PART.findall(raw)
+    else:
         raise ValidationError(
-            f"invalid duration {text!r}: expected a non-negative number and a unit, e.g. 30s, 15m, 1h, 7d"
+            f"invalid duration {text!r}: expected a non-negative number and a unit, {_DURATION_EXAMPLES}"
         )
-    amount, unit = int(match.group(1)), match.group(2).lower() or "ms"
-    if unit not in _DURATION_UNITS_MS:
-        raise ValidationError(f"invalid duration {text!r}: unknown unit {unit!r} (use ms, s, m/min, h, d)")
-    return amount * _DURATION_UNITS_MS[unit]
+    total = Fraction(0)
+    for amount, unit in parts:
+        size = _DURATION_UNITS_MS.get(unit.lower())
+        if size is None:
+            raise ValidationError(f"invalid duration {text!r}: unknown unit {unit!r} (use ms, s, m/min, h, d)")
+        total += Fraction(amount) * size
+    if total.denominator != 1:
+        raise ValidationError(f"invalid duration {text!r}: not a whole number of milliseconds")
+    return int(total)
 
 
 def format_duration_ms(ms: int) -> str:

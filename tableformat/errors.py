@@ -16,6 +16,24 @@ class ValidationError(TableFormatError, ValueError):
     """Bad input: an option, a duration, a partition spec, data that does not fit the schema."""
 
 
+class UnknownOptionError(ValidationError):
+    """Option names that neither tablefmt nor Paimon knows (usually a typo), with the closest known name of each."""
+
+    PYTHON_HINT = "to store options tablefmt does not know, pass allow_unknown_options=True"
+
+    def __init__(self, suggestions: dict[str, str | None]) -> None:
+        self.suggestions = dict(suggestions)
+        """Each unknown name -> the closest known option name, or None."""
+        super().__init__(self.describe(self.PYTHON_HINT))
+
+    def describe(self, hint: str) -> str:
+        """One line naming every unknown option and its suggestion, ending with ``hint`` (how to allow them)."""
+        names = ", ".join(
+            f"{name!r}" + (f" (did you mean {best!r}?)" if best else "") for name, best in self.suggestions.items()
+        )
+        return f"unknown table option{'s' if len(self.suggestions) > 1 else ''} {names}; {hint}"
+
+
 class TableNotFoundError(TableFormatError, FileNotFoundError):
     """No table (no schema file) at the given location."""
 

@@ -6,12 +6,14 @@ test fails when it is stale.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from tableformat.durations import format_duration_ms, format_memory_bytes, parse_duration_ms, parse_memory_bytes
-from tableformat.errors import ValidationError
+from tableformat.errors import UnknownOptionError, ValidationError
+from tableformat.paimon_option_keys import PAIMON_OPTION_KEYS, PAIMON_OPTION_PATTERNS
 
 T = TypeVar("T")
 
@@ -265,6 +267,41 @@ class TableOptions:
             raise ValidationError(f"snapshot.num-retained.max ({high}) must be >= snapshot.num-retained.min ({low})")
 
 
+_TYPO_CUTOFF = 0.9
+"""A name that matches a Paimon pattern (``parquet.*``, ...) but is this close to a fixed name is taken as a typo."""
+
+
+def _closest_known(key: str, cutoff: float) -> str | None:
+    known = sorted({*REGISTRY, *PAIMON_OPTION_KEYS})
+    lowered = key.lower()
+    if lowered != key and lowered in known:
+        return lowered
+    matches = difflib.get_close_matches(lowered, known, n=1, cutoff=cutoff)
+    return matches[0] if matches else None
+
+
+def is_known_option_key(key: str) -> bool:
+    """Whether tablefmt interprets ``key`` (the registry) or knows it as a Paimon option it stores as given."""
+    if key in REGISTRY or key in PAIMON_OPTION_KEYS:
+        return True
+    if any(pattern.fullmatch(key) for pattern in PAIMON_OPTION_PATTERNS):
+        return _closest_known(key, _TYPO_CUTOFF) is None
+    return False
+
+
+def check_option_keys(keys: Iterable[str], *, allow_unknown: bool = False) -> None:
+    """Refuse option names neither tablefmt nor Paimon knows (UnknownOptionError suggests the closest known name).
+
+    Applies to options users give tablefmt (Table.create, ``tablefmt create --option``), never to the options of an
+    existing table. ``allow_unknown`` stores any name as given.
+    """
+    if allow_unknown:
+        return
+    unknown = [key for key in keys if not is_known_option_key(key)]
+    if unknown:
+        raise UnknownOptionError({key: _closest_known(key, 0.6) for key in unknown})
+
+
 def render_options_markdown() -> str:
     """The text of docs/options.md."""
     lines = [
@@ -279,4 +316,20 @@ def render_options_markdown() -> str:
     for option in REGISTRY.values():
         doc = option.doc + (f" Minimum {option.minimum}." if option.minimum is not None else "")
         lines.append(f"| `{option.key}` | {option.type.name} | `{option.render_default()}` | {doc} |")
+    lines += [
+        "",
+        "## Other option names",
+        "",
+        "Option names tablefmt does not interpret are refused when a table is created (a typo such as",
+        "`snapshot.num-retained.mn` would otherwise be stored and never applied; the error suggests the closest known",
+        "name), except Apache Paimon's own options, which are stored as given for Paimon engines: the names below and",
+        "the families `fields.<column>.<option>`, `file-index.<type>.<option>`, `blob-descriptor.<option>`,",
+        "`commit.callback.<class>.param`, `tag.callback.<class>.param` and file-format options `parquet.*`, `orc.*`,",
+        "`avro.*`, `csv.*`, `json.*`, `text.*`, `lance.*`. To store any other name, pass",
+        "`Table.create(..., allow_unknown_options=True)` or `tablefmt create --allow-unknown-options`. Tables that",
+        "already carry options tablefmt does not know (written by pypaimon or Paimon Java) open, read, write and are",
+        "maintained as usual. At create, the values of the options in the table above are always validated.",
+        "",
+        "Paimon option names stored as given: " + ", ".join(f"`{key}`" for key in sorted(PAIMON_OPTION_KEYS)) + ".",
+    ]
     return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ from tableformat.cleanup.maintenance import run_after_commit
 from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
-from tableformat.commit.data_writer import DataFileWriter, NewDataFile
+from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
 from tableformat.context import TableContext
 from tableformat.errors import (
     CommitStateUnknownError,
@@ -45,6 +45,7 @@ from tableformat.options import (
     REGISTRY,
     SINGLE_WRITER_UNSAFE_STORE,
     TableOptions,
+    check_option_keys,
 )
 from tableformat.scan.reader import DataReader
 from tableformat.store import MetadataStore
@@ -84,8 +85,15 @@ class Table:
         partition_keys: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        allow_unknown_options: bool = False,
     ) -> Table:
-        """Create a new, empty table (schema/schema-0). Raises TableAlreadyExistsError if one is there."""
+        """Create a new, empty table (schema/schema-0). Raises TableAlreadyExistsError if one is there.
+
+        ``options`` are validated first: an unknown name (neither a tablefmt option nor one of Paimon's, see
+        docs/options.md) raises UnknownOptionError naming the closest known option, unless
+        ``allow_unknown_options`` is true; values of the options tablefmt interprets are always checked.
+        """
         if not isinstance(schema, pa.Schema):
             raise ValidationError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
         fields = fields_from_arrow(schema)
@@ -100,14 +108,15 @@ class Table:
                     f"column {key!r} of type {fields[names.index(key)].type} cannot be a partition key"
                 )
         opts = {str(k): str(v) for k, v in (options or {}).items()}
+        check_option_keys(opts, allow_unknown=allow_unknown_options)
         opts.setdefault("file.format", "parquet")
         table_options = TableOptions(opts)
         table_options.validate()
         if table_options.require(BUCKET) != -1:
             raise ValidationError("tablefmt creates bucket-unaware append tables only (bucket=-1)")
-        unknown = sorted(k for k in opts if k not in REGISTRY)
-        if unknown:
-            log.info("options not interpreted by tablefmt are stored as given: %s", unknown)
+        uninterpreted = sorted(k for k in opts if k not in REGISTRY)
+        if uninterpreted:
+            log.info("options not interpreted by tablefmt are stored as given: %s", uninterpreted)
         file_io, root = open_location(path, dict(storage_options or {}))
         layout = TableLayout(root)
         store = MetadataStore(file_io, layout)
@@ -183,10 +192,13 @@ class Table:
         dynamic: bool = False,
         commit_user: str | None = None,
         commit_identifier: int | None = None,
+        fill_missing_columns: bool = False,
     ) -> Snapshot | None:
         self._refresh_schema()
-        self._check_atomic_create()
         ctx = self._ctx
+        if data is not None:  # refuse data that does not fit before anything is written (the S3 probe included)
+            data = conform(data, ctx.schema, fill_missing_columns=fill_missing_columns)
+        self._check_atomic_create()
         writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
         try:
             new_files: list[NewDataFile] = writer.write(data) if data is not None else list(prepared or ())
@@ -232,16 +244,19 @@ class Table:
             )
         self._atomic_create_checked = True
 
-    def write_files(self, data: pa.Table | pa.RecordBatch) -> list[NewDataFile]:
+    def write_files(
+        self, data: pa.Table | pa.RecordBatch, *, fill_missing_columns: bool = False
+    ) -> list[NewDataFile]:
         """Write data files without committing them (for engines whose workers write and whose driver commits).
 
-        The caller commits the returned files with commit_files, or deletes them if its job fails.
+        The caller commits the returned files with commit_files, or deletes them if its job fails. Missing columns
+        are refused as in append().
         """
         self._refresh_schema()
         ctx = self._ctx
         writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
         try:
-            return writer.write(data)
+            return writer.write(data, fill_missing_columns=fill_missing_columns)
         except BaseException:
             if writer.written:
                 ctx.io.delete_files(writer.written)
@@ -298,10 +313,26 @@ class Table:
             log.warning("maintenance after commit failed (the commit itself succeeded): %s", exc)
 
     def append(
-        self, data: pa.Table | pa.RecordBatch, *, commit_user: str | None = None, commit_identifier: int | None = None
+        self,
+        data: pa.Table | pa.RecordBatch,
+        *,
+        fill_missing_columns: bool = False,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
     ) -> Snapshot | None:
-        """Append rows as one APPEND snapshot (None if ``data`` has no rows)."""
-        return self._commit(ChangeKind.APPEND, data, commit_user=commit_user, commit_identifier=commit_identifier)
+        """Append rows as one APPEND snapshot (None if ``data`` has no rows).
+
+        ``data`` must have every column of the table; a missing one is refused before anything is written. With
+        ``fill_missing_columns=True`` missing nullable columns are written as nulls (never a partition key: its
+        rows would all land in the default partition, nor a NOT NULL column).
+        """
+        return self._commit(
+            ChangeKind.APPEND,
+            data,
+            commit_user=commit_user,
+            commit_identifier=commit_identifier,
+            fill_missing_columns=fill_missing_columns,
+        )
 
     def overwrite(
         self,
@@ -309,6 +340,7 @@ class Table:
         partition: PartitionSpec | None = None,
         *,
         dynamic: bool | None = None,
+        fill_missing_columns: bool = False,
         commit_user: str | None = None,
         commit_identifier: int | None = None,
     ) -> Snapshot | None:
@@ -316,7 +348,8 @@ class Table:
 
         ``partition`` given: static overwrite of that (possibly partial) partition spec; every row must be inside
         it. ``partition=None``: the whole table, or, when ``dynamic`` is true (default: the table option
-        ``dynamic-partition-overwrite``, false unless set), exactly the partitions present in ``data``.
+        ``dynamic-partition-overwrite``, false unless set), exactly the partitions present in ``data``. Missing
+        columns are refused, or filled as in append() with ``fill_missing_columns=True``.
         """
         scope, use_dynamic = self._overwrite_scope(partition, dynamic)
         return self._commit(
@@ -326,6 +359,7 @@ class Table:
             dynamic=use_dynamic,
             commit_user=commit_user,
             commit_identifier=commit_identifier,
+            fill_missing_columns=fill_missing_columns,
         )
 
     def drop_partitions(self, partitions: Iterable[PartitionSpec]) -> Snapshot | None:

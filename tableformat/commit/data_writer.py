@@ -50,8 +50,12 @@ class NewDataFile:
     path: str
 
 
-def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> pa.Table:
-    """Check and cast incoming data to the table's Arrow schema (column order, types, nullability, UTC)."""
+def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, *, fill_missing_columns: bool = False) -> pa.Table:
+    """Check and cast incoming data to the table's Arrow schema (column order, types, nullability, UTC).
+
+    Data lacking a table column is refused, unless ``fill_missing_columns`` is true and every missing column is a
+    nullable column that is not a partition key (those are then filled with nulls).
+    """
     table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
     if not isinstance(table, pa.Table):
         raise ValidationError(f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}")
@@ -61,11 +65,11 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> pa.Table:
     extra = sorted(incoming - set(target.names))
     if extra:
         raise ValidationError(f"data has column(s) {extra} that the table does not have; table columns: {target.names}")
+    if missing:
+        _check_missing(missing, target, schema, fill_missing_columns)
     columns = []
     for field in target:
-        if field.name in missing:
-            if not field.nullable:
-                raise ValidationError(f"data lacks required (NOT NULL) column {field.name!r}")
+        if field.name in missing:  # allowed by _check_missing: nullable, not a partition key, filling asked for
             columns.append(pa.nulls(table.num_rows, type=field.type))
             continue
         column = table.column(field.name)
@@ -79,6 +83,28 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> pa.Table:
             raise ValidationError(f"column {field.name!r} is NOT NULL but has {column.null_count} null value(s)")
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=target)
+
+
+def _check_missing(missing: list[str], target: pa.Schema, schema: TableSchema, fill: bool) -> None:
+    """Refuse data that lacks table columns, naming them, unless filling is asked for and every one can be null."""
+    keys = [name for name in missing if name in schema.partition_keys]
+    required = [name for name in missing if name not in keys and not target.field(name).nullable]
+    if fill and not keys and not required:
+        return
+    reasons = []
+    if keys:
+        default_name = TableOptions(schema.options).require(PARTITION_DEFAULT_NAME)
+        reasons.append(
+            f"partition key(s) {keys} must be present (rows without them would all land in partition {default_name})"
+        )
+    if required:
+        reasons.append(f"NOT NULL column(s) {required} must be present")
+    if not reasons:
+        reasons.append(
+            "to write nulls into the missing nullable column(s), pass fill_missing_columns=True "
+            "(tablefmt write --fill-missing-columns)"
+        )
+    raise ValidationError(f"data lacks column(s) {missing} of the table {target.names}; {'; '.join(reasons)}")
 
 
 def local_wall_clock_ms() -> int:
@@ -152,9 +178,9 @@ class DataFileWriter:
         self._default_name = options.require(PARTITION_DEFAULT_NAME)
         self._legacy_name = options.require(PARTITION_LEGACY_NAME)
 
-    def write(self, data: pa.Table | pa.RecordBatch) -> list[NewDataFile]:
+    def write(self, data: pa.Table | pa.RecordBatch, *, fill_missing_columns: bool = False) -> list[NewDataFile]:
         """Write ``data`` (already conformed or not) into new data files; returns their metadata."""
-        table = conform(data, self.schema)
+        table = conform(data, self.schema, fill_missing_columns=fill_missing_columns)
         files: list[NewDataFile] = []
         for values, part in _split_by_partition(table, self.schema.partition_keys):
             files.extend(self._write_partition(values, part))

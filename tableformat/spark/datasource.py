@@ -134,9 +134,12 @@ def plan_write(table: Table, config: WriteConfig, schema: StructType, overwrite:
             key: (value, arrow_schema.field(key).type) for key, value in static_values.items() if key not in resolved
         }
     present = set(resolved) | set(fill)
-    required = [f.name for f in table.schema.fields if not f.type.nullable and f.name not in present]
-    if required:
-        raise ValidationError(f"the DataFrame lacks NOT NULL column(s) {required} of table {table.location}")
+    missing = [f.name for f in table.schema.fields if f.name not in present]
+    if missing:  # as Table.append: never a silent null column, nor rows in the default partition
+        raise ValidationError(
+            f"the DataFrame lacks column(s) {missing} of table {table.location}; select every table column "
+            "(lit(None) for one to leave null; a static 'partition' option supplies partition columns)"
+        )
 
     buffer_bytes = config.buffer_bytes or min(table.options.require(TARGET_FILE_SIZE), MAX_DEFAULT_BUFFER_BYTES)
     return WritePlan(

@@ -53,15 +53,46 @@ def test_bad_spec_text(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "ms"), [("30s", 30_000), ("15m", 900_000), ("15 min", 900_000), ("1h", 3_600_000), ("7d", 604_800_000)]
+    ("text", "ms"),
+    [
+        ("30s", 30_000),
+        ("15m", 900_000),
+        ("15 min", 900_000),
+        ("1h", 3_600_000),
+        ("1 h", 3_600_000),  # Paimon's own form (orphan-files.older-than = '1 d')
+        ("7d", 604_800_000),
+        ("30 d", 2_592_000_000),
+        ("250", 250),  # no unit: milliseconds
+        ("1h30m", 5_400_000),
+        ("1h 30m", 5_400_000),
+        ("1 h 30 min", 5_400_000),
+        ("2d12h", 216_000_000),
+        ("1m30s500ms", 90_500),
+        ("1.5h", 5_400_000),
+        ("1.5 h", 5_400_000),
+        ("0.25d", 21_600_000),
+        ("2.5s", 2_500),
+        ("1.0ms", 1),
+        ("  3 Hours ", 10_800_000),
+        ("0s", 0),
+    ],
 )
 def test_durations(text: str, ms: int) -> None:
     assert parse_duration_ms(text) == ms
 
 
-@pytest.mark.parametrize("text", ["-1h", "1 fortnight", "h", "1.5h", ""])
+@pytest.mark.parametrize(
+    "text",
+    ["-1h", "1 fortnight", "h", "", "   ", "1h-30m", "1h30", "30 1h", "1.h", ".5h", "1e3s", "0x10s", "PT1H", "1,5h"],
+)
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValidationError, match="invalid duration"):
+        parse_duration_ms(text)
+
+
+@pytest.mark.parametrize("text", ["1.5ms", "0.0001s", "1.5"])
+def test_durations_below_a_millisecond_are_refused(text: str) -> None:
+    with pytest.raises(ValidationError, match="whole number of milliseconds"):
         parse_duration_ms(text)
 
 
