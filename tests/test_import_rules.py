@@ -22,9 +22,9 @@ SOURCES = {
 
 LAYERS: list[tuple[str, ...]] = [
     ("tableformat.errors",),
-    ("tableformat.durations",),
+    ("tableformat.durations", "tableformat.paimon_option_keys"),
     ("tableformat.model", "tableformat.layout", "tableformat.options"),
-    ("tableformat.codec", "tableformat.paimon_option_keys"),
+    ("tableformat.codec",),
     ("tableformat.io",),
     ("tableformat.store", "tableformat.parallel", "tableformat.options_doc"),
     ("tableformat.live_set", "tableformat.context"),
