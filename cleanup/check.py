@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from tableformat.context import TableContext
+from tableformat.data_paths import DataPaths
 from tableformat.errors import (
     CorruptMetadataError,
     MaintenanceError,
@@ -31,10 +32,7 @@ from tableformat.errors import (
 from tableformat.layout import check_file_name
 from tableformat.model.manifest import FileKind as EntryKind
 from tableformat.model.manifest import ManifestEntry
-from tableformat.model.partition import partition_path
-from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
 from tableformat.parallel import executor, resolve_parallelism
-from tableformat.scan.planner import PartitionCodec
 
 from .file_census import DirKind, walk_table
 from .orphans import plan_orphan_removal
@@ -136,26 +134,6 @@ class _Collector:
             self.refs[rel] = _Ref(kind, size, by)
 
 
-def _data_path_function(ctx: TableContext) -> Callable[[ManifestEntry], str]:
-    options = ctx.options
-    codec = PartitionCodec(ctx.schema)
-    default_name = options.require(PARTITION_DEFAULT_NAME)
-    legacy = options.require(PARTITION_LEGACY_NAME)
-    fields = ctx.schema.partition_fields
-    keys = ctx.schema.partition_keys
-    cache: dict[bytes, str] = {}
-
-    def rel_path(entry: ManifestEntry) -> str:
-        directory = cache.get(entry.partition)
-        if directory is None:
-            values = codec.values(entry.partition)
-            part = partition_path([values[k] for k in keys], fields, default_name=default_name, legacy_name=legacy)
-            directory = cache[entry.partition] = ctx.layout.relative(ctx.layout.bucket_dir(part, entry.bucket))
-        return f"{directory}/{entry.file.file_name}"
-
-    return rel_path
-
-
 def _collect_references(ctx: TableContext, refs: References, roots: list[Root], collector: _Collector) -> None:
     """Every file the roots reference, with recorded sizes; each root's live data files after merging."""
     list_sizes: dict[str, tuple[int | None, str]] = {}
@@ -191,7 +169,7 @@ def _collect_references(ctx: TableContext, refs: References, roots: list[Root], 
     for name, entries in read_manifests:
         if entries is not None:
             entries_of[name] = entries
-    rel_path = _data_path_function(ctx)
+    paths = DataPaths(ctx.schema, ctx.partition_codec())
     for root in roots:
         live: dict[tuple[object, ...], ManifestEntry] = {}
         for list_name in root.snapshot.manifest_lists():
@@ -205,11 +183,9 @@ def _collect_references(ctx: TableContext, refs: References, roots: list[Root], 
             if entry.file.external_path:
                 collector.external += 1
                 continue
-            path = rel_path(entry)
-            collector.add(path, "data", entry.file.file_size, root.label)
-            directory = path.rpartition("/")[0]
-            for extra in entry.file.extra_files:
-                collector.add(f"{directory}/{extra}", "data", None, root.label)
+            collector.add(paths.of_entry(entry), "data", entry.file.file_size, root.label)
+            for extra in paths.extras_of(entry.partition, entry.bucket, entry.file.extra_files):
+                collector.add(extra, "data", None, root.label)
 
 
 def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) -> list[T] | None:

@@ -63,7 +63,8 @@ class NameFactory:
 
 @dataclass(frozen=True, slots=True)
 class TableLayout:
-    """Paths of a table's files under ``root`` (a FileIO path: '/abs/dir' or 'bucket/prefix')."""
+    """Paths of a table's files under ``root`` (a FileIO path: '/abs/dir' or 'bucket/prefix'). Data files are placed
+    by :class:`tableformat.data_paths.DataPaths` (relative to the root, under the table's data-path options)."""
 
     root: str
 
@@ -111,12 +112,6 @@ class TableLayout:
 
     def consumer_file(self, consumer_id: str) -> str:
         return self.join("consumer", CONSUMER_PREFIX + check_file_name(consumer_id, what="consumer id"))
-
-    def bucket_dir(self, partition_path: str, bucket: int) -> str:
-        return self.join(partition_path, bucket_dir_name(bucket))
-
-    def data_file(self, partition_path: str, bucket: int, file_name: str) -> str:
-        return self.join(partition_path, bucket_dir_name(bucket), check_file_name(file_name, what="data file name"))
 
     def relative(self, path: str) -> str:
         """A path inside the root, relative to it."""

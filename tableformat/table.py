@@ -187,9 +187,11 @@ class Table:
         self._refresh_schema()
         self._check_atomic_create()
         ctx = self._ctx
-        writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
+        # Only a commit that writes data needs a writer (a drop writes DELETE entries only, in any bucket layout).
+        writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory()) if data is not None else None
+        written: list[str] = writer.written if writer is not None else []
         try:
-            new_files: list[NewDataFile] = writer.write(data) if data is not None else list(prepared or ())
+            new_files: list[NewDataFile] = writer.write(data) if writer is not None else list(prepared or ())
             request = CommitRequest(
                 kind=request_kind,
                 new_files=new_files,
@@ -202,11 +204,11 @@ class Table:
         except CommitStateUnknownError:
             raise  # the snapshot may reference these files: keep them
         except BaseException:
-            self._remove_unreferenced(writer.written)
+            self._remove_unreferenced(written)
             raise
         if not result.created:
             # Nothing new references the files this call wrote (no change, or committed before).
-            self._remove_unreferenced(writer.written)
+            self._remove_unreferenced(written)
         else:
             self._after_commit()
         return result.snapshot
