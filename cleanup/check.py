@@ -4,7 +4,10 @@ Referenced files are those of every root (snapshots, tags and changelogs of the 
 their manifest lists (sizes from the snapshot where it records them), index manifests and statistics files, the
 manifests of the lists (``_FILE_SIZE`` of the list rows) and each root's **live** data files (ADD and DELETE entries
 merged; ``_FILE_SIZE`` of the entry). A file DELETEd by a root may be gone legitimately (expiration removed it), so
-only live files must exist. Data files with an external path are outside the table root and are not checked.
+only live files must exist. Data files are looked for where :class:`tableformat.data_paths.DataPaths` puts them
+(``data-file.path-directory`` included); those with an external path are outside the table root and are not
+checked. On a table whose options put files outside the root, orphans and reclaimable bytes are not counted
+(tablefmt does not clean or expire such tables).
 
 Orphans are counted with the cleaner's own planner (same classification and references, the table's default
 cutoff), so ``check`` and ``remove-orphans`` agree.
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from tableformat.context import TableContext
-from tableformat.data_paths import DataPaths
+from tableformat.data_paths import DataPaths, data_directory, outside_root_reason
 from tableformat.errors import (
     CorruptMetadataError,
     MaintenanceError,
@@ -134,8 +137,11 @@ class _Collector:
             self.refs[rel] = _Ref(kind, size, by)
 
 
-def _collect_references(ctx: TableContext, refs: References, roots: list[Root], collector: _Collector) -> None:
-    """Every file the roots reference, with recorded sizes; each root's live data files after merging."""
+def _collect_references(
+    ctx: TableContext, refs: References, roots: list[Root], collector: _Collector, paths: DataPaths | None
+) -> None:
+    """Every file the roots reference, with recorded sizes; each root's live data files after merging (not when
+    ``paths`` is None: the table's data directory is outside the root)."""
     list_sizes: dict[str, tuple[int | None, str]] = {}
     for root in roots:
         s = root.snapshot
@@ -169,7 +175,8 @@ def _collect_references(ctx: TableContext, refs: References, roots: list[Root], 
     for name, entries in read_manifests:
         if entries is not None:
             entries_of[name] = entries
-    paths = DataPaths(ctx.schema, ctx.partition_codec())
+    if paths is None:
+        return
     for root in roots:
         live: dict[tuple[object, ...], ManifestEntry] = {}
         for list_name in root.snapshot.manifest_lists():
@@ -202,11 +209,15 @@ def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) 
         return None
 
 
-def _listed_sizes(ctx: TableContext, pool: Executor, workers: int) -> dict[str, int]:
-    """Sizes of every file in the manifest, statistics and data directories, by path relative to the root."""
+def _listed_sizes(ctx: TableContext, pool: Executor, workers: int, data_dir: str | None) -> dict[str, int]:
+    """Sizes of every file in the manifest, statistics and data directories (under ``data_dir``; None: no data
+    directory inside the root), by path relative to the root."""
     sizes: dict[str, int] = {}
-    kinds = (DirKind.MANIFEST, DirKind.STATISTICS, DirKind.BUCKET)
-    for listing in walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers):
+    kinds = {DirKind.MANIFEST, DirKind.STATISTICS}
+    if data_dir is not None:
+        kinds.add(DirKind.BUCKET)
+    walk = walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers, data_dir=data_dir or "")
+    for listing in walk:
         if listing.kind in kinds:
             for info in listing.files:
                 sizes[ctx.layout.relative(info.path)] = info.size
@@ -238,14 +249,21 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     collector = _Collector()
     roots: list[Root] = []
+    outside = outside_root_reason(ctx.options)
+    data_dir: str | None = None
+    try:
+        data_dir = data_directory(ctx.options)
+    except UnsupportedFormatError as exc:  # data files are not inside the root: none of them can be checked
+        collector.errors.append(str(exc))
     with executor(workers, "tablefmt-check") as pool:
         refs = References(ctx, pool, workers)
         try:
             roots = refs.collect_roots()
-            _collect_references(ctx, refs, roots, collector)
+            paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
+            _collect_references(ctx, refs, roots, collector, paths)
         except _READ_ERRORS as exc:
             collector.errors.append(str(exc))
-        sizes = _listed_sizes(ctx, pool, workers)
+        sizes = _listed_sizes(ctx, pool, workers, data_dir)
         missing: list[FileProblem] = []
         mismatched: list[FileProblem] = []
         unlisted = [rel for rel in collector.refs if rel not in sizes]
@@ -264,12 +282,15 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
             mismatched.append(problem)
     orphan_files: int | None = None
     orphan_bytes = 0
-    try:
-        plan = plan_orphan_removal(ctx, force=True, parallelism=workers)
-        orphan_files, orphan_bytes = len(plan.orphans), plan.orphan_bytes
-    except (MaintenanceError, ValidationError) as exc:
-        collector.errors.append(f"orphans not counted: {exc}")
-    reclaimable, note = _reclaimable(ctx, orphan_bytes)
+    if outside is not None:  # tablefmt neither cleans nor expires such tables: nothing to count or estimate
+        reclaimable, note = 0, f"orphans and reclaimable bytes not counted: {outside}"
+    else:
+        try:
+            plan = plan_orphan_removal(ctx, force=True, parallelism=workers)
+            orphan_files, orphan_bytes = len(plan.orphans), plan.orphan_bytes
+        except (MaintenanceError, ValidationError) as exc:
+            collector.errors.append(f"orphans not counted: {exc}")
+        reclaimable, note = _reclaimable(ctx, orphan_bytes)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from tableformat.context import TableContext
+from tableformat.data_paths import data_directory, require_data_inside_root
 from tableformat.errors import (
     CorruptMetadataError,
     DeleteFailedError,
@@ -274,7 +275,9 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
     census = _Census(CandidateSet(), [], [], {})
     classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name
     lazy = _STAT_AFTER_REFERENCES
-    for listing in walk_table(ctx.io, layout, ctx.schema.partition_keys, pool, workers, without_file_stats=lazy):
+    data_dir = data_directory(ctx.options)
+    keys = ctx.schema.partition_keys
+    for listing in walk_table(ctx.io, layout, keys, pool, workers, without_file_stats=lazy, data_dir=data_dir):
         census.directories += 1
         directory, dir_kind, metadata_dir = listing.rel, listing.kind, listing.metadata_dir
         if dir_kind in (DirKind.PARTITION, DirKind.BUCKET):
@@ -447,6 +450,7 @@ def plan_orphan_removal(
     """
     older_ms = resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
+    require_data_inside_root(ctx.options, ctx.url(), "clean orphan files of")
     planned_at = now_epoch_ms() if now_ms is None else now_ms
     cutoff_ms = planned_at - older_ms
     with executor(workers, "tablefmt-orphans") as pool:

@@ -115,7 +115,7 @@ def require_data_inside_root(options: TableOptions, where: str, action: str) -> 
     reason = outside_root_reason(options)
     if reason is not None:
         raise UnsupportedFormatError(
-            f"{where}: {reason}; tablefmt does not {action} tables whose files live outside the table root"
+            f"{where}: {reason}; tablefmt does not {action} such tables (it never writes or deletes there)"
         )
 
 
@@ -139,6 +139,8 @@ class DataPaths:
         options = TableOptions(schema.options)
         self.directory = data_directory(options)
         """``data-file.path-directory`` relative to the root ('' = the root itself)."""
+        self.directory_depth = self.directory.count("/") + 1 if self.directory else 0
+        """Path components of ``directory``: partition and bucket directories lie deeper."""
         self._fields = schema.partition_fields
         self._keys = schema.partition_keys
         self._codec = codec if codec is not None else PartitionCodec(schema)

@@ -21,6 +21,7 @@ from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile
 from tableformat.context import TableContext
+from tableformat.data_paths import outside_root_reason, require_data_inside_root
 from tableformat.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
@@ -103,6 +104,9 @@ class Table:
         opts.setdefault("file.format", "parquet")
         table_options = TableOptions(opts)
         table_options.validate()
+        outside = outside_root_reason(table_options)
+        if outside is not None:
+            raise ValidationError(f"{outside}; tablefmt creates tables whose files stay inside the table root")
         if table_options.require(BUCKET) != -1:
             raise ValidationError("tablefmt creates bucket-unaware append tables only (bucket=-1)")
         unknown = sorted(k for k in opts if k not in REGISTRY)
@@ -185,8 +189,9 @@ class Table:
         commit_identifier: int | None = None,
     ) -> Snapshot | None:
         self._refresh_schema()
-        self._check_atomic_create()
         ctx = self._ctx
+        require_data_inside_root(ctx.options, ctx.url(), "write to")
+        self._check_atomic_create()
         # Only a commit that writes data needs a writer (a drop writes DELETE entries only, in any bucket layout).
         writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory()) if data is not None else None
         written: list[str] = writer.written if writer is not None else []

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.binary_row import encode_row
-from tableformat.data_paths import DataPaths
+from tableformat.data_paths import DataPaths, require_data_inside_root
 from tableformat.errors import UnsupportedFormatError, ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import NameFactory, TableLayout
@@ -136,6 +136,7 @@ class DataFileWriter:
             )
         if schema.primary_keys:
             raise UnsupportedFormatError("table has a primary key: tablefmt writes append tables only")
+        require_data_inside_root(options, file_io.url(layout.root), "write to")
         self.io = file_io
         self.layout = layout
         self.schema = schema
