@@ -90,6 +90,8 @@ class CheckResult:
     reclaimable_bytes: int
     reclaimable_note: str
     external_files_skipped: int = 0
+    skipped_nested_tables: tuple[str, ...] = ()
+    """Roots of other tables inside this one's data directories: not checked, never entered by orphan cleanup."""
 
     @property
     def ok(self) -> bool:
@@ -113,6 +115,7 @@ class CheckResult:
             "reclaimable_bytes": self.reclaimable_bytes,
             "reclaimable_note": self.reclaimable_note,
             "external_files_skipped": self.external_files_skipped,
+            "skipped_nested_tables": list(self.skipped_nested_tables),
         }
 
 
@@ -209,15 +212,20 @@ def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) 
         return None
 
 
-def _listed_sizes(ctx: TableContext, pool: Executor, workers: int, data_dir: str | None) -> dict[str, int]:
+def _listed_sizes(
+    ctx: TableContext, pool: Executor, workers: int, data_dir: str | None, nested: list[str]
+) -> dict[str, int]:
     """Sizes of every file in the manifest, statistics and data directories (under ``data_dir``; None: no data
-    directory inside the root), by path relative to the root."""
+    directory inside the root), by path relative to the root. Roots of other tables found where data directories
+    were expected are added to ``nested`` (never entered)."""
     sizes: dict[str, int] = {}
     kinds = {DirKind.MANIFEST, DirKind.STATISTICS}
     if data_dir is not None:
         kinds.add(DirKind.BUCKET)
     walk = walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers, data_dir=data_dir or "")
     for listing in walk:
+        if listing.kind is DirKind.NESTED_TABLE:
+            nested.append(listing.rel)
         if listing.kind in kinds:
             for info in listing.files:
                 sizes[ctx.layout.relative(info.path)] = info.size
@@ -263,7 +271,8 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
             _collect_references(ctx, refs, roots, collector, paths)
         except _READ_ERRORS as exc:
             collector.errors.append(str(exc))
-        sizes = _listed_sizes(ctx, pool, workers, data_dir)
+        nested: list[str] = []
+        sizes = _listed_sizes(ctx, pool, workers, data_dir, nested)
         missing: list[FileProblem] = []
         mismatched: list[FileProblem] = []
         unlisted = [rel for rel in collector.refs if rel not in sizes]
@@ -305,6 +314,7 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
         reclaimable_bytes=reclaimable,
         reclaimable_note=note,
         external_files_skipped=collector.external,
+        skipped_nested_tables=tuple(sorted(nested)),
     )
 
 

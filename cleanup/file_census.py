@@ -4,7 +4,9 @@ Only the directories the format creates are listed: ``snapshot/``, ``schema/``, 
 ``changelog/``, ``manifest/``, ``statistics/``, ``index/``, the ``branch/branch-<name>/`` metadata directories and the
 data directories, found under the table's data directory (the root, or ``data-file.path-directory`` below it, as
 Paimon's own orphan cleaner lists them) by descending one level per partition key (``<key>=<value>`` directories
-whose key is the partition key of that level) and then ``bucket-<n>``. Unknown directories are never entered.
+whose key is the partition key of that level) and then ``bucket-<n>``. Unknown directories are never entered, and
+neither is a data directory that is the root of another table (it holds ``schema/`` or ``snapshot/``, e.g. a table
+created at ``<root>/dt=zz``): it is yielded as a NESTED_TABLE listing without entries, for the caller to report.
 
 Every file is classified by the directory it is in and its name (:func:`classify`). Only names the format produces
 can be orphan candidates; metadata roots (snapshots, schemas, tags, consumers, hints, expiration journals) never
@@ -46,6 +48,9 @@ EXPIRE_JOURNAL_PREFIX = ".expire-journal-"
 DATA_FORMATS = ("parquet", "orc", "avro")
 
 METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
+TABLE_ROOT_MARKERS = frozenset({"schema", "snapshot"})
+"""A directory holding one of these is a table root: every table has ``schema/`` once created, ``snapshot/`` once
+committed to."""
 """Directories of metadata roots, in the table root and in every branch: only temp files there can be orphans."""
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -74,6 +79,9 @@ class DirKind(str, Enum):
     BUCKET = "bucket"
     DATA_DIR = "data-dir"
     """A component of ``data-file.path-directory`` (level = how many components so far)."""
+    NESTED_TABLE = "nested-table"
+    """Where a data directory was expected, the root of another table: listed (its entries are not passed on),
+    never entered."""
 
 
 class FileKind(str, Enum):
@@ -230,6 +238,10 @@ def walk_table(
         next_frontier: list[_Pending] = []
         for pending, entries in listed:
             rel = "" if pending.kind == DirKind.ROOT else layout.relative(pending.path)
+            if pending.kind in _DATA_KINDS and any(e.is_dir and e.name in TABLE_ROOT_MARKERS for e in entries):
+                log.warning("%s is the root of another table: not entered, nothing in it is touched", pending.path)
+                yield Listing(DirKind.NESTED_TABLE, pending.path, rel, (), pending.level, "", pending.mtime_ms)
+                continue
             listing = Listing(
                 kind=pending.kind,
                 path=pending.path,
@@ -243,6 +255,9 @@ def walk_table(
             yield listing
         frontier = next_frontier
 
+
+_DATA_KINDS = frozenset({DirKind.PARTITION, DirKind.BUCKET, DirKind.DATA_DIR})
+"""Directories that hold (or lead to) data files: the places a nested table root is looked for."""
 
 BIG_DIRECTORY = 10_000
 """Listings with more entries than this keep the number of listings in flight at 2 (memory)."""

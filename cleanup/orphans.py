@@ -111,6 +111,9 @@ class OrphanPlan:
     """Candidates whose store reports no usable mtime: never deleted."""
     empty_dirs: tuple[str, ...] = ()
     """Partition and bucket directories that are empty once the orphans are gone, deepest first."""
+    skipped_nested_tables: tuple[str, ...] = ()
+    """Data directories that are the roots of other tables (they hold ``schema/`` or ``snapshot/``): never entered,
+    nothing in them is a candidate."""
     directories_listed: int = 0
     files_listed: int = 0
     candidates: int = 0
@@ -139,6 +142,8 @@ class OrphanResult:
     failed: tuple[str, ...] = ()
     """'path: reason' of orphans that could not be deleted."""
     removed_dirs: tuple[str, ...] = ()
+    skipped_nested_tables: tuple[str, ...] = ()
+    """Roots of other tables inside this one's data directories: never entered (see OrphanPlan)."""
     plan: OrphanPlan | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, object]:
@@ -152,6 +157,7 @@ class OrphanResult:
             "skipped_unknown": list(self.skipped_unknown),
             "failed": list(self.failed),
             "removed_dirs": list(self.removed_dirs),
+            "skipped_nested_tables": list(self.skipped_nested_tables),
             "dry_run": self.dry_run,
             "cutoff_ms": self.cutoff_ms,
         }
@@ -261,6 +267,8 @@ class _Census:
     unknown: list[str]
     no_mtime: list[str]
     nodes: dict[str, _DirNode]
+    nested: list[str] = field(default_factory=list)
+    """Roots of other tables found where data directories were expected (never entered)."""
     unstated_manifests: list[str] = field(default_factory=list)
     """Manifest-like candidates (manifests, manifest lists, index manifests) listed without an mtime."""
     old_manifests: list[str] = field(default_factory=list)
@@ -280,6 +288,9 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
     for listing in walk_table(ctx.io, layout, keys, pool, workers, without_file_stats=lazy, data_dir=data_dir):
         census.directories += 1
         directory, dir_kind, metadata_dir = listing.rel, listing.kind, listing.metadata_dir
+        if dir_kind is DirKind.NESTED_TABLE:
+            census.nested.append(directory)
+            continue
         if dir_kind in (DirKind.PARTITION, DirKind.BUCKET):
             parent = directory.rpartition("/")[0]
             census.nodes[directory] = _DirNode(
@@ -484,6 +495,7 @@ def plan_orphan_removal(
         skipped_unknown=tuple(sorted(census.unknown)),
         skipped_no_mtime=tuple(sorted(census.no_mtime)),
         empty_dirs=empty,
+        skipped_nested_tables=tuple(sorted(census.nested)),
         directories_listed=census.directories,
         files_listed=census.files,
         candidates=found,
@@ -548,6 +560,7 @@ def execute_orphan_plan(
         cutoff_ms=plan.cutoff_ms,
         failed=tuple(failed),
         removed_dirs=tuple(removed),
+        skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
     )
 
@@ -563,6 +576,7 @@ def dry_run_result(plan: OrphanPlan) -> OrphanResult:
         dry_run=True,
         cutoff_ms=plan.cutoff_ms,
         removed_dirs=plan.empty_dirs,
+        skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
     )
 
