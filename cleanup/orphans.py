@@ -112,8 +112,7 @@ class OrphanPlan:
     empty_dirs: tuple[str, ...] = ()
     """Partition and bucket directories that are empty once the orphans are gone, deepest first."""
     skipped_nested_tables: tuple[str, ...] = ()
-    """Data directories that are the roots of other tables (they hold ``schema/`` or ``snapshot/``): never entered,
-    nothing in them is a candidate."""
+    """Roots of other tables where data directories were expected (they hold ``schema/`` or ``snapshot/``)."""
     directories_listed: int = 0
     files_listed: int = 0
     candidates: int = 0
@@ -267,8 +266,7 @@ class _Census:
     unknown: list[str]
     no_mtime: list[str]
     nodes: dict[str, _DirNode]
-    nested: list[str] = field(default_factory=list)
-    """Roots of other tables found where data directories were expected (never entered)."""
+    nested: list[str] = field(default_factory=list)  # roots of other tables (see OrphanPlan.skipped_nested_tables)
     unstated_manifests: list[str] = field(default_factory=list)
     """Manifest-like candidates (manifests, manifest lists, index manifests) listed without an mtime."""
     old_manifests: list[str] = field(default_factory=list)

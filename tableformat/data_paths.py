@@ -88,12 +88,12 @@ def outside_root_reason(options: TableOptions) -> str | None:
     """Why the table's options put data or index files outside the table root; None when they do not."""
     paths = options.get(DATA_FILE_EXTERNAL_PATHS)
     if paths is not None and any(p.strip() for p in paths.split(",")):
-        return f"table option {DATA_FILE_EXTERNAL_PATHS.key}={paths!r} puts data files outside the table root"
+        return f"table option {DATA_FILE_EXTERNAL_PATHS.key}={paths!r} names data directories outside the table root"
     strategy = options.get(DATA_FILE_EXTERNAL_PATHS_STRATEGY)
     if strategy is not None and strategy.strip().lower() not in ("", "none"):
         return (
-            f"table option {DATA_FILE_EXTERNAL_PATHS_STRATEGY.key}={strategy!r} puts data files outside the table "
-            "root"
+            f"table option {DATA_FILE_EXTERNAL_PATHS_STRATEGY.key}={strategy!r} writes data files outside the "
+            "table root"
         )
     index_path = options.get(GLOBAL_INDEX_EXTERNAL_PATH)
     if index_path is not None and index_path.strip():
