@@ -48,10 +48,11 @@ EXPIRE_JOURNAL_PREFIX = ".expire-journal-"
 DATA_FORMATS = ("parquet", "orc", "avro")
 
 METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
+"""Directories of metadata roots, in the table root and in every branch: only temp files there can be orphans."""
+
 TABLE_ROOT_MARKERS = frozenset({"schema", "snapshot"})
 """A directory holding one of these is a table root: every table has ``schema/`` once created, ``snapshot/`` once
 committed to."""
-"""Directories of metadata roots, in the table root and in every branch: only temp files there can be orphans."""
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _TEMP = re.compile(rf"^\..+\.{_UUID}\.tmp$")
