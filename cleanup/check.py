@@ -4,7 +4,10 @@ Referenced files are those of every root (snapshots, tags and changelogs of the 
 their manifest lists (sizes from the snapshot where it records them), index manifests and statistics files, the
 manifests of the lists (``_FILE_SIZE`` of the list rows) and each root's **live** data files (ADD and DELETE entries
 merged; ``_FILE_SIZE`` of the entry). A file DELETEd by a root may be gone legitimately (expiration removed it), so
-only live files must exist. Data files with an external path are outside the table root and are not checked.
+only live files must exist. Data files are looked for where :class:`tableformat.data_paths.DataPaths` puts them
+(``data-file.path-directory`` included); those with an external path are outside the table root and are not
+checked. On a table whose options put files outside the root, orphans and reclaimable bytes are not counted
+(tablefmt does not clean or expire such tables).
 
 Orphans are counted with the cleaner's own planner (same classification and references, the table's default
 cutoff), so ``check`` and ``remove-orphans`` agree.
@@ -19,8 +22,8 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.context import TableContext
+from tableformat.data_paths import DataPaths, data_directory, outside_root_reason
 from tableformat.errors import (
     CorruptMetadataError,
     MaintenanceError,
@@ -32,8 +35,6 @@ from tableformat.errors import (
 from tableformat.layout import check_file_name
 from tableformat.live_set import merge_entries
 from tableformat.model.manifest import ManifestEntry
-from tableformat.model.partition import partition_path
-from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 
 from .file_census import DirKind, walk_table
@@ -89,6 +90,8 @@ class CheckResult:
     reclaimable_bytes: int
     reclaimable_note: str
     external_files_skipped: int = 0
+    skipped_nested_tables: tuple[str, ...] = ()
+    """Roots of other tables inside this one's data directories: not checked, never entered by orphan cleanup."""
 
     @property
     def ok(self) -> bool:
@@ -112,6 +115,7 @@ class CheckResult:
             "reclaimable_bytes": self.reclaimable_bytes,
             "reclaimable_note": self.reclaimable_note,
             "external_files_skipped": self.external_files_skipped,
+            "skipped_nested_tables": list(self.skipped_nested_tables),
         }
 
 
@@ -136,28 +140,11 @@ class _Collector:
             self.refs[rel] = _Ref(kind, size, by)
 
 
-def _data_path_function(ctx: TableContext) -> Callable[[ManifestEntry], str]:
-    options = ctx.options
-    codec = PartitionCodec(ctx.schema)
-    default_name = options.require(PARTITION_DEFAULT_NAME)
-    legacy = options.require(PARTITION_LEGACY_NAME)
-    fields = ctx.schema.partition_fields
-    keys = ctx.schema.partition_keys
-    cache: dict[bytes, str] = {}
-
-    def rel_path(entry: ManifestEntry) -> str:
-        directory = cache.get(entry.partition)
-        if directory is None:
-            values = codec.values(entry.partition)
-            part = partition_path([values[k] for k in keys], fields, default_name=default_name, legacy_name=legacy)
-            directory = cache[entry.partition] = ctx.layout.relative(ctx.layout.bucket_dir(part, entry.bucket))
-        return f"{directory}/{entry.file.file_name}"
-
-    return rel_path
-
-
-def _collect_references(ctx: TableContext, refs: References, roots: list[Root], collector: _Collector) -> None:
-    """Every file the roots reference, with recorded sizes; each root's live data files after merging."""
+def _collect_references(
+    ctx: TableContext, refs: References, roots: list[Root], collector: _Collector, paths: DataPaths | None
+) -> None:
+    """Every file the roots reference, with recorded sizes; each root's live data files after merging (not when
+    ``paths`` is None: the table's data directory is outside the root)."""
     list_sizes: dict[str, tuple[int | None, str]] = {}
     for root in roots:
         s = root.snapshot
@@ -191,7 +178,8 @@ def _collect_references(ctx: TableContext, refs: References, roots: list[Root], 
     for name, entries in read_manifests:
         if entries is not None:
             entries_of[name] = entries
-    rel_path = _data_path_function(ctx)
+    if paths is None:
+        return
     for root in roots:
         live = merge_entries(
             entries_of.get(manifest, ())
@@ -202,11 +190,9 @@ def _collect_references(ctx: TableContext, refs: References, roots: list[Root], 
             if entry.file.external_path:
                 collector.external += 1
                 continue
-            path = rel_path(entry)
-            collector.add(path, "data", entry.file.file_size, root.label)
-            directory = path.rpartition("/")[0]
-            for extra in entry.file.extra_files:
-                collector.add(f"{directory}/{extra}", "data", None, root.label)
+            collector.add(paths.of_entry(entry), "data", entry.file.file_size, root.label)
+            for extra in paths.extras_of(entry.partition, entry.bucket, entry.file.extra_files):
+                collector.add(extra, "data", None, root.label)
 
 
 def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) -> list[T] | None:
@@ -223,11 +209,20 @@ def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) 
         return None
 
 
-def _listed_sizes(ctx: TableContext, pool: Executor, workers: int) -> dict[str, int]:
-    """Sizes of every file in the manifest, statistics and data directories, by path relative to the root."""
+def _listed_sizes(
+    ctx: TableContext, pool: Executor, workers: int, data_dir: str | None, nested: list[str]
+) -> dict[str, int]:
+    """Sizes of every file in the manifest, statistics and data directories (under ``data_dir``; None: no data
+    directory inside the root), by path relative to the root. Roots of other tables found where data directories
+    were expected are added to ``nested`` (never entered)."""
     sizes: dict[str, int] = {}
-    kinds = (DirKind.MANIFEST, DirKind.STATISTICS, DirKind.BUCKET)
-    for listing in walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers):
+    kinds = {DirKind.MANIFEST, DirKind.STATISTICS}
+    if data_dir is not None:
+        kinds.add(DirKind.BUCKET)
+    walk = walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers, data_dir=data_dir or "")
+    for listing in walk:
+        if listing.kind is DirKind.NESTED_TABLE:
+            nested.append(listing.rel)
         if listing.kind in kinds:
             for info in listing.files:
                 sizes[ctx.layout.relative(info.path)] = info.size
@@ -259,14 +254,22 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     collector = _Collector()
     roots: list[Root] = []
+    outside = outside_root_reason(ctx.options)
+    data_dir: str | None = None
+    try:
+        data_dir = data_directory(ctx.options)
+    except UnsupportedFormatError as exc:  # data files are not inside the root: none of them can be checked
+        collector.errors.append(str(exc))
     with executor(workers, "tablefmt-check") as pool:
         refs = References(ctx, pool, workers)
         try:
             roots = refs.collect_roots()
-            _collect_references(ctx, refs, roots, collector)
+            paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
+            _collect_references(ctx, refs, roots, collector, paths)
         except _READ_ERRORS as exc:
             collector.errors.append(str(exc))
-        sizes = _listed_sizes(ctx, pool, workers)
+        nested: list[str] = []
+        sizes = _listed_sizes(ctx, pool, workers, data_dir, nested)
         missing: list[FileProblem] = []
         mismatched: list[FileProblem] = []
         unlisted = [rel for rel in collector.refs if rel not in sizes]
@@ -285,12 +288,15 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
             mismatched.append(problem)
     orphan_files: int | None = None
     orphan_bytes = 0
-    try:
-        plan = plan_orphan_removal(ctx, force=True, parallelism=workers)
-        orphan_files, orphan_bytes = len(plan.orphans), plan.orphan_bytes
-    except (MaintenanceError, ValidationError) as exc:
-        collector.errors.append(f"orphans not counted: {exc}")
-    reclaimable, note = _reclaimable(ctx, orphan_bytes)
+    if outside is not None:  # tablefmt neither cleans nor expires such tables: nothing to count or estimate
+        reclaimable, note = 0, f"orphans and reclaimable bytes not counted: {outside}"
+    else:
+        try:
+            plan = plan_orphan_removal(ctx, force=True, parallelism=workers)
+            orphan_files, orphan_bytes = len(plan.orphans), plan.orphan_bytes
+        except (MaintenanceError, ValidationError) as exc:
+            collector.errors.append(f"orphans not counted: {exc}")
+        reclaimable, note = _reclaimable(ctx, orphan_bytes)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
@@ -305,6 +311,7 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
         reclaimable_bytes=reclaimable,
         reclaimable_note=note,
         external_files_skipped=collector.external,
+        skipped_nested_tables=tuple(sorted(nested)),
     )
 
 

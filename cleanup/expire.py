@@ -30,6 +30,7 @@ from typing import Any
 
 from tableformat.codec import json_codec
 from tableformat.context import TableContext
+from tableformat.data_paths import require_data_inside_root
 from tableformat.errors import CorruptMetadataError, DeleteFailedError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import EARLIEST
 from tableformat.parallel import Workers
@@ -433,6 +434,7 @@ def expire_snapshots(
         limit=limit,
         parallelism=parallelism,
     )
+    require_data_inside_root(ctx.options, ctx.url(), "expire snapshots of")
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     with Workers(config.parallelism) as workers:
         return _expire(ctx, config, now, dry_run, progress, workers)

@@ -21,13 +21,12 @@ from typing import NamedTuple, TypeVar
 from tableformat.codec import json_codec
 from tableformat.codec.avro_projection import EntryRef, ManifestListReader
 from tableformat.context import TableContext
+from tableformat.data_paths import DataPaths as TableDataPaths
 from tableformat.errors import CorruptMetadataError
 from tableformat.layout import check_file_name
 from tableformat.live_set import PartitionPredicate, PathEntry, merge_entries
 from tableformat.model.manifest import ManifestFileMeta
-from tableformat.model.partition import partition_path
 from tableformat.model.snapshot import Snapshot, Tag
-from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME
 from tableformat.parallel import READ_CHUNK, Workers
 
 T = TypeVar("T")
@@ -66,38 +65,16 @@ ENTRIES_IN_FLIGHT = 100_000
 _DOTS = (".", "..")
 
 
-class DataPaths:
-    """Paths of data files relative to the table root, from manifest entries (names checked, dirs cached)."""
+class DataPaths(TableDataPaths):
+    """Data file paths relative to the table root (:class:`tableformat.data_paths.DataPaths`) for the projected
+    entries expiration reads, plus the partition pruning of its manifest reads."""
 
     def __init__(self, ctx: TableContext) -> None:
-        schema = ctx.schema
-        self._fields = schema.partition_fields
-        self._keys = schema.partition_keys
-        self._codec = ctx.partition_codec()
-        self._default_name = ctx.options.require(PARTITION_DEFAULT_NAME)
-        self._legacy = ctx.options.require(PARTITION_LEGACY_NAME)
-        self._dirs: dict[tuple[bytes, int], str] = {}
-
-    @property
-    def partitioned(self) -> bool:
-        return bool(self._keys)
-
-    def bucket_dir(self, partition: bytes, bucket: int) -> str:
-        """``k=v/.../bucket-N`` (``bucket-N`` for an unpartitioned table)."""
-        key = (partition, bucket)
-        cached = self._dirs.get(key)
-        if cached is None:
-            values = self._codec.values(partition)
-            rel = partition_path(
-                [values[k] for k in self._keys], self._fields, default_name=self._default_name, legacy_name=self._legacy
-            )
-            bucket_name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
-            cached = f"{rel}/{bucket_name}" if rel else bucket_name
-            self._dirs[key] = cached
-        return cached
+        super().__init__(ctx.schema, ctx.partition_codec())
 
     def of(self, entry: EntryRef) -> str | None:
-        """The entry's file path relative to the root; None for a file with an external path (never ours to delete)."""
+        """The entry's file path relative to the root (``data_paths.file_in`` with its name check spelled out for
+        speed); None for a file with an external path (never ours to delete)."""
         if entry.external_path:
             return None
         name = entry.file_name
@@ -112,12 +89,11 @@ class DataPaths:
         """Relative paths of the entry's extra files (e.g. ``.index`` sidecars next to the data file)."""
         if not entry.extra_files or entry.external_path:
             return ()
-        directory = self.bucket_dir(entry.partition, entry.bucket)
-        return tuple(f"{directory}/{check_file_name(n, what='extra file name')}" for n in entry.extra_files)
+        return self.extras_of(entry.partition, entry.bucket, entry.extra_files)
 
     def predicate(self, partitions: Iterable[bytes]) -> PartitionPredicate | None:
         """A predicate matching exactly these partitions (None for an unpartitioned table: everything matches)."""
-        if not self._keys:
+        if not self.partitioned:
             return None
         return PartitionPredicate(tuple(dict(self._codec.values(p)) for p in set(partitions)))
 

@@ -9,7 +9,8 @@ listed are unreferenced by then (snapshot files go first) and become ordinary or
 
 Paths inside are relative to the table root and are checked on load against the only places expiration deletes
 from (``snapshot/snapshot-N``, ``manifest/<name>``, ``tag/tag-<name>``, ``consumer/consumer-<id>``, and
-``k=v/.../bucket-N/<file>`` data paths), so even a tampered journal cannot make a run delete anything else.
+``[<data-file.path-directory>/]k=v/.../bucket-N/<file>`` data paths), so even a tampered journal cannot make a
+run delete anything else.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from tableformat.codec.journal_codec import RowList, decode_journal, encode_journal
 from tableformat.context import TableContext
+from tableformat.data_paths import data_directory
 from tableformat.errors import MaintenanceError, UnsafePathError
 from tableformat.layout import check_file_name, check_tag_name
 
@@ -99,8 +101,14 @@ def _check_components(path: str) -> list[str]:
     return parts
 
 
-def _check_path(path: str, kind: str) -> str:
+def _check_path(path: str, kind: str, data_dir: str = "") -> str:
     parts = _check_components(path)
+    if kind in ("data", "dir") and data_dir:  # data paths start with the table's data-file.path-directory
+        prefix = data_dir.split("/")
+        ok = len(parts) > len(prefix) and parts[: len(prefix)] == prefix
+        if not ok:
+            raise UnsafePathError(f"journal names {path!r}, which is not a {kind} path expiration may delete")
+        parts = parts[len(prefix) :]
     ok = False
     if kind == "snapshot":
         ok = len(parts) == 2 and parts[0] == "snapshot" and parts[1].startswith("snapshot-") and parts[1][9:].isdigit()
@@ -120,13 +128,13 @@ def _check_path(path: str, kind: str) -> str:
     return path
 
 
-def _load_files(raw: Any, kind: str, *, with_extras: bool = False) -> tuple[PlannedFile, ...]:
+def _load_files(raw: Any, kind: str, *, with_extras: bool = False, data_dir: str = "") -> tuple[PlannedFile, ...]:
     result = []
     for item in raw:
         extras: tuple[str, ...] = ()
         if with_extras:
-            extras = tuple(_check_path(str(e), kind) for e in item[2])
-        result.append(PlannedFile(_check_path(str(item[0]), kind), int(item[1]), extras))
+            extras = tuple(_check_path(str(e), kind, data_dir) for e in item[2])
+        result.append(PlannedFile(_check_path(str(item[0]), kind, data_dir), int(item[1]), extras))
     return tuple(result)
 
 
@@ -134,7 +142,8 @@ def _load_tags(raw: Any) -> tuple[TagRef, ...]:
     return tuple(TagRef(str(name), int(sid), str(base)) for name, sid, base in raw)
 
 
-def plan_from_json(data: bytes) -> ExpirePlan:
+def plan_from_json(data: bytes, data_dir: str = "") -> ExpirePlan:
+    """The plan a journal holds; its data paths must lie under ``data_dir`` (the table's data directory)."""
     doc = decode_journal(data)
     cutoff = doc.get("consumerCutoffMs")
     return ExpirePlan(
@@ -144,7 +153,7 @@ def plan_from_json(data: bytes) -> ExpirePlan:
         expired_snapshots=tuple(int(i) for i in doc["expiredSnapshots"]),
         fingerprints=tuple((int(i), str(name)) for i, name in doc["fingerprints"]),
         snapshot_files=_load_files(doc["snapshotFiles"], "snapshot"),
-        data_files=_load_files(doc["dataFiles"], "data", with_extras=True),
+        data_files=_load_files(doc["dataFiles"], "data", with_extras=True, data_dir=data_dir),
         manifests=_load_files(doc["manifests"], "manifest"),
         manifest_lists=_load_files(doc["manifestLists"], "manifest"),
         tag_files=_load_files(doc["tagFiles"], "tag"),
@@ -155,7 +164,7 @@ def plan_from_json(data: bytes) -> ExpirePlan:
         expired_consumers=tuple(str(c) for c in doc["expiredConsumers"]),
         consumer_cutoff_ms=None if cutoff is None else int(cutoff),
         skipped_external=tuple(str(p) for p in doc["skippedExternal"]),
-        empty_dir_candidates=tuple(_check_path(str(d), "dir") for d in doc["emptyDirCandidates"]),
+        empty_dir_candidates=tuple(_check_path(str(d), "dir", data_dir) for d in doc["emptyDirCandidates"]),
     )
 
 
@@ -168,7 +177,7 @@ def read_journal(ctx: TableContext, path: str) -> ExpirePlan | None:
     except OSError as exc:
         raise MaintenanceError(f"cannot read expiration journal {ctx.io.url(path)}: {exc}") from exc
     try:
-        plan = plan_from_json(data)
+        plan = plan_from_json(data, data_directory(ctx.options))
     except UnsafePathError as exc:
         raise MaintenanceError(f"expiration journal {ctx.io.url(path)} is unsafe, refusing it: {exc}") from exc
     except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:

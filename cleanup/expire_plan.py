@@ -403,7 +403,7 @@ class _Planner:
         dirs: set[str] = set()
         for parent in {planned.path.rsplit("/", 1)[0] for planned in data if "/" in planned.path}:
             parts = parent.split("/")
-            dirs.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+            dirs.update("/".join(parts[:depth]) for depth in range(self.paths.directory_depth + 1, len(parts) + 1))
         fingerprints = [(s.id, s.base_manifest_list) for s in expired]
         fingerprints.append((span.end, span.end_snapshot.base_manifest_list))
         return ExpirePlan(

@@ -2,8 +2,11 @@
 
 Only the directories the format creates are listed: ``snapshot/``, ``schema/``, ``tag/``, ``consumer/``,
 ``changelog/``, ``manifest/``, ``statistics/``, ``index/``, the ``branch/branch-<name>/`` metadata directories and the
-data directories, found by descending one level per partition key (``<key>=<value>`` directories whose key is the
-partition key of that level) and then ``bucket-<n>``. Unknown directories are never entered.
+data directories, found under the table's data directory (the root, or ``data-file.path-directory`` below it, as
+Paimon's own orphan cleaner lists them) by descending one level per partition key (``<key>=<value>`` directories
+whose key is the partition key of that level) and then ``bucket-<n>``. Unknown directories are never entered, and
+neither is a data directory that is the root of another table (it holds ``schema/`` or ``snapshot/``, e.g. a table
+created at ``<root>/dt=zz``): it is yielded as a NESTED_TABLE listing without entries, for the caller to report.
 
 Every file is classified by the directory it is in and its name (:func:`classify`). Only names the format produces
 can be orphan candidates; metadata roots (snapshots, schemas, tags, consumers, hints, expiration journals) never
@@ -47,6 +50,10 @@ DATA_FORMATS = ("parquet", "orc", "avro")
 METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
 """Directories of metadata roots, in the table root and in every branch: only temp files there can be orphans."""
 
+TABLE_ROOT_MARKERS = frozenset({"schema", "snapshot"})
+"""A directory holding one of these is a table root: every table has ``schema/`` once created, ``snapshot/`` once
+committed to."""
+
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _TEMP = re.compile(rf"^\..+\.{_UUID}\.tmp$")
 """Paimon's temp file of an atomic write: ``.<name>.<uuid>.tmp`` (tableformat.io.local.temp_name_for)."""
@@ -71,6 +78,11 @@ class DirKind(str, Enum):
     BRANCH = "branch"
     PARTITION = "partition"
     BUCKET = "bucket"
+    DATA_DIR = "data-dir"
+    """A component of ``data-file.path-directory`` (level = how many components so far)."""
+    NESTED_TABLE = "nested-table"
+    """Where a data directory was expected, the root of another table: listed (its entries are not passed on),
+    never entered."""
 
 
 class FileKind(str, Enum):
@@ -134,7 +146,7 @@ class NameRules:
         if (
             name.startswith(".")
             and _TEMP.match(name)
-            and kind not in (DirKind.ROOT, DirKind.BRANCHES, DirKind.BRANCH, DirKind.PARTITION)
+            and kind not in (DirKind.ROOT, DirKind.BRANCHES, DirKind.BRANCH, DirKind.PARTITION, DirKind.DATA_DIR)
         ):
             return FileKind.TEMP
         if kind == DirKind.MANIFEST:
@@ -209,15 +221,17 @@ def walk_table(
     window: int = 8,
     *,
     without_file_stats: frozenset[DirKind] = frozenset(),
+    data_dir: str = "",
 ) -> Iterator[Listing]:
     """Every directory of the table that the format uses, listed in parallel, level by level.
 
     At most ``window`` listings are held at once (fewer around huge directories). A listing failure raises
     (an unreadable directory is unknown, never empty); a directory that does not exist lists as empty. Directories
     of the kinds in ``without_file_stats`` are listed by FileIO.list_dir_without_file_stats (sizes and mtimes of
-    their files may be UNKNOWN).
+    their files may be UNKNOWN). ``data_dir``: the table's data directory relative to the root
+    (:func:`tableformat.data_paths.data_directory`); partition and bucket directories are looked for only there.
     """
-    prefixes = partition_dir_prefixes(partition_keys)
+    shape = _Shape(partition_dir_prefixes(partition_keys), tuple(data_dir.split("/")) if data_dir else ())
     lister = _Lister(pool, file_io, window, without_file_stats)
     frontier = [_Pending(DirKind.ROOT, layout.root)]
     while frontier:
@@ -225,6 +239,10 @@ def walk_table(
         next_frontier: list[_Pending] = []
         for pending, entries in listed:
             rel = "" if pending.kind == DirKind.ROOT else layout.relative(pending.path)
+            if pending.kind in _DATA_KINDS and any(e.is_dir and e.name in TABLE_ROOT_MARKERS for e in entries):
+                log.warning("%s is the root of another table: not entered, nothing in it is touched", pending.path)
+                yield Listing(DirKind.NESTED_TABLE, pending.path, rel, (), pending.level, "", pending.mtime_ms)
+                continue
             listing = Listing(
                 kind=pending.kind,
                 path=pending.path,
@@ -234,10 +252,13 @@ def walk_table(
                 metadata_dir=pending.metadata_dir,
                 mtime_ms=pending.mtime_ms,
             )
-            next_frontier.extend(_children(listing, prefixes))
+            next_frontier.extend(_children(listing, shape))
             yield listing
         frontier = next_frontier
 
+
+_DATA_KINDS = frozenset({DirKind.PARTITION, DirKind.BUCKET, DirKind.DATA_DIR})
+"""Directories that hold (or lead to) data files: the places a nested table root is looked for."""
 
 BIG_DIRECTORY = 10_000
 """Listings with more entries than this keep the number of listings in flight at 2 (memory)."""
@@ -281,22 +302,31 @@ class _Lister:
         return item, entries
 
 
-def _children(listing: Listing, prefixes: tuple[str, ...]) -> Iterator[_Pending]:
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Where a table's data directories are: partition levels (``<escaped key>=``) under the data directory."""
+
+    prefixes: tuple[str, ...]
+    data_dir: tuple[str, ...]
+    """Components of ``data-file.path-directory`` (empty: the data directories start at the root)."""
+
+
+def _children(listing: Listing, shape: _Shape) -> Iterator[_Pending]:
     for entry in listing.entries:
         if not entry.is_dir:
             continue
         name = entry.name
-        child = _child_of(listing, name, prefixes)
+        child = _child_of(listing, name, shape)
         if child is None:
-            if listing.kind in (DirKind.ROOT, DirKind.PARTITION, DirKind.BRANCHES, DirKind.BRANCH):
+            if listing.kind in (DirKind.ROOT, DirKind.PARTITION, DirKind.BRANCHES, DirKind.BRANCH, DirKind.DATA_DIR):
                 log.debug("orphan census: not entering unknown directory %s", entry.path)
             continue
         kind, level, metadata_dir = child
         yield _Pending(kind, entry.path, level, metadata_dir, entry.mtime_ms)
 
 
-def _child_of(listing: Listing, name: str, prefixes: tuple[str, ...]) -> tuple[DirKind, int, str] | None:
-    kind = listing.kind
+def _child_of(listing: Listing, name: str, shape: _Shape) -> tuple[DirKind, int, str] | None:
+    kind, prefixes = listing.kind, shape.prefixes
     if kind in (DirKind.ROOT, DirKind.BRANCH) and name in METADATA_DIRS:
         return DirKind.METADATA, 0, name
     if kind == DirKind.ROOT:
@@ -305,6 +335,12 @@ def _child_of(listing: Listing, name: str, prefixes: tuple[str, ...]) -> tuple[D
             return special[name], 0, ""
         if name == "branch":
             return DirKind.BRANCHES, 0, ""
+        if shape.data_dir:
+            return (DirKind.DATA_DIR, 1, "") if name == shape.data_dir[0] else None
+        return _data_child(0, name, prefixes)
+    if kind == DirKind.DATA_DIR:
+        if listing.level < len(shape.data_dir):
+            return (DirKind.DATA_DIR, listing.level + 1, "") if name == shape.data_dir[listing.level] else None
         return _data_child(0, name, prefixes)
     if kind == DirKind.BRANCHES and name.startswith(BRANCH_PREFIX) and len(name) > len(BRANCH_PREFIX):
         return DirKind.BRANCH, 0, ""

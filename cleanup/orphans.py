@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from tableformat.context import TableContext
+from tableformat.data_paths import data_directory, require_data_inside_root
 from tableformat.errors import (
     CorruptMetadataError,
     DeleteFailedError,
@@ -118,6 +119,8 @@ class OrphanPlan:
     """Candidates whose store reports no usable mtime: never deleted."""
     empty_dirs: tuple[str, ...] = ()
     """Partition and bucket directories that are empty once the orphans are gone, deepest first."""
+    skipped_nested_tables: tuple[str, ...] = ()
+    """Roots of other tables where data directories were expected (they hold ``schema/`` or ``snapshot/``)."""
     directories_listed: int = 0
     files_listed: int = 0
     candidates: int = 0
@@ -146,6 +149,8 @@ class OrphanResult:
     failed: tuple[str, ...] = ()
     """'path: reason' of orphans that could not be deleted."""
     removed_dirs: tuple[str, ...] = ()
+    skipped_nested_tables: tuple[str, ...] = ()
+    """Roots of other tables inside this one's data directories: never entered (see OrphanPlan)."""
     plan: OrphanPlan | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, object]:
@@ -159,6 +164,7 @@ class OrphanResult:
             "skipped_unknown": list(self.skipped_unknown),
             "failed": list(self.failed),
             "removed_dirs": list(self.removed_dirs),
+            "skipped_nested_tables": list(self.skipped_nested_tables),
             "dry_run": self.dry_run,
             "cutoff_ms": self.cutoff_ms,
         }
@@ -268,6 +274,7 @@ class _Census:
     unknown: list[str]
     no_mtime: list[str]
     nodes: dict[str, _DirNode]
+    nested: list[str] = field(default_factory=list)  # roots of other tables (see OrphanPlan.skipped_nested_tables)
     unstated_manifests: list[str] = field(default_factory=list)
     """Manifest-like candidates (manifests, manifest lists, index manifests) listed without an mtime."""
     old_manifests: list[str] = field(default_factory=list)
@@ -282,9 +289,14 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
     census = _Census(CandidateSet(), [], [], {})
     classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name
     lazy = _STAT_AFTER_REFERENCES
-    for listing in walk_table(ctx.io, layout, ctx.schema.partition_keys, pool, workers, without_file_stats=lazy):
+    data_dir = data_directory(ctx.options)
+    keys = ctx.schema.partition_keys
+    for listing in walk_table(ctx.io, layout, keys, pool, workers, without_file_stats=lazy, data_dir=data_dir):
         census.directories += 1
         directory, dir_kind, metadata_dir = listing.rel, listing.kind, listing.metadata_dir
+        if dir_kind is DirKind.NESTED_TABLE:
+            census.nested.append(directory)
+            continue
         if dir_kind in (DirKind.PARTITION, DirKind.BUCKET):
             parent = directory.rpartition("/")[0]
             census.nodes[directory] = _DirNode(
@@ -522,6 +534,7 @@ def plan_orphan_removal(
     """
     older_ms = resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
+    require_data_inside_root(ctx.options, ctx.url(), "clean orphan files of")
     planned_at = now_epoch_ms() if now_ms is None else now_ms
     cutoff_ms = planned_at - older_ms
     with executor(workers, "tablefmt-orphans") as pool:
@@ -555,6 +568,7 @@ def plan_orphan_removal(
         skipped_unknown=tuple(sorted(census.unknown)),
         skipped_no_mtime=tuple(sorted(census.no_mtime)),
         empty_dirs=empty,
+        skipped_nested_tables=tuple(sorted(census.nested)),
         directories_listed=census.directories,
         files_listed=census.files,
         candidates=found,
@@ -619,6 +633,7 @@ def execute_orphan_plan(
         cutoff_ms=plan.cutoff_ms,
         failed=tuple(failed),
         removed_dirs=tuple(removed),
+        skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
     )
 
@@ -634,6 +649,7 @@ def dry_run_result(plan: OrphanPlan) -> OrphanResult:
         dry_run=True,
         cutoff_ms=plan.cutoff_ms,
         removed_dirs=plan.empty_dirs,
+        skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
     )
 

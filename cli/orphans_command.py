@@ -102,6 +102,7 @@ def remove_orphans(
         )
         _echo_paths("would delete" if dry_run else "deleted", result.deleted_paths)
         _echo_paths("unknown files (never deleted)", result.skipped_unknown)
+        _echo_paths("nested tables (never entered)", result.skipped_nested_tables)
         _echo_paths("could not delete", result.failed)
         if result.removed_dirs:
             click.echo(f"{'would remove' if dry_run else 'removed'} {len(result.removed_dirs)} empty directories")
@@ -172,6 +173,9 @@ def check(table: str, as_json: bool, parallelism: int | None, storage_options: t
             click.echo(f"  size mismatch {problem.path}: recorded {problem.expected_size}, found {problem.actual_size}")
         for error in result.errors:
             click.echo(f"  error: {error}")
+        if result.external_files_skipped:
+            click.echo(f"external data files not checked: {result.external_files_skipped}")
+        _echo_paths("nested tables (not checked, never cleaned)", result.skipped_nested_tables)
         orphans = "not counted" if result.orphan_files is None else f"{result.orphan_files}"
         click.echo(f"orphan files: {orphans} ({result.orphan_bytes} bytes)")
         click.echo(f"reclaimable: {result.reclaimable_bytes} bytes ({result.reclaimable_note})")

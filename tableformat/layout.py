@@ -65,7 +65,8 @@ class NameFactory:
 
 @dataclass(frozen=True, slots=True)
 class TableLayout:
-    """Paths of a table's files under ``root`` (a FileIO path: '/abs/dir' or 'bucket/prefix')."""
+    """Paths of a table's files under ``root`` (a FileIO path: '/abs/dir' or 'bucket/prefix'). Data files are placed
+    by :class:`tableformat.data_paths.DataPaths` (relative to the root, under the table's data-path options)."""
 
     root: str
 
@@ -118,12 +119,6 @@ class TableLayout:
         """The metadata root of branch ``name`` (``branch/branch-<name>``): its own snapshots, tags and schemas; it
         shares ``manifest/`` and the data directories with the main table."""
         return TableLayout(self.join(BRANCH_DIR, BRANCH_PREFIX + check_file_name(name, what="branch name")))
-
-    def bucket_dir(self, partition_path: str, bucket: int) -> str:
-        return self.join(partition_path, bucket_dir_name(bucket))
-
-    def data_file(self, partition_path: str, bucket: int, file_name: str) -> str:
-        return self.join(partition_path, bucket_dir_name(bucket), check_file_name(file_name, what="data file name"))
 
     def relative(self, path: str) -> str:
         """A path inside the root, relative to it."""

@@ -95,6 +95,40 @@ BUCKET_KEY = _register(
 FILE_FORMAT = _register(Option("file.format", STRING, "parquet", "Data file format; tablefmt writes parquet."))
 FILE_COMPRESSION = _register(Option("file.compression", STRING, "zstd", "Parquet compression codec for data files."))
 DATA_FILE_PREFIX = _register(Option("data-file.prefix", STRING, "data-", "Prefix of data file names."))
+DATA_FILE_PATH_DIRECTORY = _register(
+    Option(
+        "data-file.path-directory",
+        STRING,
+        None,
+        "Directory under the table root that holds the partition and bucket directories (e.g. `data`). Must stay "
+        "inside the root: an absolute path, another scheme or `..` out of the root is refused.",
+    )
+)
+DATA_FILE_EXTERNAL_PATHS = _register(
+    Option(
+        "data-file.external-paths",
+        STRING,
+        None,
+        "Paimon's data directories outside the table root. tablefmt refuses to write to, expire or clean tables "
+        "that set it (or `data-file.external-paths.strategy`, `global-index.external-path`).",
+    )
+)
+DATA_FILE_EXTERNAL_PATHS_STRATEGY = _register(
+    Option(
+        "data-file.external-paths.strategy",
+        STRING,
+        None,
+        "Paimon's choice among external paths; any value but `none` is refused like `data-file.external-paths`.",
+    )
+)
+GLOBAL_INDEX_EXTERNAL_PATH = _register(
+    Option(
+        "global-index.external-path",
+        STRING,
+        None,
+        "Paimon's index directory outside the table root; refused like `data-file.external-paths`.",
+    )
+)
 PARTITION_DEFAULT_NAME = _register(
     Option(
         "partition.default-name",

@@ -21,6 +21,7 @@ from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
 from tableformat.context import TableContext
+from tableformat.data_paths import outside_root_reason, require_data_inside_root
 from tableformat.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
@@ -112,6 +113,9 @@ class Table:
         opts.setdefault("file.format", "parquet")
         table_options = TableOptions(opts)
         table_options.validate()
+        outside = outside_root_reason(table_options)
+        if outside is not None:
+            raise ValidationError(f"{outside}; tablefmt creates tables whose files stay inside the table root")
         if table_options.require(BUCKET) != -1:
             raise ValidationError("tablefmt creates bucket-unaware append tables only (bucket=-1)")
         uninterpreted = sorted(k for k in opts if k not in REGISTRY)
@@ -198,10 +202,13 @@ class Table:
         ctx = self._ctx
         if data is not None:  # refuse data that does not fit before anything is written (the S3 probe included)
             data = conform(data, ctx.schema, fill_missing_columns=fill_missing_columns)
+        require_data_inside_root(ctx.options, ctx.url(), "write to")
         self._check_atomic_create()
-        writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory())
+        # Only a commit that writes data needs a writer (a drop writes DELETE entries only, in any bucket layout).
+        writer = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory()) if data is not None else None
+        written: list[str] = writer.written if writer is not None else []
         try:
-            new_files: list[NewDataFile] = writer.write(data) if data is not None else list(prepared or ())
+            new_files: list[NewDataFile] = writer.write(data) if writer is not None else list(prepared or ())
             request = CommitRequest(
                 kind=request_kind,
                 new_files=new_files,
@@ -214,11 +221,11 @@ class Table:
         except CommitStateUnknownError:
             raise  # the snapshot may reference these files: keep them
         except BaseException:
-            self._remove_unreferenced(writer.written)
+            self._remove_unreferenced(written)
             raise
         if not result.created:
             # Nothing new references the files this call wrote (no change, or committed before).
-            self._remove_unreferenced(writer.written)
+            self._remove_unreferenced(written)
         else:
             self._after_commit()
         return result.snapshot

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tableformat.errors",),
     ("tableformat.durations", "tableformat.paimon_option_keys"),
     ("tableformat.model", "tableformat.layout", "tableformat.options"),
-    ("tableformat.codec",),
+    ("tableformat.codec", "tableformat.data_paths"),
     ("tableformat.io",),
     ("tableformat.store", "tableformat.parallel", "tableformat.options_doc"),
     ("tableformat.live_set", "tableformat.context"),
@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 """Lowest first. A module may import its own layer's siblings only where listed in SIDEWAYS."""
 
-SIDEWAYS = {("tableformat.cli", "tableformat.spark")}
+SIDEWAYS = {("tableformat.cli", "tableformat.spark"), ("tableformat.data_paths", "tableformat.codec")}
 """Same-layer imports that are allowed (importer, imported)."""
 
 FORBIDDEN = {("tableformat.commit", "tableformat.scan")}

@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.binary_row import encode_row
+from tableformat.data_paths import DataPaths, require_data_inside_root
 from tableformat.errors import UnsupportedFormatError, ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import NameFactory, TableLayout
 from tableformat.model.manifest import DataFileMeta, FileSource, SimpleStats
-from tableformat.model.partition import partition_path
 from tableformat.model.schema import TableSchema
 from tableformat.model.types import DataType
 from tableformat.options import (
@@ -26,7 +26,6 @@ from tableformat.options import (
     DATA_FILE_PREFIX,
     FILE_COMPRESSION,
     PARTITION_DEFAULT_NAME,
-    PARTITION_LEGACY_NAME,
     ROW_GROUP_ROWS,
     TARGET_FILE_SIZE,
     TableOptions,
@@ -164,6 +163,7 @@ class DataFileWriter:
             )
         if schema.primary_keys:
             raise UnsupportedFormatError("table has a primary key: tablefmt writes append tables only")
+        require_data_inside_root(options, file_io.url(layout.root), "write to")
         self.io = file_io
         self.layout = layout
         self.schema = schema
@@ -175,8 +175,7 @@ class DataFileWriter:
         self._compression = options.require(FILE_COMPRESSION)
         self._row_group_rows = options.require(ROW_GROUP_ROWS)
         self._target_size = options.require(TARGET_FILE_SIZE)
-        self._default_name = options.require(PARTITION_DEFAULT_NAME)
-        self._legacy_name = options.require(PARTITION_LEGACY_NAME)
+        self._paths = DataPaths(schema)
 
     def write(self, data: pa.Table | pa.RecordBatch, *, fill_missing_columns: bool = False) -> list[NewDataFile]:
         """Write ``data`` (already conformed or not) into new data files; returns their metadata."""
@@ -188,9 +187,7 @@ class DataFileWriter:
 
     def _write_partition(self, values: tuple[Any, ...], table: pa.Table) -> list[NewDataFile]:
         partition = encode_row(list(values), self._partition_types)
-        rel_dir = partition_path(
-            values, self.schema.partition_fields, default_name=self._default_name, legacy_name=self._legacy_name
-        )
+        rel_dir = self._paths.partition_dir(values)
         rows_per_file = table.num_rows
         if table.nbytes > self._target_size and table.num_rows:
             rows_per_file = max(1, int(table.num_rows * self._target_size / table.nbytes))
@@ -214,7 +211,7 @@ class DataFileWriter:
             write_page_index=True,
         )
         data = buffer.getvalue()
-        path = self.layout.data_file(rel_dir, UNAWARE_BUCKET, name)
+        path = self.layout.join(self._paths.file_of_values(values, UNAWARE_BUCKET, name))
         self.written.append(path)
         self.io.write_bytes(path, data)
         meta = DataFileMeta(

@@ -11,13 +11,12 @@ import pyarrow.parquet as pq
 
 from tableformat.codec.arrow_schema import arrow_schema_of, arrow_type_of
 from tableformat.codec.partition_codec import PartitionCodec
-from tableformat.errors import CorruptMetadataError, StorageError, UnsupportedFormatError
+from tableformat.data_paths import DataPaths
+from tableformat.errors import CorruptMetadataError, StorageError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
 from tableformat.model.manifest import ManifestEntry
-from tableformat.model.partition import partition_path
 from tableformat.model.schema import TableSchema
-from tableformat.options import PARTITION_DEFAULT_NAME, PARTITION_LEGACY_NAME, TableOptions
 
 
 class DataReader:
@@ -39,26 +38,13 @@ class DataReader:
         self.codec = codec
         self.threads = threads
         self.arrow_schema = arrow_schema_of(list(schema.fields))
-        options = TableOptions(schema.options)
-        self._default_name = options.require(PARTITION_DEFAULT_NAME)
-        self._legacy_name = options.require(PARTITION_LEGACY_NAME)
+        self._paths = DataPaths(schema, codec)
         self._fs = file_io.arrow_filesystem()
 
     def path_of(self, entry: ManifestEntry) -> str:
-        """Where an entry's file lives (inside the table root unless the file records an external path)."""
-        if entry.file.external_path:
-            raise UnsupportedFormatError(
-                f"data file {entry.file.file_name} has an external path; "
-                "tablefmt reads files inside the table root only"
-            )
-        values = self.codec.values(entry.partition)
-        rel = partition_path(
-            [values[k] for k in self.schema.partition_keys],
-            self.schema.partition_fields,
-            default_name=self._default_name,
-            legacy_name=self._legacy_name,
-        )
-        return self.layout.data_file(rel, entry.bucket, entry.file.file_name)
+        """Where an entry's file lives (a FileIO path inside the table root; a file that records an external path is
+        refused with UnsupportedFormatError: tablefmt reads files inside the table root only)."""
+        return self.layout.join(self._paths.of_entry(entry))
 
     def read_entry(self, entry: ManifestEntry) -> pa.Table:
         """One data file as a Table with the current schema."""

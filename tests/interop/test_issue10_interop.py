@@ -349,19 +349,17 @@ DATA_DIRECTORY = {"data-file.path-directory": "data"}
             FIXED_BUCKETS,
             True,
             id="fixed-buckets-check",
-            marks=pytest.mark.xfail(strict=True, reason="issue 10 defect 3: check maps files to the wrong bucket"),
         ),
         pytest.param(
             DATA_DIRECTORY,
             True,
             id="path-directory",
-            marks=pytest.mark.xfail(strict=True, reason="issue 10 defect 4: data-file.path-directory is ignored"),
         ),
     ],
 )
 def test_cli_maintenance_on_layout(pp: Paimon, options: dict[str, str], run_check: bool) -> None:
-    """``fixed-buckets`` runs without ``tablefmt check`` (expire and remove-orphans pass today); the other two
-    run check before and after the maintenance."""
+    """``fixed-buckets`` runs without ``tablefmt check``; the other two run check before and after the
+    maintenance."""
     rows = Rows()
     pp.create_table("l", SCHEMA, ["dt"], {"dynamic-partition-overwrite": "false", **options})
     root = pp.path("l")

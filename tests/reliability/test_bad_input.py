@@ -390,12 +390,13 @@ def test_manifest_list_naming_a_manifest_outside_the_table(table_root: Path, evi
 
 
 def test_names_are_checked_before_any_io() -> None:
+    from tableformat.data_paths import file_in
     from tableformat.layout import TableLayout
 
     layout = TableLayout("/data/t")
     for evil in ("../x", "/etc/passwd", "s3://b/k", "a/b", "..", ".", "", "c:x", "a\\b", "x\x00y"):
         with pytest.raises(UnsafePathError):
-            layout.data_file("part=p0", 0, evil)
+            file_in("part=p0/bucket-0", evil)
         with pytest.raises(UnsafePathError):
             layout.manifest_file(evil)
     with pytest.raises(UnsafePathError):
