@@ -36,7 +36,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tableformat.cleanup.expire import expire_snapshots
+from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.codec.binary_row import encode_row
 from tableformat.layout import NameFactory
 from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta

@@ -15,7 +15,6 @@ cutoff), so ``check`` and ``remove-orphans`` agree.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -28,6 +27,7 @@ from tableformat.errors import (
     CorruptMetadataError,
     MaintenanceError,
     StorageError,
+    TableFormatError,
     UnsafePathError,
     UnsupportedFormatError,
     ValidationError,
@@ -37,9 +37,10 @@ from tableformat.live_set import merge_entries
 from tableformat.model.manifest import ManifestEntry
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 
-from .file_census import DirKind, walk_table
 from .orphans import plan_orphan_removal
-from .references import References, Root
+from .orphans.census import DirKind, walk_table
+from .roots import References, Root
+from .snapshots import expire_snapshots
 
 log = logging.getLogger(__name__)
 
@@ -232,21 +233,14 @@ def _listed_sizes(
 def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
     """Orphan bytes plus what a snapshot expiration under the table's options would delete now (its dry run)."""
     try:
-        expire = importlib.import_module("tableformat.cleanup.expire")
-    except ImportError:
-        return orphan_bytes, "orphan bytes only (snapshot expiration is not available)"
-    dry_run_expiration = getattr(expire, "expire_snapshots", None)
-    if dry_run_expiration is None:
-        return orphan_bytes, "orphan bytes only (no expire_snapshots)"
-    try:
-        planned = dry_run_expiration(ctx, dry_run=True)
-    except Exception as exc:  # the other module's failures must not fail the check
+        planned = expire_snapshots(ctx, dry_run=True)
+    except TableFormatError as exc:  # an expiration that cannot be planned must not fail the check
         log.warning("could not plan expiration for the reclaimable estimate: %s", exc)
         return orphan_bytes, f"orphan bytes only (expiration dry run failed: {exc})"
-    value = getattr(planned, "deleted_bytes", None)
-    if not isinstance(value, int) or isinstance(value, bool):
-        return orphan_bytes, "orphan bytes only (the expiration dry run reports no byte count)"
-    return orphan_bytes + value, "orphan bytes + bytes an expiration under the table's options would delete now"
+    return (
+        orphan_bytes + planned.deleted_bytes,
+        "orphan bytes + bytes an expiration under the table's options would delete now",
+    )
 
 
 def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckResult:

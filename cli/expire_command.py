@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import click
 
-from tableformat.cleanup.expire import ExpireResult, Progress, expire_snapshots
+from tableformat.cleanup.snapshots import ExpireResult, Progress
 from tableformat.cli.common import (
     OneLineErrorCommand,
     duration_flag,
@@ -119,21 +119,12 @@ def expire(
     storage_options: tuple[str, ...],
 ) -> None:
     """Expire old snapshots of TABLE and delete the files only they used (options default to the table's)."""
-    if retain_min is not None and retain_max is not None and retain_max < retain_min:
-        raise click.UsageError(f"--retain-max ({retain_max}) must be >= --retain-min ({retain_min})")
     target = open_table(table, storage_options)
     _check_retention(target, retain_min, retain_max)
     with _progress(not dry_run) as progress:
         try:
-            result = expire_snapshots(
-                target.context,
-                retain_min=retain_min,
-                retain_max=retain_max,
-                time_retained=time_retained,
-                limit=limit,
-                dry_run=dry_run,
-                parallelism=parallelism,
-                progress=progress,
+            result = target.maintenance.expire_snapshots(
+                retain_min, retain_max, time_retained, limit, dry_run, parallelism=parallelism, progress=progress
             )
         except ValidationError as exc:
             raise click.UsageError(" ".join(str(exc).split())) from None

@@ -19,6 +19,7 @@ from tableformat.cli.common import (
 )
 from tableformat.cli.demo_command import demo
 from tableformat.cli.expire_command import expire
+from tableformat.cli.operation_commands import add_operation_commands
 from tableformat.cli.orphans_command import check, remove_orphans
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.model.partition import parse_spec_text
@@ -263,6 +264,7 @@ cli.add_command(demo)
 cli.add_command(expire)
 cli.add_command(remove_orphans)
 cli.add_command(check)
+add_operation_commands(cli)  # every other registered maintenance operation
 
 
 def main() -> None:

@@ -20,6 +20,11 @@ LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 BUCKET_PREFIX = "bucket-"
 BRANCH_DIR = "branch"
+INDEX_MANIFEST_PREFIX = "index-manifest-"
+STATISTICS_PREFIX = "stat-"
+CHANGELOG_PREFIX = "changelog-"
+EXPIRE_JOURNAL_PREFIX = ".expire-journal-"
+"""Expiration journals: ``snapshot/.expire-journal-<plan id>`` (cleanup/snapshots/journal.py)."""
 BRANCH_PREFIX = "branch-"
 
 _TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")

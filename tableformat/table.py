@@ -13,10 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from tableformat.cleanup.check import CheckResult, check_table
-from tableformat.cleanup.expire import ExpireResult, expire_snapshots
-from tableformat.cleanup.maintenance import run_after_commit
-from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
+from tableformat.cleanup.after_commit import run_after_commit
+from tableformat.cleanup.check import CheckResult
+from tableformat.cleanup.orphans import OrphanResult
+from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
@@ -34,6 +34,7 @@ from tableformat.errors import (
 from tableformat.io.factory import open_location
 from tableformat.layout import NameFactory, TableLayout
 from tableformat.live_set import PartitionPredicate, live_entries
+from tableformat.maintenance import TableMaintenance
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import normalize_spec
 from tableformat.model.schema import TableSchema
@@ -554,6 +555,11 @@ class Table:
         return self._ctx.store.tags()
 
     # --- maintenance -----------------------------------------------------------------------------------------
+    @property
+    def maintenance(self) -> TableMaintenance:
+        """Every registered maintenance operation of this table (``maintenance.run(name, ...)``)."""
+        return TableMaintenance(self._ctx)
+
     def expire_snapshots(
         self,
         retain_min: int | None = None,
@@ -564,19 +570,9 @@ class Table:
         *,
         parallelism: int | None = None,
     ) -> ExpireResult:
-        """Expire old snapshots (and tags past their time-retained); arguments override the table's options.
-
-        Deletes data files, manifests and manifest lists that only expired snapshots used; a dry run returns
-        exactly the files the real run would delete.
-        """
-        return expire_snapshots(
-            self._ctx,
-            retain_min=retain_min,
-            retain_max=retain_max,
-            time_retained=time_retained,
-            limit=limit,
-            dry_run=dry_run,
-            parallelism=parallelism,
+        """``table.maintenance.expire_snapshots``: expire old snapshots and the files only they used."""
+        return self.maintenance.expire_snapshots(
+            retain_min, retain_max, time_retained, limit, dry_run, parallelism=parallelism
         )
 
     def remove_orphan_files(
@@ -587,15 +583,9 @@ class Table:
         *,
         force: bool = False,
     ) -> OrphanResult:
-        """Delete files no snapshot, tag or branch references and older than ``older_than``.
-
-        Default: the table option orphan-files.older-than (1 day); a cutoff under 1 hour or in the future needs
-        ``force``. Only file names the format produces are candidates; others are reported, never deleted.
-        """
-        return remove_orphan_files(
-            self._ctx, older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force
-        )
+        """``table.maintenance.remove_orphan_files``: delete old files nothing references."""
+        return self.maintenance.remove_orphan_files(older_than, dry_run, parallelism, force=force)
 
     def check(self, parallelism: int | None = None) -> CheckResult:
-        """Verify every referenced file exists with its recorded size; count orphans and reclaimable bytes."""
-        return check_table(self._ctx, parallelism=parallelism)
+        """``table.maintenance.check``: every referenced file exists with its recorded size; orphans counted."""
+        return self.maintenance.check(parallelism)

@@ -17,8 +17,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from tableformat.cleanup import orphans as local
-from tableformat.cleanup.expire import ExpireResult, expire_snapshots
+from tableformat.cleanup.kernel import OperationResult, run_operation
 from tableformat.cleanup.orphans import OrphanResult
+from tableformat.cleanup.registry import after_commit_operations
+from tableformat.cleanup.snapshots import SNAPSHOT_EXPIRATION, ExpireResult
 from tableformat.context import TableContext
 from tableformat.parallel import resolve_parallelism
 from tableformat.spark.storage import ExecutorAssistedFileIO, prelist_table
@@ -119,10 +121,19 @@ def remove_orphan_files(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MaintenanceReport:
-    """What maintain() did: expiration always, orphan cleanup when asked."""
+    """What maintain() did: every after-commit operation of the registry (snapshot expiration among them, last),
+    and orphan cleanup when asked."""
 
-    expiration: ExpireResult
+    operations: tuple[tuple[str, OperationResult], ...]
+    """(operation name, result) in the order they ran."""
     orphans: OrphanResult | None = None
+
+    @property
+    def expiration(self) -> ExpireResult:
+        """The snapshot expiration's result."""
+        result = dict(self.operations)[SNAPSHOT_EXPIRATION.name]
+        assert isinstance(result, ExpireResult)
+        return result
 
 
 def maintain(
@@ -138,13 +149,17 @@ def maintain(
 ) -> MaintenanceReport:
     """Run all of a table's maintenance now, whatever its ``write-only`` option says.
 
-    Snapshot expiration per the table's options (metadata-sized work on the driver), then, if ``remove_orphans``,
+    Every operation the registry runs after commits, in its order, per the table's options (snapshot expiration
+    last; metadata-sized work on the driver), then, if ``remove_orphans``,
     the distributed orphan cleanup with ``older_than`` / ``force`` / ``parallelism`` as in remove_orphan_files.
     Errors raise (unlike the hook after a commit, this call exists to do the maintenance).
     """
     ctx = _table(path, storage_options)
-    expiration = expire_snapshots(ctx, dry_run=dry_run, parallelism=parallelism)
+    ran: list[tuple[str, OperationResult]] = []
+    for operation in after_commit_operations():
+        overrides = {"parallelism": parallelism} if any(p.name == "parallelism" for p in operation.parameters) else {}
+        ran.append((operation.name, run_operation(operation, ctx, overrides, dry_run=dry_run)))
     orphan_result = None
     if remove_orphans:
         orphan_result = remove_orphan_files(spark, path, older_than, dry_run, parallelism, storage_options, force=force)
-    return MaintenanceReport(expiration=expiration, orphans=orphan_result)
+    return MaintenanceReport(operations=tuple(ran), orphans=orphan_result)

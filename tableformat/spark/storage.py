@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from pyspark import SparkContext
 
-from tableformat.cleanup.file_census import METADATA_DIRS
+from tableformat.cleanup.orphans.census import METADATA_DIRS
 from tableformat.errors import DeleteFailedError, StorageError
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.forwarding import ForwardingFileIO

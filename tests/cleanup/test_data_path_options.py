@@ -18,9 +18,9 @@ from click.testing import CliRunner
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.expire import expire_snapshots
-from tableformat.cleanup.expire_journal import list_journals
 from tableformat.cleanup.orphans import plan_orphan_removal, remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.snapshots.journal import list_journals
 from tableformat.cli.main import cli
 from tableformat.codec.arrow_schema import fields_from_arrow
 from tableformat.codec.binary_row import encode_row

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.expire import expire_snapshots
 from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cli.main import cli
 from tableformat.codec.arrow_schema import fields_from_arrow
 from tableformat.codec.binary_row import encode_row

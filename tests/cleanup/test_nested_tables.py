@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.expire import expire_snapshots
 from tableformat.cleanup.orphans import plan_orphan_removal, remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cli.main import cli
 
 OUTER = pa.schema([pa.field("id", pa.int64()), pa.field("dt", pa.string()), pa.field("h", pa.int32())])

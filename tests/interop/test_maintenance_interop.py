@@ -1,27 +1,21 @@
 """tablefmt's maintenance on tables written by pypaimon 2.1.0.
 
-* Expiration (cleanup/expire.py, issue 3): afterwards pypaimon still reads every retained snapshot and tag, finds
+* Expiration (cleanup/snapshots/): afterwards pypaimon still reads every retained snapshot and tag, finds
   the earliest snapshot (tablefmt writes snapshot/EARLIEST; pypaimon never does), and can append.
-* Orphan cleanup (cleanup/orphans.py, issue 4): after a pypaimon rollback and an uncommitted pypaimon write, the
+* Orphan cleanup (cleanup/orphans/): after a pypaimon rollback and an uncommitted pypaimon write, the
   cleaner deletes exactly those leftovers (once they are old enough) and nothing else; pypaimon then reads every
   snapshot and tag.
-
-Each test skips, saying which module is missing, until that module exists.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-import importlib.util
 import os
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
-import pytest
 
 from interop.helpers import (
     Model,
@@ -36,19 +30,12 @@ from interop.helpers import (
     snapshot_json,
 )
 from tableformat import Table
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
 
 SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string()), pa.field("dt", pa.string())]
 )
-
-
-def _cleanup_module(name: str, issue: str) -> ModuleType:
-    """tableformat.cleanup.<name>, or a skip naming what is missing (a module that exists but fails to import is an
-    error, not a skip)."""
-    qualified = f"tableformat.cleanup.{name}"
-    if importlib.util.find_spec(qualified) is None:
-        pytest.skip(f"{qualified} (cleanup/{name}.py, {issue}) does not exist yet")
-    return importlib.import_module(qualified)
 
 
 def _deleted(result: Any) -> set[str]:
@@ -82,7 +69,6 @@ def _age(root: str, seconds: float) -> None:
 
 
 def test_expire_pypaimon_table(pp: Paimon) -> None:
-    expire = _cleanup_module("expire", "issue 3")
     pp.create_table("x", SCHEMA, ["dt"], {"dynamic-partition-overwrite": "false"})
     model = Model(["dt"], lambda rows: pa.Table.from_pylist(rows, schema=SCHEMA))
     root = pp.path("x")
@@ -137,7 +123,7 @@ def test_expire_pypaimon_table(pp: Paimon) -> None:
     assert not (Path(root) / "snapshot" / "EARLIEST").exists()  # pypaimon never writes it
 
     table = Table.open(root)
-    result = expire.expire_snapshots(
+    result = expire_snapshots(
         table.context,
         retain_min=3,
         retain_max=3,
@@ -180,7 +166,6 @@ def test_expire_pypaimon_table(pp: Paimon) -> None:
 
 
 def test_orphans_after_pypaimon_rollback_and_uncommitted_write(pp: Paimon) -> None:
-    orphans = _cleanup_module("orphans", "issue 4")
     pp.create_table("o", SCHEMA, ["dt"], {"dynamic-partition-overwrite": "false"})
     model = Model(["dt"], lambda rows: pa.Table.from_pylist(rows, schema=SCHEMA))
     root = pp.path("o")
@@ -222,7 +207,7 @@ def test_orphans_after_pypaimon_rollback_and_uncommitted_write(pp: Paimon) -> No
     before = list_files(root)
 
     table = Table.open(root)
-    result = orphans.remove_orphan_files(table.context, older_than=dt.timedelta(days=1))
+    result = remove_orphan_files(table.context, older_than=dt.timedelta(days=1))
     assert _deleted(result) == leftovers
     assert list_files(root) == before - leftovers
     assert fresh <= list_files(root)

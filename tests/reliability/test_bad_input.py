@@ -72,7 +72,7 @@ def _optional(name: str) -> Any:
         return None
 
 
-EXPIRE = _optional("tableformat.cleanup.expire")
+EXPIRE = _optional("tableformat.cleanup.snapshots")
 ORPHANS = _optional("tableformat.cleanup.orphans")
 CHECK = _optional("tableformat.cleanup.check")
 needs_maintenance = pytest.mark.skipif(

@@ -105,7 +105,7 @@ def _report(path: Path, document: dict[str, Any]) -> None:
 
 def _writer(root: str, writer: int, commits: int, barrier: Any, out: str) -> None:
     """Appends; writer 0 also expires after every commit, as the post-commit hook does (a second expirer)."""
-    from tableformat.cleanup.expire import expire_snapshots
+    from tableformat.cleanup.snapshots import expire_snapshots
 
     table = Table.open(root)
     barrier.wait(timeout=120)
@@ -123,7 +123,7 @@ def _writer(root: str, writer: int, commits: int, barrier: Any, out: str) -> Non
 
 
 def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.expire import expire_snapshots
+    from tableformat.cleanup.snapshots import expire_snapshots
 
     ctx = Table.open(root).context
     barrier.wait(timeout=120)
@@ -231,12 +231,12 @@ def _traceback_of(process: Any) -> str:
 
 
 @pytest.mark.skipif(
-    not (_has("tableformat.cleanup.expire") and _has("tableformat.cleanup.orphans")),
+    not (_has("tableformat.cleanup.snapshots") and _has("tableformat.cleanup.orphans")),
     reason="expiration and orphan cleanup modules are not there yet",
 )
 def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -> None:
-    from tableformat.cleanup.expire import expire_snapshots
     from tableformat.cleanup.orphans import remove_orphan_files
+    from tableformat.cleanup.snapshots import expire_snapshots
 
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
@@ -344,12 +344,12 @@ class _ExpireDuringRead(FaultyFileIO):
         return super().read_bytes(path)
 
 
-@pytest.mark.skipif(not _has("tableformat.cleanup.expire"), reason="expiration module is not there yet")
+@pytest.mark.skipif(not _has("tableformat.cleanup.snapshots"), reason="expiration module is not there yet")
 @pytest.mark.parametrize("trigger", ["manifest-list-", "manifest-"])
 def test_read_of_a_snapshot_expired_meanwhile_says_so(tmp_path: Path, trigger: str) -> None:
     """A reader that picked snapshot 1 while it existed, and lost it to an expiration before reading its manifest
     list (or its manifests), gets "snapshot 1 does not exist / was expired", not "corrupt metadata"."""
-    from tableformat.cleanup.expire import expire_snapshots
+    from tableformat.cleanup.snapshots import expire_snapshots
 
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
@@ -383,13 +383,13 @@ class _CommitsAndExpiresFirst(FaultyFileIO):
         return super().write_if_absent(path, data)
 
 
-@pytest.mark.skipif(not _has("tableformat.cleanup.expire"), reason="expiration module is not there yet")
+@pytest.mark.skipif(not _has("tableformat.cleanup.snapshots"), reason="expiration module is not there yet")
 def test_commit_whose_snapshot_id_was_expired_meanwhile_is_not_lost(tmp_path: Path) -> None:
     """A slow writer read snapshot 3 as the latest and prepares snapshot 4; meanwhile others commit 4 and 5 and an
     expiration (retain 1) deletes snapshots 1..4. Creating snapshot-4 then succeeds, but nothing descends from it:
     the writer must not report success for a commit that is not in the table. Either its rows are in the latest
     snapshot, or it fails with a CommitError and a retry with the same identifier commits them exactly once."""
-    from tableformat.cleanup.expire import expire_snapshots
+    from tableformat.cleanup.snapshots import expire_snapshots
     from tableformat.errors import CommitError
 
     root = tmp_path / "t"

@@ -57,9 +57,9 @@ def _optional(name: str) -> ModuleType | None:
         return None
 
 
-EXPIRE = _optional("tableformat.cleanup.expire")
+EXPIRE = _optional("tableformat.cleanup.snapshots")
 ORPHANS = _optional("tableformat.cleanup.orphans")
-needs_expire = pytest.mark.skipif(EXPIRE is None, reason="tableformat.cleanup.expire is not there yet")
+needs_expire = pytest.mark.skipif(EXPIRE is None, reason="tableformat.cleanup.snapshots is not there yet")
 needs_orphans = pytest.mark.skipif(ORPHANS is None, reason="tableformat.cleanup.orphans is not there yet")
 
 PROFILES = {
@@ -193,7 +193,7 @@ def test_commit_survives_a_fault_at_every_call(
     bases: dict[str, tuple[Path, History, Model]], scratch: Path, profile: str, op_name: str
 ) -> None:
     if profile == "inline-expire" and EXPIRE is None:
-        pytest.skip("tableformat.cleanup.expire is not there yet")
+        pytest.skip("tableformat.cleanup.snapshots is not there yet")
     base, base_history, base_model = bases[profile]
     op = COMMIT_OPS[op_name]
     base_ids = sorted(s.id for s in Table.open(str(base)).snapshots())

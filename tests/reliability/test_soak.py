@@ -48,7 +48,7 @@ def _writer(root: str, barrier: Any, stop: Any, out: str) -> None:
 
 
 def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.expire import expire_snapshots
+    from tableformat.cleanup.snapshots import expire_snapshots
 
     ctx = Table.open(root).context
     barrier.wait(timeout=120)

@@ -25,14 +25,19 @@ from enum import Enum
 
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.layout import (
+    BRANCH_PREFIX,
     BUCKET_PREFIX,
+    CHANGELOG_PREFIX,
     CONSUMER_PREFIX,
     EARLIEST,
+    EXPIRE_JOURNAL_PREFIX,
+    INDEX_MANIFEST_PREFIX,
     LATEST,
     MANIFEST_LIST_PREFIX,
     MANIFEST_PREFIX,
     SCHEMA_PREFIX,
     SNAPSHOT_PREFIX,
+    STATISTICS_PREFIX,
     TAG_PREFIX,
     TableLayout,
 )
@@ -40,11 +45,6 @@ from tableformat.model.partition import escape_path_name
 
 log = logging.getLogger(__name__)
 
-INDEX_MANIFEST_PREFIX = "index-manifest-"
-STATISTICS_PREFIX = "stat-"
-CHANGELOG_PREFIX = "changelog-"
-BRANCH_PREFIX = "branch-"
-EXPIRE_JOURNAL_PREFIX = ".expire-journal-"
 DATA_FORMATS = ("parquet", "orc", "avro")
 
 METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
@@ -114,6 +114,9 @@ CANDIDATE_KINDS = frozenset(
     }
 )
 """Kinds that may be deleted once nothing references them and they are older than the cutoff."""
+
+DATA_FILE_KINDS = frozenset({FileKind.DATA, FileKind.DATA_INDEX})
+MANIFEST_FILE_KINDS = frozenset({FileKind.MANIFEST, FileKind.MANIFEST_LIST, FileKind.INDEX_MANIFEST})
 
 
 class NameRules:

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from tableformat.cleanup.expire import execute_expiration, expire_snapshots, plan_expiration
-from tableformat.cleanup.expire_config import ExpireConfig
+from tableformat.cleanup.snapshots import execute_expiration, expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.errors import MaintenanceError
 from tableformat.table import Table
 

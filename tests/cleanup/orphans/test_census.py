@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tableformat.cleanup.file_census import DATA_FORMATS, DirKind, FileKind, NameRules
+from tableformat.cleanup.orphans.census import DATA_FORMATS, DirKind, FileKind, NameRules
 
 PIECES = [
     "data-",

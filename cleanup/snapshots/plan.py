@@ -35,7 +35,6 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import logging
-import time
 import uuid
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -50,20 +49,18 @@ from tableformat.errors import (
     UnsafePathError,
     UnsupportedFormatError,
 )
-from tableformat.layout import check_file_name
+from tableformat.layout import EXPIRE_JOURNAL_PREFIX, check_file_name
 from tableformat.live_set import PartitionPredicate, merge_entries
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
 from tableformat.parallel import InlineExecutor, Workers
 
-from .expire_config import ExpireConfig
-from .expire_files import Candidate, DataPaths, MetadataCache, TagRef
-from .references import References, Root
+from ..kernel.clock import resolve_now
+from ..roots import References, Root
+from .config import ExpireConfig
+from .metadata import Candidate, DataPaths, MetadataCache, TagRef
 
 log = logging.getLogger(__name__)
-
-JOURNAL_PREFIX = ".expire-journal-"
-"""Expiration journals are ``snapshot/.expire-journal-<plan uuid>`` (see expire_journal)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +165,7 @@ def plan_expiration(
     ``pending``: journaled plans this run completes (or, in a dry run, would complete) first: their snapshots,
     tags and consumers are treated as gone, and their snapshots count against this run's limit.
     """
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = resolve_now(now_ms)
     config = config or ExpireConfig.resolve(ctx.options)
     if workers is None:
         with Workers(config.parallelism) as own:
@@ -219,8 +216,8 @@ class _Planner:
             return False
         try:
             names = [f.name for f in self.ctx.io.list_dir(self.ctx.layout.snapshot_dir)]
-            ours = {JOURNAL_PREFIX + plan_id for plan_id in self._pending_ids}
-            if any(n.startswith(JOURNAL_PREFIX) and not n.endswith(".tmp") and n not in ours for n in names):
+            ours = {EXPIRE_JOURNAL_PREFIX + plan_id for plan_id in self._pending_ids}
+            if any(n.startswith(EXPIRE_JOURNAL_PREFIX) and not n.endswith(".tmp") and n not in ours for n in names):
                 return True
             return self.ctx.store.earliest_snapshot_id() != self._earliest_seen
         except OSError:

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from tableformat import Table
-from tableformat.cleanup import orphans
 from tableformat.cleanup.check import check_table
+from tableformat.cleanup.kernel import deleter
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.io.fileio import FileIO
 
@@ -48,7 +48,7 @@ def test_remove_orphans_on_s3(s3_root: tuple[str, dict[str, Any]], monkeypatch: 
         return original(self, paths)
 
     monkeypatch.setattr(type(io), "delete_files", counting)
-    monkeypatch.setattr(orphans, "DELETE_BATCH", 4)
+    monkeypatch.setattr(deleter, "DELETE_BATCH", 4)
     # Every object was uploaded just now: judge them from two days in the future.
     future = int(time.time() * 1000) + 2 * DAY_MS
     dry = remove_orphan_files(ctx, dry_run=True, now_ms=future)

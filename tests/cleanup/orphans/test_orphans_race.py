@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.expire import expire_snapshots
 from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
 from tableformat.io.local import LocalFileIO
 from tableformat.layout import TableLayout

@@ -22,14 +22,14 @@ from tableformat.codec.journal_codec import RowList, decode_journal, encode_jour
 from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.errors import MaintenanceError, UnsafePathError
-from tableformat.layout import check_file_name, check_tag_name
+from tableformat.layout import EXPIRE_JOURNAL_PREFIX, check_file_name, check_tag_name
 
-from .expire_files import TagRef
-from .expire_plan import JOURNAL_PREFIX, ExpirePlan, PlannedFile
+from .metadata import TagRef
+from .plan import ExpirePlan, PlannedFile
 
 
 def journal_path(ctx: TableContext, plan_id: str) -> str:
-    return ctx.layout.join("snapshot", f"{JOURNAL_PREFIX}{check_file_name(plan_id, what='plan id')}")
+    return ctx.layout.join("snapshot", f"{EXPIRE_JOURNAL_PREFIX}{check_file_name(plan_id, what='plan id')}")
 
 
 def list_journals(ctx: TableContext) -> list[str]:
@@ -37,7 +37,7 @@ def list_journals(ctx: TableContext) -> list[str]:
     return sorted(
         info.path
         for info in ctx.io.list_dir(ctx.layout.snapshot_dir)
-        if not info.is_dir and info.name.startswith(JOURNAL_PREFIX) and not info.name.endswith(".tmp")
+        if not info.is_dir and info.name.startswith(EXPIRE_JOURNAL_PREFIX) and not info.name.endswith(".tmp")
     )
 
 

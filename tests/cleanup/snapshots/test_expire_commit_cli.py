@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from tableformat.cleanup.maintenance import run_after_commit
+from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cli.expire_command import expire
 
 RETAIN_3 = {
@@ -30,7 +30,7 @@ def test_write_only_disables_expire_on_commit(kit) -> None:
     for _ in range(6):
         table.append(kit.rows(2))
     assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5, 6]
-    assert run_after_commit(table.context) is None
+    assert run_after_commit(table.context) == []
 
 
 def test_a_failing_expiration_never_fails_the_commit(kit) -> None:

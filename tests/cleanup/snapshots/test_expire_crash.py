@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tableformat.cleanup.expire import expire_snapshots
-from tableformat.cleanup.expire_journal import list_journals
+from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.snapshots.journal import list_journals
 from tableformat.errors import MaintenanceError
 from tableformat.table import Table
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.expire import expire_snapshots
+from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import MaintenanceError, TagError
 from tableformat.scan.reader import DataReader
 from tableformat.table import Table
@@ -154,8 +154,8 @@ def test_unreadable_branch_metadata_deletes_nothing(kit) -> None:
 
 def test_branch_created_during_expiration_is_honoured(kit) -> None:
     """A branch made between planning and deleting (from a snapshot being expired) keeps its files."""
-    from tableformat.cleanup.expire import execute_expiration, plan_expiration
-    from tableformat.cleanup.expire_config import ExpireConfig
+    from tableformat.cleanup.snapshots import execute_expiration, plan_expiration
+    from tableformat.cleanup.snapshots.config import ExpireConfig
 
     table = kit.table()
     table.append(kit.rows(4))  # 1

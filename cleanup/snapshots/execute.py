@@ -23,41 +23,28 @@ its own limit, then plans from the state the journal left. A journal whose snaps
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tableformat.codec import json_codec
 from tableformat.context import TableContext
-from tableformat.data_paths import require_data_inside_root
-from tableformat.errors import CorruptMetadataError, DeleteFailedError, MaintenanceError, SnapshotNotFoundError
+from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import EARLIEST
 from tableformat.parallel import Workers
 
-from .expire_config import Duration, ExpireConfig
-from .expire_files import DataPaths, MetadataCache, TagRef
-from .expire_journal import list_journals, read_journal, remove_journal, write_journal
-from .expire_plan import ExpirePlan, PlannedFile, branch_ref, branch_roots, plan_expiration
-
-__all__ = [
-    "ExpireConfig",
-    "ExpirePlan",
-    "ExpireResult",
-    "Progress",
-    "execute_expiration",
-    "expire_snapshots",
-    "plan_expiration",
-]
+from ..kernel import Deleter, OperationResult, Progress
+from .config import ExpireConfig
+from .journal import remove_journal, write_journal
+from .metadata import DataPaths, MetadataCache, TagRef
+from .plan import ExpirePlan, PlannedFile, branch_ref, branch_roots
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int], None]
-"""Called with (files done, files planned) as deletion goes on."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ExpireResult:
+class ExpireResult(OperationResult):
     """What an expiration did (or, for a dry run, would do). Real runs report only files actually deleted."""
 
     expired_snapshots: int = 0
@@ -66,17 +53,11 @@ class ExpireResult:
     deleted_data_files: int = 0
     deleted_manifests: int = 0
     deleted_manifest_lists: int = 0
-    deleted_bytes: int = 0
-    dry_run: bool = False
-    deleted_paths: tuple[str, ...] = ()
-    """Every deleted file, relative to the table root, in deletion order."""
     expired_tags: tuple[str, ...] = ()
     expired_consumers: tuple[str, ...] = ()
     skipped_external_files: tuple[str, ...] = ()
-    removed_dirs: tuple[str, ...] = ()
     completed_journals: tuple[str, ...] = ()
     """Plan ids of interrupted earlier runs that this run finished."""
-    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (the CLI's ``--json`` object)."""
@@ -144,64 +125,16 @@ def planned_result(plan: ExpirePlan) -> ExpireResult:
 
 
 # --- deleting ----------------------------------------------------------------------------------------------------
-@dataclass
-class _Deleter:
-    """Parallel batched deletes that record what was actually deleted (FileIO.delete_files' answer)."""
+def _delete(deleter: Deleter, files: Sequence[PlannedFile], *, ordered: bool = False) -> list[str]:
+    return deleter.delete([(f.path, f.size) for f in files], ordered=ordered)
 
-    ctx: TableContext
-    workers: Workers
-    progress: Progress | None
-    total: int
-    done: int = 0
-    deleted: list[str] = field(default_factory=list)
-    deleted_bytes: int = 0
-    failures: list[str] = field(default_factory=list)
 
-    def _batch(self, files: Sequence[PlannedFile]) -> tuple[list[PlannedFile], list[str]]:
-        layout = self.ctx.layout
-        root = layout.root.rstrip("/") + "/"  # layout.join(path) for a non-empty relative path, without its cost
-        by_path = {root + f.path.strip("/") if f.path else layout.join(f.path): f for f in files}
-        try:
-            gone = self.ctx.io.delete_files(list(by_path))
-            failed: list[str] = []
-        except DeleteFailedError as exc:
-            gone, failed = exc.deleted, exc.failed
-        return [by_path[p] for p in gone if p in by_path], failed
-
-    def run(self, files: Sequence[PlannedFile], *, ordered: bool = False) -> list[str]:
-        """Delete the files; returns the relative paths actually deleted. Failures are collected (see check())."""
-        if not files:
-            return []
-        size = 64 if ordered else max(1, min(500, -(-len(files) // (self.workers.threads * 4))))
-        batches = [files[i : i + size] for i in range(0, len(files), size)]
-        gone: list[str] = []
-
-        def record(outcome: tuple[list[PlannedFile], list[str]]) -> None:
-            deleted, failed = outcome
-            for planned in deleted:
-                log.info("expiration deleted %s", planned.path)
-                self.deleted.append(planned.path)
-                self.deleted_bytes += planned.size
-                gone.append(planned.path)
-            self.failures.extend(failed)
-            self.done += len(deleted) + len(failed)
-            if self.progress is not None:
-                self.progress(self.done, self.total)
-
-        if ordered:
-            for batch in batches:
-                record(self._batch(batch))
-        else:
-            for outcome in self.workers.map(self._batch, batches):
-                record(outcome)
-        return gone
-
-    def check(self, journal: str) -> None:
-        if self.failures:
-            raise MaintenanceError(
-                f"expiration could not delete {len(self.failures)} file(s), first: {self.failures[0]}; the journal "
-                f"{self.ctx.io.url(journal)} stays and a re-run finishes the job"
-            )
+def _stop_on_failures(ctx: TableContext, deleter: Deleter, journal: str) -> None:
+    if deleter.failures:
+        raise MaintenanceError(
+            f"expiration could not delete {len(deleter.failures)} file(s), first: {deleter.failures[0]}; the journal "
+            f"{ctx.io.url(journal)} stays and a re-run finishes the job"
+        ) from deleter.first_error
 
 
 def _advance_earliest(ctx: TableContext, end: int) -> None:
@@ -304,22 +237,24 @@ def _complete(
     workers: Workers,
 ) -> ExpireResult:
     """Steps 2-9 of the module docstring for a journaled plan."""
-    deleter = _Deleter(ctx, workers, progress, plan.file_count())
+    deleter = Deleter(
+        ctx.io, ctx.layout, workers.threads, progress=progress, total=plan.file_count(), label="expiration deleted"
+    )
     if plan.end is not None:
         _advance_earliest(ctx, plan.end)
-    consumers = deleter.run(_live_consumers(ctx, plan))
-    snapshots = deleter.run(plan.snapshot_files, ordered=True)
-    tags = deleter.run(_unchanged_tags(ctx, plan))
-    deleter.check(journal)
+    consumers = _delete(deleter, _live_consumers(ctx, plan))
+    snapshots = _delete(deleter, plan.snapshot_files, ordered=True)
+    tags = _delete(deleter, _unchanged_tags(ctx, plan))
+    _stop_on_failures(ctx, deleter, journal)
     plan = protect_new_tags(ctx, plan, workers)
-    data = len(deleter.run(plan.data_files))
-    deleter.run([PlannedFile(e, 0) for f in plan.data_files for e in f.extras])  # sidecars after their data files
-    deleter.check(journal)
-    manifests = deleter.run(plan.manifests)
-    deleter.check(journal)
-    lists = deleter.run(plan.manifest_lists)
-    deleter.check(journal)
-    removed = _remove_empty_dirs(ctx, plan) if config.clean_empty_dirs and not ctx.io.is_object_store else []
+    data = len(_delete(deleter, plan.data_files))
+    _delete(deleter, [PlannedFile(e, 0) for f in plan.data_files for e in f.extras])  # sidecars after their data
+    _stop_on_failures(ctx, deleter, journal)
+    manifests = _delete(deleter, plan.manifests)
+    _stop_on_failures(ctx, deleter, journal)
+    lists = _delete(deleter, plan.manifest_lists)
+    _stop_on_failures(ctx, deleter, journal)
+    removed = deleter.remove_empty_dirs(plan.empty_dir_candidates) if config.clean_empty_dirs else []
     remove_journal(ctx, journal)
     tag_names = {f.path: r.name for r, f in zip(plan.expired_tags, plan.tag_files)}
     snapshot_ids = {f.path: i for i, f in zip(plan.expired_snapshots, plan.snapshot_files)}
@@ -338,17 +273,6 @@ def _complete(
         removed_dirs=tuple(removed),
         notes=(plan.note,) if plan.note else (),
     )
-
-
-def _remove_empty_dirs(ctx: TableContext, plan: ExpirePlan) -> list[str]:
-    removed = []
-    for rel in plan.empty_dir_candidates:  # deepest first; non-recursive: a directory with anything left stays
-        try:
-            if ctx.io.remove_empty_dir(ctx.layout.join(rel)):
-                removed.append(rel)
-        except OSError as exc:
-            log.warning("could not remove empty directory %s: %s", rel, exc)
-    return removed
 
 
 def execute_expiration(
@@ -406,73 +330,6 @@ def _stale(ctx: TableContext, plan: ExpirePlan, cache: MetadataCache) -> bool:
     except (CorruptMetadataError, OSError) as exc:
         raise MaintenanceError(f"cannot check the pending expiration journal {plan.plan_id}: {exc}") from exc
     return False
-
-
-def expire_snapshots(
-    ctx: TableContext,
-    *,
-    retain_min: int | None = None,
-    retain_max: int | None = None,
-    time_retained: Duration | None = None,
-    limit: int | None = None,
-    dry_run: bool = False,
-    parallelism: int | None = None,
-    now_ms: int | None = None,
-    progress: Progress | None = None,
-) -> ExpireResult:
-    """Expire snapshots (and tags whose time-retained passed, and expired consumers) per the table's options.
-
-    Arguments that are not None override the table's options for this call. Invalid settings raise a
-    ValidationError before anything is read or deleted; unreadable metadata raises a MaintenanceError before
-    anything is deleted. A dry run returns exactly what a real run at the same moment would delete.
-    """
-    config = ExpireConfig.resolve(
-        ctx.options,
-        retain_min=retain_min,
-        retain_max=retain_max,
-        time_retained=time_retained,
-        limit=limit,
-        parallelism=parallelism,
-    )
-    require_data_inside_root(ctx.options, ctx.url(), "expire snapshots of")
-    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
-    with Workers(config.parallelism) as workers:
-        return _expire(ctx, config, now, dry_run, progress, workers)
-
-
-def _expire(
-    ctx: TableContext, config: ExpireConfig, now: int, dry_run: bool, progress: Progress | None, workers: Workers
-) -> ExpireResult:
-    results: list[ExpireResult] = []
-    completed: list[ExpirePlan] = []
-    try:
-        journals = list_journals(ctx)
-    except OSError as exc:
-        raise MaintenanceError(f"cannot list pending expiration journals: {exc}") from exc
-    for path in journals:
-        pending = read_journal(ctx, path)
-        if pending is None:
-            continue
-        if _stale(ctx, pending, MetadataCache(ctx, workers)):
-            log.warning("expiration journal %s no longer matches the table; discarding it (nothing deleted)", path)
-            if not dry_run:
-                remove_journal(ctx, path)
-            continue
-        if dry_run:
-            done = planned_result(_remaining(ctx, protect_new_tags(ctx, pending, workers), workers))
-        else:
-            done = _complete(ctx, pending, path, config, progress, workers)
-        results.append(replace(done, completed_journals=(pending.plan_id,)))
-        completed.append(pending)
-    plan = plan_expiration(ctx, config, now, pending=completed, workers=workers)
-    if dry_run:
-        results.append(planned_result(plan))
-    else:
-        if plan.is_empty and plan.end is not None and ctx.store.earliest_snapshot_id() == plan.end:
-            _write_missing_earliest(ctx, plan.end)
-        results.append(execute_expiration(ctx, plan, config=config, progress=progress, workers=workers))
-    earliest = plan.end if plan.end is not None else ctx.store.earliest_snapshot_id()
-    return _merge(results, dry_run=dry_run, earliest=earliest)
 
 
 def _write_missing_earliest(ctx: TableContext, earliest: int) -> None:

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 
 from tableformat import MaintenanceError, Table
-from tableformat.cleanup import orphans
+from tableformat.cleanup.kernel import deleter
+from tableformat.cleanup.orphans import plan as orphan_plan
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.codec import avro_codec
 from tableformat.errors import DeleteFailedError, SnapshotNotFoundError
@@ -231,13 +232,13 @@ def test_commit_landing_after_the_listing_keeps_its_files(table: Table, monkeypa
     pending = table.write_files(rows(900, 4))  # written long ago by a slow job ...
     age_everything(root)
     written = {str(Path(f.path).relative_to(root)) for f in pending}
-    original = orphans._discard_referenced
+    original = orphan_plan._discard_referenced
 
     def commit_then_read(*args: Any) -> int:
         table.commit_files(pending)  # ... and committed while the cleaner runs, after its listing
         return original(*args)
 
-    monkeypatch.setattr(orphans, "_discard_referenced", commit_then_read)
+    monkeypatch.setattr(orphan_plan, "_discard_referenced", commit_then_read)
     result = remove_orphan_files(table.context)
     assert not written & set(result.deleted_paths)
     assert written <= files_under(root)
@@ -303,7 +304,7 @@ def test_deletes_in_batches_and_reports_only_confirmed_deletions(
         return deleted
 
     monkeypatch.setattr(LocalFileIO, "delete_files", some_fail)
-    monkeypatch.setattr(orphans, "DELETE_BATCH", 3)
+    monkeypatch.setattr(deleter, "DELETE_BATCH", 3)
     result = remove_orphan_files(t.context, parallelism=2)
     assert sorted(calls) == [1, 3, 3]
     assert set(result.deleted_paths) == strays - {refused}

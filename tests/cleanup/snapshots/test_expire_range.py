@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from tableformat.cleanup.expire import expire_snapshots, plan_expiration
-from tableformat.cleanup.expire_config import ExpireConfig
+from tableformat.cleanup.snapshots import expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.errors import ValidationError
 from tableformat.model.snapshot import Consumer
 from tableformat.table import Table

@@ -321,7 +321,7 @@ def test_manifests_only_a_middle_snapshot_names_are_kept(tmp_path: Path, monkeyp
     """Merged-away manifests are named only by the base lists of the snapshots between the first and the last,
     which the data selection does not read. When an old manifest-like file is still unreferenced after the lists
     that selection reads, every other list is read before anything is called an orphan."""
-    from tableformat.cleanup import references
+    from tableformat.cleanup import roots as references
 
     root = tmp_path / "t"
     table = make_table(root, **{"manifest.merge-min-count": "2", "manifest.full-compaction-threshold-size": "1"})

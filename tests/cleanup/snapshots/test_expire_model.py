@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tableformat.cleanup.expire import expire_snapshots
+from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.model.snapshot import Consumer
 
 PARTS = (0, 1, 2)

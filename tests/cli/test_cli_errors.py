@@ -71,7 +71,7 @@ USAGE_ERRORS: list[tuple[list[str], str]] = [
     ),
     (
         ["expire", "{table}", "--retain-min", "5", "--retain-max", "2"],
-        "error: --retain-max (2) must be >= --retain-min (5)",
+        "error: snapshot.num-retained.max (2) must be >= snapshot.num-retained.min (5)",
     ),
     (["expire", "{table}", "--limit", "0"], "error: Invalid value for '--limit': 0 is not in the range x>=1."),
     (["expire", "{table}", "--bogus"], "error: No such option '--bogus'."),

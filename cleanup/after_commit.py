@@ -1,0 +1,37 @@
+"""Maintenance that runs after every successful commit: the registry's after-commit operations, in order."""
+
+from __future__ import annotations
+
+import logging
+
+from tableformat.context import TableContext
+from tableformat.options import WRITE_ONLY
+
+from .kernel import OperationResult, run_operation
+from .registry import after_commit_operations
+
+log = logging.getLogger(__name__)
+
+
+def run_after_commit(ctx: TableContext) -> list[OperationResult]:
+    """Run every after-commit operation the table's options enable, unless ``write-only=true`` (then nothing).
+
+    Errors propagate to the caller (Table._after_commit), which logs them without failing the commit: the snapshot
+    is already durable, and an interrupted expiration is finished by the next run through its journal.
+    """
+    if ctx.options.require(WRITE_ONLY):
+        return []
+    results: list[OperationResult] = []
+    for operation in after_commit_operations():
+        if not operation.enabled(ctx):
+            continue
+        result = run_operation(operation, ctx)
+        if result.deleted_paths:
+            log.info(
+                "%s after commit: deleted %d file(s), %d bytes",
+                operation.name,
+                len(result.deleted_paths),
+                result.deleted_bytes,
+            )
+        results.append(result)
+    return results

@@ -1,0 +1,18 @@
+"""The shared kernel of every maintenance operation: its shape, one deleter, one clock, one result base."""
+
+from .clock import Clock, system_clock
+from .deleter import Deleter, DeletionFile, Progress
+from .operation import Operation, Parameter, run_operation
+from .result import OperationResult
+
+__all__ = [
+    "Clock",
+    "Deleter",
+    "DeletionFile",
+    "Operation",
+    "OperationResult",
+    "Parameter",
+    "Progress",
+    "run_operation",
+    "system_clock",
+]

@@ -1,0 +1,127 @@
+"""One deleter for every maintenance operation: batched, parallel, truthful about what it deleted.
+
+Paths are relative to the table root and are joined to it here, so nothing outside the root can be named.
+``FileIO.delete_files`` never deletes a directory and reports the paths that existed and are gone now; only those
+are reported as deleted. Directories are removed only when empty, one at a time, never recursively, and never on
+object stores (where they do not exist and every attempt would cost a listing).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from tableformat.errors import DeleteFailedError
+from tableformat.io.fileio import FileIO
+from tableformat.layout import TableLayout
+from tableformat.parallel import executor
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+"""Called with (files done, files planned) as deletion goes on."""
+
+DELETE_BATCH = 1000
+"""Most paths per FileIO.delete_files call (one S3 DeleteObjects request)."""
+
+MIN_DELETE_BATCH = 100
+"""Batches are not split below this to spread them over threads: a thread per handful of files costs more."""
+
+ORDERED_BATCH = 64
+"""Batch size of an ordered deletion (batches one after another, in order)."""
+
+
+class DeletionFile(NamedTuple):
+    """A file to delete: path relative to the table root and its size in bytes."""
+
+    path: str
+    size: int
+
+
+class Deleter:
+    """Deletes files of one table and keeps the account: deleted paths and bytes, failures, progress."""
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        layout: TableLayout,
+        threads: int,
+        *,
+        progress: Progress | None = None,
+        total: int = 0,
+        label: str = "deleted",
+    ) -> None:
+        self.io = file_io
+        self.layout = layout
+        self.threads = max(1, threads)
+        self.progress = progress
+        self.total = total
+        self.label = label
+        self.done = 0
+        self.deleted: list[str] = []
+        self.deleted_bytes = 0
+        self.failures: list[str] = []
+        """``'path: reason'`` of every file that could not be deleted."""
+        self.first_error: BaseException | None = None
+        """The first storage error met (for chaining when the caller stops)."""
+
+    def _batch(self, files: Sequence[tuple[str, int]]) -> tuple[list[tuple[str, int]], list[str], OSError | None]:
+        root = self.layout.root.rstrip("/") + "/"
+        by_path = {root + rel.strip("/"): (rel, size) for rel, size in files}
+        try:
+            return [by_path[p] for p in self.io.delete_files(list(by_path)) if p in by_path], [], None
+        except DeleteFailedError as exc:
+            return [by_path[p] for p in exc.deleted if p in by_path], list(exc.failed), exc
+        except OSError as exc:
+            return [], [f"{rel}: {exc}" for rel, _ in files], exc
+
+    def delete(self, files: Sequence[tuple[str, int]], *, ordered: bool = False) -> list[str]:
+        """Delete the files (``(relative path, size)`` pairs); returns the paths actually deleted, in order of
+        confirmation. ``ordered``: batches one after another in the given order (e.g. snapshot files ascending);
+        otherwise batches of up to DELETE_BATCH paths, spread over the threads. Failures are recorded, not raised."""
+        if not files:
+            return []
+        spread = min(DELETE_BATCH, max(MIN_DELETE_BATCH, -(-len(files) // self.threads)))
+        size = ORDERED_BATCH if ordered else spread
+        batches = [files[i : i + size] for i in range(0, len(files), size)]
+        gone: list[str] = []
+        if ordered or len(batches) == 1:
+            outcomes = (self._batch(batch) for batch in batches)
+            for outcome in outcomes:
+                gone += self._record(*outcome)
+            return gone
+        with executor(min(self.threads, len(batches)), "tablefmt-delete") as pool:
+            for outcome in pool.map(self._batch, batches):
+                gone += self._record(*outcome)
+        return gone
+
+    def _record(self, deleted: list[tuple[str, int]], failed: list[str], error: OSError | None) -> list[str]:
+        for rel, size in deleted:
+            log.info("%s %s", self.label, rel)
+            self.deleted.append(rel)
+            self.deleted_bytes += size
+        for failure in failed:
+            log.warning("could not delete %s", failure)
+        self.failures += failed
+        if error is not None and self.first_error is None:
+            self.first_error = error
+        self.done += len(deleted) + len(failed)
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+        return [rel for rel, _ in deleted]
+
+    def remove_empty_dirs(self, dirs: Sequence[str]) -> list[str]:
+        """Remove the directories (relative, deepest first) that are empty; non-recursive, skipped on object
+        stores. Returns those removed; a directory with anything left in it stays."""
+        if self.io.is_object_store:
+            return []
+        removed = []
+        for rel in dirs:
+            try:
+                if self.io.remove_empty_dir(self.layout.join(rel)):
+                    removed.append(rel)
+                    log.info("removed empty directory %s", rel)
+            except OSError as exc:
+                log.warning("could not remove empty directory %s: %s", rel, exc)
+        return removed

@@ -1,0 +1,88 @@
+"""The shape every maintenance operation has: options + overrides -> config (validated once) -> immutable plan ->
+execute -> result. A dry run stops after planning and returns the plan's preview, the same result a real run at
+that moment would report.
+
+An operation is one object of a subclass of :class:`Operation`, registered once in :mod:`..registry`; the CLI, the
+Table API, the after-commit hook, Spark and the scheduler all go through :func:`run_operation`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from tableformat.context import TableContext
+
+from .clock import resolve_now
+from .deleter import Progress
+from .result import OperationResult
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """A per-run override an operation accepts (a keyword of its API call, a ``--flag`` of its CLI command)."""
+
+    name: str
+    """The override key, e.g. ``retain_min`` (the CLI flag is ``--retain-min``)."""
+    kind: Literal["int", "duration", "flag"]
+    """``int``: a whole number; ``duration``: ``30d``, ``1h30m``, Paimon's ``1 h`` (the API also takes a timedelta
+    or milliseconds); ``flag``: a boolean switch."""
+    help: str
+    minimum: int | None = None
+
+
+C = TypeVar("C")
+P = TypeVar("P")
+R = TypeVar("R", bound=OperationResult)
+
+
+class Operation(ABC, Generic[C, P, R]):
+    """One maintenance operation."""
+
+    name: str
+    """The registry key and CLI command, e.g. ``expire-snapshots``."""
+    summary: str
+    """One line for help texts and docs."""
+    parameters: tuple[Parameter, ...] = ()
+    """The overrides ``configure`` accepts besides the table's options."""
+    after_commit: bool = False
+    """Whether the after-commit hook runs it (when the table's options enable it and ``write-only`` is false)."""
+
+    @abstractmethod
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> C:
+        """The table's options with the non-None ``overrides`` applied; raises ValidationError before any read."""
+
+    def enabled(self, ctx: TableContext) -> bool:
+        """Whether the table's options ask for this operation after commits (default: always)."""
+        return True
+
+    @abstractmethod
+    def plan(self, ctx: TableContext, config: C, now_ms: int) -> P:
+        """Decide everything the run will do; reads metadata, never deletes or writes."""
+
+    @abstractmethod
+    def preview(self, ctx: TableContext, plan: P) -> R:
+        """The dry-run result: exactly what ``execute(plan)`` would report if nothing changed meanwhile."""
+
+    @abstractmethod
+    def execute(self, ctx: TableContext, plan: P, config: C, progress: Progress | None) -> R:
+        """Carry out the plan; report only what was actually done."""
+
+
+def run_operation(
+    operation: Operation[C, P, R],
+    ctx: TableContext,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    progress: Progress | None = None,
+) -> R:
+    """Configure, plan, then preview (dry run) or execute one operation on one table."""
+    config = operation.configure(ctx, dict(overrides or {}))
+    plan = operation.plan(ctx, config, resolve_now(now_ms))
+    if dry_run:
+        return operation.preview(ctx, plan)
+    return operation.execute(ctx, plan, config, progress)

@@ -1,0 +1,31 @@
+"""What every maintenance operation reports: the fields all results share, and their JSON form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperationResult:
+    """The common part of every operation's result. Real runs report only what the store confirmed deleted; a dry
+    run reports exactly what the real run would delete (``dry_run`` True, nothing deleted)."""
+
+    dry_run: bool = False
+    deleted_paths: tuple[str, ...] = ()
+    """Files deleted (or, in a dry run, to be deleted), relative to the table root."""
+    deleted_bytes: int = 0
+    removed_dirs: tuple[str, ...] = ()
+    """Empty partition and bucket directories removed (never recursively), relative to the table root."""
+    notes: tuple[str, ...] = ()
+    """Why a run did less than it could (a limit, a concurrent change, a tag kept for a branch, ...)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` object (operations add their own keys to these)."""
+        return {
+            "dry_run": self.dry_run,
+            "deleted_paths": list(self.deleted_paths),
+            "deleted_bytes": self.deleted_bytes,
+            "removed_dirs": list(self.removed_dirs),
+            "notes": list(self.notes),
+        }

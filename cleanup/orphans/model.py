@@ -1,0 +1,117 @@
+"""What orphan cleanup plans and reports: the plan, its files, the result, and the age guard."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.errors import ValidationError
+from tableformat.options import ORPHAN_OLDER_THAN
+
+from ..kernel import OperationResult
+
+log = logging.getLogger(__name__)
+
+
+MIN_OLDER_THAN_MS = 3_600_000
+"""Cutoffs closer to now than this are refused unless forced."""
+
+STAT_CHUNK = 128
+"""Files stat'ed per thread task when listings left out their mtimes."""
+
+MAX_PLAN_AGE_MS = 3_600_000
+"""A plan older than this is refused by execute_orphan_plan: plan again."""
+
+MIN_SANE_MTIME_MS = 10_000_000_000
+"""Mtimes at or below this (April 1970) mean a store reporting seconds or nothing: such files are never deleted."""
+
+@dataclass(frozen=True, slots=True)
+class OrphanFile:
+    """A file planned for deletion: path relative to the table root, size and mtime."""
+
+    path: str
+    size: int
+    mtime_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrphanPlan:
+    """What an orphan cleanup would delete; immutable, produced by plan_orphan_removal."""
+
+    root: str
+    """The table root as a FileIO path (execute_orphan_plan refuses a plan made for another table)."""
+    planned_at_ms: int
+    cutoff_ms: int
+    """Only files with an mtime before this are orphans."""
+    orphans: tuple[OrphanFile, ...]
+    skipped_unknown: tuple[str, ...]
+    """Files whose names the format does not produce where they are: never deleted."""
+    skipped_no_mtime: tuple[str, ...] = ()
+    """Candidates whose store reports no usable mtime: never deleted."""
+    empty_dirs: tuple[str, ...] = ()
+    """Partition and bucket directories that are empty once the orphans are gone, deepest first."""
+    skipped_nested_tables: tuple[str, ...] = ()
+    """Roots of other tables where data directories were expected (they hold ``schema/`` or ``snapshot/``)."""
+    directories_listed: int = 0
+    files_listed: int = 0
+    candidates: int = 0
+    """Files named like table files and not known to be too young, before references were subtracted (files listed
+    without an mtime count here; their age is checked once nothing references them)."""
+    roots_read: int = 0
+
+    @property
+    def orphan_bytes(self) -> int:
+        return sum(o.size for o in self.orphans)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrphanResult(OperationResult):
+    """The outcome of an orphan cleanup; paths are relative to the table root."""
+
+    orphan_files: int
+    """Orphans found (deleted, or to be deleted in a dry run)."""
+    orphan_bytes: int
+    skipped_unknown: tuple[str, ...]
+    cutoff_ms: int
+    failed: tuple[str, ...] = ()
+    """'path: reason' of orphans that could not be deleted."""
+    skipped_nested_tables: tuple[str, ...] = ()
+    """Roots of other tables inside this one's data directories: never entered (see OrphanPlan)."""
+    plan: OrphanPlan | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json document."""
+        return {
+            "orphan_files": self.orphan_files,
+            "orphan_bytes": self.orphan_bytes,
+            "deleted_paths": list(self.deleted_paths),
+            "deleted_files": len(self.deleted_paths),
+            "deleted_bytes": self.deleted_bytes,
+            "skipped_unknown": list(self.skipped_unknown),
+            "failed": list(self.failed),
+            "removed_dirs": list(self.removed_dirs),
+            "skipped_nested_tables": list(self.skipped_nested_tables),
+            "dry_run": self.dry_run,
+            "cutoff_ms": self.cutoff_ms,
+        }
+
+
+def resolve_older_than_ms(ctx: TableContext, older_than: timedelta | None, *, force: bool) -> int:
+    """The guard in ms: the argument, else the table option; refused in the future, and under 1 h unless forced."""
+    if older_than is None:
+        older_ms = ctx.options.require(ORPHAN_OLDER_THAN)
+    elif isinstance(older_than, timedelta):
+        older_ms = older_than // timedelta(milliseconds=1)
+    else:
+        raise ValidationError(f"older_than must be a datetime.timedelta, got {type(older_than).__name__}")
+    if older_ms < 0:
+        raise ValidationError(f"older_than {older_ms} ms puts the cutoff in the future; refusing (even with force)")
+    if older_ms < MIN_OLDER_THAN_MS and not force:
+        raise ValidationError(
+            f"older_than {older_ms / 60_000:g} min is under the 1 h minimum: files of writers still running would be "
+            "deleted; pass force=True (--force) if no writer is running"
+        )
+    return older_ms

@@ -1,0 +1,85 @@
+"""Orphan cleanup as a registered operation (``remove_orphan_files`` is the one-call form the API and CLI use)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.errors import ValidationError
+from tableformat.parallel import resolve_parallelism
+
+from ..kernel import Operation, Parameter, Progress, run_operation
+from .execute import dry_run_result, execute_orphan_plan
+from .model import OrphanPlan, OrphanResult, resolve_older_than_ms
+from .plan import plan_orphan_removal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrphanConfig:
+    """One cleanup's settings: the age guard (None = the table's ``orphan-files.older-than``), whether a guard under
+    an hour is allowed, and the thread count (None = the table's)."""
+
+    older_than: timedelta | None = None
+    force: bool = False
+    parallelism: int | None = None
+
+
+class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
+    """Delete files no snapshot, tag, changelog or branch references and older than the age guard."""
+
+    name = "remove-orphans"
+    summary = "delete files that no snapshot, tag or branch references (unknown files are never touched)"
+    parameters = (
+        Parameter("older_than", "duration", "only delete unreferenced files older than this (default: 1 d)"),
+        Parameter("force", "flag", "allow an age guard under 1 h (only when no writer is running)"),
+        Parameter("parallelism", "int", "threads for listing, reading, deleting", minimum=1),
+    )
+
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> OrphanConfig:
+        unknown = set(overrides) - {p.name for p in self.parameters}
+        if unknown:
+            raise ValidationError(f"remove-orphans takes no {sorted(unknown)}")
+        older_than: Any = overrides.get("older_than")
+        force = bool(overrides.get("force", False))
+        resolve_older_than_ms(ctx, older_than, force=force)  # refused before anything is listed (a non-timedelta too)
+        config = OrphanConfig(older_than=older_than, force=force, parallelism=overrides.get("parallelism"))
+        resolve_parallelism(ctx.options, ctx.io, config.parallelism)
+        return config
+
+    def plan(self, ctx: TableContext, config: OrphanConfig, now_ms: int) -> OrphanPlan:
+        return plan_orphan_removal(
+            ctx, older_than=config.older_than, force=config.force, parallelism=config.parallelism, now_ms=now_ms
+        )
+
+    def preview(self, ctx: TableContext, plan: OrphanPlan) -> OrphanResult:
+        return dry_run_result(plan)
+
+    def execute(
+        self, ctx: TableContext, plan: OrphanPlan, config: OrphanConfig, progress: Progress | None
+    ) -> OrphanResult:
+        return execute_orphan_plan(ctx, plan, parallelism=config.parallelism, now_ms=plan.planned_at_ms)
+
+
+ORPHAN_CLEANUP = OrphanCleanup()
+
+
+def remove_orphan_files(
+    ctx: TableContext,
+    *,
+    older_than: timedelta | None = None,
+    dry_run: bool = False,
+    parallelism: int | None = None,
+    force: bool = False,
+    now_ms: int | None = None,
+) -> OrphanResult:
+    """Delete files no snapshot, tag, changelog or branch references and older than ``older_than``.
+
+    ``older_than`` defaults to the table option ``orphan-files.older-than`` (1 day); under 1 hour is refused unless
+    ``force``, a negative value always. ``parallelism`` defaults to ``file-operation.thread-num``. With
+    ``dry_run`` nothing is deleted and ``deleted_paths`` lists exactly what a real run would delete.
+    """
+    overrides = {"older_than": older_than, "force": force, "parallelism": parallelism}
+    return run_operation(ORPHAN_CLEANUP, ctx, overrides, dry_run=dry_run, now_ms=now_ms)

@@ -1,0 +1,129 @@
+"""Subtracting every referenced name from the candidates: a first pass over the roots read at the start, then
+the closing passes over every root that appeared meanwhile."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+
+from tableformat.context import TableContext
+from tableformat.errors import MaintenanceError
+from tableformat.layout import LATEST
+
+from ..roots import MAX_ROUNDS, References, Root, list_owners
+from .candidates import CandidateSet, _Census, _settle_manifests
+from .census import DATA_FILE_KINDS, MANIFEST_FILE_KINDS
+from .selection import DataManifestSelection, ListSummary, summarize
+
+log = logging.getLogger(__name__)
+
+
+def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, census: _Census, cutoff_ms: int) -> int:
+    """Remove every referenced name from the candidates; returns the number of roots read.
+
+    Manifest lists are read in two steps: first those the data selection needs (every delta list, the base lists
+    at the ends of each run of snapshots); then, only if a manifest-like candidate is still unreferenced and old
+    enough (its age is checked now, see _settle_manifests), every other list, to know every manifest in use.
+    Then the read is closed (_close_over_new_roots): the roots are listed again, and every root that appeared
+    meanwhile is read in full, until a listing shows no root that was not read.
+    """
+    refs = References(ctx, pool, parallelism)
+    roots = refs.collect_roots()
+    main_snapshots = [r for r in roots if r.kind == "snapshot" and not r.branch]
+    if not main_snapshots and ctx.io.exists(ctx.layout.hint_file(LATEST)):
+        raise MaintenanceError(
+            f"{ctx.url()} lists no snapshot but has a LATEST hint: refusing to treat every file as an orphan"
+        )
+    read = _ReadSoFar()
+    _discard_first_pass(ctx, refs, census, cutoff_ms, roots, read)
+    return len(roots) + _close_over_new_roots(refs, census.candidates, roots, read)
+
+
+@dataclass
+class _ReadSoFar:
+    """Manifest lists and manifests whose names were already discarded from the candidates."""
+
+    lists: set[str] = field(default_factory=set)
+    manifests: set[str] = field(default_factory=set)
+
+
+def _discard_first_pass(
+    ctx: TableContext, refs: References, census: _Census, cutoff_ms: int, roots: list[Root], read: _ReadSoFar
+) -> None:
+    candidates = census.candidates
+    for root in roots:
+        for _, name in refs.root_files(root):
+            candidates.discard(name)
+    if not candidates.kinds & (DATA_FILE_KINDS | MANIFEST_FILE_KINDS):
+        return
+    selection = DataManifestSelection(roots)
+    summaries: dict[str, ListSummary] = {}
+    for name, rows in refs.named_manifest_lists(selection.owners):
+        for row in rows:
+            candidates.discard(row.file_name)
+        summaries[name] = summarize(rows)
+    read.lists.update(selection.owners)
+    if _settle_manifests(ctx, census, cutoff_ms):  # old manifest-like files nothing read so far names
+        rest = {name: owners for name, owners in list_owners(roots).items() if name not in summaries}
+        for _, rows in refs.named_manifest_lists(rest):
+            for row in rows:
+                candidates.discard(row.file_name)
+        read.lists.update(rest)
+    if not candidates.kinds & DATA_FILE_KINDS:
+        return
+    manifests = selection.select(summaries)
+    if manifests is None:  # a list vanished with its snapshot: read everything rather than reason about it
+        log.info("a manifest list vanished during the run; reading every manifest")
+        manifests = {row.file_name: None for _, rows in refs.manifest_lists(roots) for row in rows}
+    for _, files in refs.manifest_file_names(manifests):
+        for name in files:
+            candidates.discard(name)
+    read.manifests.update(manifests)
+
+
+def _close_over_new_roots(refs: References, candidates: CandidateSet, roots: list[Root], read: _ReadSoFar) -> int:
+    """List the roots again until a listing shows none that was not read; read every new one in full. Returns how
+    many new roots were read.
+
+    Why (issue 10, defect 2): while the first pass read, expiration may have removed the snapshots it had listed,
+    with their manifest lists, and commits may have added newer snapshots that still name old files. A new root
+    names only files that some root of an earlier listing names, or files written after the candidates were
+    listed (too young to be candidates, assumption A3): a commit builds on the latest snapshot, a tag or branch
+    copies an existing snapshot. So once a listing taken after all reading holds no unread root, every file any
+    present or future root references has been discarded from the candidates.
+    """
+    seen = {(root.path, root.snapshot.base_manifest_list) for root in roots}
+    added = 0
+    for _ in range(MAX_ROUNDS):
+        if not len(candidates):
+            return added
+        new = [root for root in refs.collect_roots() if (root.path, root.snapshot.base_manifest_list) not in seen]
+        if not new:
+            return added
+        log.info("%d root(s) appeared while references were read; reading them too", len(new))
+        seen.update((root.path, root.snapshot.base_manifest_list) for root in new)
+        added += len(new)
+        for root in new:
+            for _, name in refs.root_files(root):
+                candidates.discard(name)
+        if not candidates.kinds & (DATA_FILE_KINDS | MANIFEST_FILE_KINDS):
+            continue
+        owners = {name: owners for name, owners in list_owners(new).items() if name not in read.lists}
+        manifests: dict[str, None] = {}
+        for _, rows in refs.named_manifest_lists(owners):
+            for row in rows:
+                candidates.discard(row.file_name)
+                if row.file_name not in read.manifests:
+                    manifests[row.file_name] = None
+        read.lists.update(owners)
+        if not candidates.kinds & DATA_FILE_KINDS:
+            continue
+        for _, files in refs.manifest_file_names(manifests):
+            for name in files:
+                candidates.discard(name)
+        read.manifests.update(manifests)
+    raise MaintenanceError(
+        f"the snapshots and tags of {refs.ctx.url()} kept changing over {MAX_ROUNDS} listings after the references "
+        "were read; nothing was deleted, try again later"
+    )

@@ -1,0 +1,34 @@
+"""The one registry of maintenance operations. The CLI, the Table API (``table.maintenance``), the after-commit
+hook, ``tableformat.spark.maintain`` and the scheduler all read it; an operation is registered by one line here.
+
+Order matters: it is the order in which a table's own maintenance runs (Paimon's: tag and partition expiration,
+record TTL, consumer expiration, snapshot expiration last); orphan cleanup runs on its own cadence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tableformat.errors import ValidationError
+
+from .kernel import Operation
+from .orphans import ORPHAN_CLEANUP
+from .snapshots import SNAPSHOT_EXPIRATION
+
+OPERATIONS: tuple[Operation[Any, Any, Any], ...] = (
+    SNAPSHOT_EXPIRATION,
+    ORPHAN_CLEANUP,
+)
+
+
+def operation(name: str) -> Operation[Any, Any, Any]:
+    """The registered operation called ``name``; ValidationError listing the names for anything else."""
+    for op in OPERATIONS:
+        if op.name == name:
+            return op
+    raise ValidationError(f"no maintenance operation {name!r}; registered: {', '.join(o.name for o in OPERATIONS)}")
+
+
+def after_commit_operations() -> tuple[Operation[Any, Any, Any], ...]:
+    """The operations the after-commit hook runs (and ``spark.maintain`` runs as a table's own maintenance)."""
+    return tuple(op for op in OPERATIONS if op.after_commit)

@@ -1,0 +1,142 @@
+"""Snapshot expiration as a registered operation: journals left by interrupted runs are finished first, then the
+new plan is carried out (``expire_snapshots`` is the one-call form the API and the CLI use)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.data_paths import require_data_inside_root
+from tableformat.errors import MaintenanceError
+from tableformat.parallel import Workers
+
+from ..kernel import Operation, Parameter, Progress, run_operation
+from .config import Duration, ExpireConfig
+from .execute import (
+    ExpireResult,
+    _complete,
+    _merge,
+    _remaining,
+    _stale,
+    _write_missing_earliest,
+    execute_expiration,
+    planned_result,
+    protect_new_tags,
+)
+from .journal import list_journals, read_journal, remove_journal
+from .metadata import MetadataCache
+from .plan import ExpirePlan, plan_expiration
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpirationRun:
+    """Everything one run does: journals to finish (path, plan), stale journals to discard, and the new plan."""
+
+    pending: tuple[tuple[str, ExpirePlan], ...]
+    stale: tuple[str, ...]
+    plan: ExpirePlan
+
+
+class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
+    """Expire snapshots, tags past their time-retained and expired consumers, with the files only they used."""
+
+    name = "expire"
+    summary = "expire old snapshots and delete the files only they used"
+    after_commit = True
+    parameters = (
+        Parameter("retain_min", "int", "keep at least the newest N snapshots", minimum=1),
+        Parameter("retain_max", "int", "keep at most the newest N snapshots", minimum=1),
+        Parameter("time_retained", "duration", "expire a snapshot once its successor is older than this"),
+        Parameter("limit", "int", "at most N snapshots per run", minimum=1),
+        Parameter("parallelism", "int", "threads for reads and deletes", minimum=1),
+    )
+
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> ExpireConfig:
+        config = ExpireConfig.resolve(ctx.options, **overrides)
+        require_data_inside_root(ctx.options, ctx.url(), "expire snapshots of")
+        return config
+
+    def plan(self, ctx: TableContext, config: ExpireConfig, now_ms: int) -> ExpirationRun:
+        with Workers(config.parallelism) as workers:
+            try:
+                journals = list_journals(ctx)
+            except OSError as exc:
+                raise MaintenanceError(f"cannot list pending expiration journals: {exc}") from exc
+            pending: list[tuple[str, ExpirePlan]] = []
+            stale: list[str] = []
+            for path in journals:
+                journaled = read_journal(ctx, path)
+                if journaled is None:
+                    continue
+                if _stale(ctx, journaled, MetadataCache(ctx, workers)):
+                    log.warning("expiration journal %s no longer matches the table; it is discarded", path)
+                    stale.append(path)
+                else:
+                    pending.append((path, journaled))
+            plan = plan_expiration(ctx, config, now_ms, pending=[p for _, p in pending], workers=workers)
+        return ExpirationRun(tuple(pending), tuple(stale), plan)
+
+    def preview(self, ctx: TableContext, plan: ExpirationRun) -> ExpireResult:
+        results = []
+        with Workers(1) as workers:
+            for _, journaled in plan.pending:
+                done = planned_result(_remaining(ctx, protect_new_tags(ctx, journaled, workers), workers))
+                results.append(replace(done, completed_journals=(journaled.plan_id,)))
+        results.append(planned_result(plan.plan))
+        return _merge(results, dry_run=True, earliest=_earliest(ctx, plan.plan))
+
+    def execute(
+        self, ctx: TableContext, plan: ExpirationRun, config: ExpireConfig, progress: Progress | None
+    ) -> ExpireResult:
+        results = []
+        with Workers(config.parallelism) as workers:
+            for path in plan.stale:
+                remove_journal(ctx, path)  # nothing it lists is deleted: its snapshots hold other content now
+            for path, journaled in plan.pending:
+                done = _complete(ctx, journaled, path, config, progress, workers)
+                results.append(replace(done, completed_journals=(journaled.plan_id,)))
+            new = plan.plan
+            if new.is_empty and new.end is not None and ctx.store.earliest_snapshot_id() == new.end:
+                _write_missing_earliest(ctx, new.end)
+            results.append(execute_expiration(ctx, new, config=config, progress=progress, workers=workers))
+        return _merge(results, dry_run=False, earliest=_earliest(ctx, plan.plan))
+
+
+def _earliest(ctx: TableContext, plan: ExpirePlan) -> int | None:
+    return plan.end if plan.end is not None else ctx.store.earliest_snapshot_id()
+
+
+SNAPSHOT_EXPIRATION = SnapshotExpiration()
+
+
+def expire_snapshots(
+    ctx: TableContext,
+    *,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    time_retained: Duration | None = None,
+    limit: int | None = None,
+    dry_run: bool = False,
+    parallelism: int | None = None,
+    now_ms: int | None = None,
+    progress: Progress | None = None,
+) -> ExpireResult:
+    """Expire snapshots (and tags whose time-retained passed, and expired consumers) per the table's options.
+
+    Arguments that are not None override the table's options for this call. Invalid settings raise a
+    ValidationError before anything is read or deleted; unreadable metadata raises a MaintenanceError before
+    anything is deleted. A dry run returns exactly what a real run at the same moment would delete.
+    """
+    overrides = {
+        "retain_min": retain_min,
+        "retain_max": retain_max,
+        "time_retained": time_retained,
+        "limit": limit,
+        "parallelism": parallelism,
+    }
+    return run_operation(SNAPSHOT_EXPIRATION, ctx, overrides, dry_run=dry_run, now_ms=now_ms, progress=progress)

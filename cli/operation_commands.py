@@ -1,0 +1,80 @@
+"""A CLI command for every registered maintenance operation that has no hand-written one.
+
+The command is built from the operation's ``parameters``: ``tablefmt <name> TABLE [--<param> ...] [--dry-run]
+[--json] [--storage-option k=v]``; it runs through ``table.maintenance.run`` and prints the result's JSON or a
+one-line summary with its notes. ``expire`` and ``remove-orphans`` have hand-written commands (richer output,
+progress bars, a Spark engine) that run through the same Table API.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from tableformat.cleanup.kernel import Operation, OperationResult
+from tableformat.cleanup.registry import OPERATIONS
+from tableformat.cli.common import OneLineErrorCommand, duration_flag, echo_json, handle_errors, open_table
+
+
+def _option(parameter: Any) -> click.Option:
+    flag = "--" + parameter.name.replace("_", "-")
+    if parameter.kind == "flag":
+        return click.Option([flag, parameter.name], is_flag=True, default=False, help=parameter.help)
+    if parameter.kind == "duration":
+        return click.Option(
+            [flag, parameter.name], callback=duration_flag, default=None, metavar="DURATION", help=parameter.help
+        )
+    minimum = parameter.minimum
+    kind = click.IntRange(min=minimum) if minimum is not None else click.INT
+    return click.Option([flag, parameter.name], type=kind, default=None, help=parameter.help)
+
+
+def _summary(name: str, result: OperationResult) -> list[str]:
+    verb = "would delete" if result.dry_run else "deleted"
+    lines = [f"{name}: {verb} {len(result.deleted_paths)} file(s), {result.deleted_bytes} bytes"]
+    lines += [f"  {path}" for path in result.deleted_paths[:20]]
+    if len(result.deleted_paths) > 20:
+        lines.append(f"  ... and {len(result.deleted_paths) - 20} more (use --json for all)")
+    lines += [f"note: {note}" for note in result.notes]
+    return lines
+
+
+def operation_command(operation: Operation[Any, Any, Any]) -> click.Command:
+    """The generic command of one registered operation."""
+
+    @handle_errors
+    def run(table: str, dry_run: bool, as_json: bool, storage_options: tuple[str, ...], **given: Any) -> None:
+        kinds = {p.name: p.kind for p in operation.parameters}
+        overrides: dict[str, Any] = {
+            key: timedelta(milliseconds=value) if kinds.get(key) == "duration" else value
+            for key, value in given.items()
+            if value is not None and value is not False
+        }
+        result = open_table(table, storage_options).maintenance.run(operation.name, dry_run=dry_run, **overrides)
+        if as_json:
+            echo_json(result.to_json())
+        else:
+            for line in _summary(operation.name, result):
+                click.echo(line)
+
+    params: list[click.Parameter] = [click.Argument(["table"])]
+    params += [_option(p) for p in operation.parameters]
+    params += [
+        click.Option(["--dry-run"], is_flag=True, help="Only report what would be done."),
+        click.Option(["--json", "as_json"], is_flag=True, help="Print the result as one JSON object."),
+        click.Option(
+            ["--storage-option", "storage_options"], multiple=True, metavar="KEY=VALUE", help="fsspec storage option."
+        ),
+    ]
+    return OneLineErrorCommand(
+        operation.name, callback=run, params=params, help=f"{operation.summary[:1].upper()}{operation.summary[1:]}."
+    )
+
+
+def add_operation_commands(group: click.Group) -> None:
+    """Give ``group`` a command for every registered operation it does not have yet."""
+    for operation in OPERATIONS:
+        if operation.name not in group.commands:
+            group.add_command(operation_command(operation))

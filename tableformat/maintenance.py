@@ -1,0 +1,97 @@
+"""``table.maintenance``: every registered maintenance operation of one table, by name or by its own method.
+
+The operations come from the one registry (``tableformat.cleanup.registry``); a new operation is reachable here
+(``table.maintenance.run("its-name", ...)``) as soon as it is registered.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from tableformat.cleanup import registry
+from tableformat.cleanup.after_commit import run_after_commit
+from tableformat.cleanup.check import CheckResult, check_table
+from tableformat.cleanup.kernel import OperationResult, Progress, run_operation
+from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
+from tableformat.cleanup.snapshots import ExpireResult, expire_snapshots
+from tableformat.context import TableContext
+
+
+class TableMaintenance:
+    """The maintenance operations of one table."""
+
+    def __init__(self, context: TableContext) -> None:
+        self._ctx = context
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The registered operations, in the order a table's own maintenance runs them."""
+        return tuple(op.name for op in registry.OPERATIONS)
+
+    def run(
+        self,
+        name: str,
+        *,
+        dry_run: bool = False,
+        now_ms: int | None = None,
+        progress: Progress | None = None,
+        **overrides: Any,
+    ) -> OperationResult:
+        """Run the operation ``name`` with keyword overrides of the table's options (its ``parameters``)."""
+        result: OperationResult = run_operation(
+            registry.operation(name), self._ctx, overrides, dry_run=dry_run, now_ms=now_ms, progress=progress
+        )
+        return result
+
+    def after_commit(self) -> list[OperationResult]:
+        """What runs after every commit (unless ``write-only=true``), run now."""
+        return run_after_commit(self._ctx)
+
+    def expire_snapshots(
+        self,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        time_retained: dt.timedelta | int | str | None = None,
+        limit: int | None = None,
+        dry_run: bool = False,
+        *,
+        parallelism: int | None = None,
+        progress: Progress | None = None,
+    ) -> ExpireResult:
+        """Expire old snapshots (and tags past their time-retained); arguments override the table's options.
+
+        Deletes data files, manifests and manifest lists that only expired snapshots used; a dry run returns
+        exactly the files the real run would delete.
+        """
+        return expire_snapshots(
+            self._ctx,
+            retain_min=retain_min,
+            retain_max=retain_max,
+            time_retained=time_retained,
+            limit=limit,
+            dry_run=dry_run,
+            parallelism=parallelism,
+            progress=progress,
+        )
+
+    def remove_orphan_files(
+        self,
+        older_than: dt.timedelta | None = None,
+        dry_run: bool = False,
+        parallelism: int | None = None,
+        *,
+        force: bool = False,
+    ) -> OrphanResult:
+        """Delete files no snapshot, tag or branch references and older than ``older_than``.
+
+        Default: the table option orphan-files.older-than (1 day); a cutoff under 1 hour or in the future needs
+        ``force``. Only file names the format produces are candidates; others are reported, never deleted.
+        """
+        return remove_orphan_files(
+            self._ctx, older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force
+        )
+
+    def check(self, parallelism: int | None = None) -> CheckResult:
+        """Verify every referenced file exists with its recorded size; count orphans and reclaimable bytes."""
+        return check_table(self._ctx, parallelism=parallelism)

@@ -1,0 +1,159 @@
+"""The maintenance kernel: one deleter, the operation shape, the registry and everything that reads it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+from tableformat.cleanup import after_commit, registry
+from tableformat.cleanup.kernel import Deleter, Operation, OperationResult, Parameter, Progress, run_operation
+from tableformat.cleanup.kernel.deleter import ORDERED_BATCH
+from tableformat.cli.main import cli
+from tableformat.cli.operation_commands import operation_command
+from tableformat.context import TableContext
+from tableformat.errors import DeleteFailedError, ValidationError
+from tableformat.io.local import LocalFileIO
+from tableformat.layout import TableLayout
+from tableformat.table import Table
+
+SCHEMA = pa.schema([pa.field("id", pa.int64())])
+
+
+class CountingIO(LocalFileIO):
+    def __init__(self, refuse: str = "") -> None:
+        self.calls: list[list[str]] = []
+        self.refuse = refuse
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        self.calls.append(list(paths))
+        ok = [p for p in paths if not (self.refuse and p.endswith(self.refuse))]
+        deleted = super().delete_files(ok)
+        if len(ok) != len(paths):
+            raise DeleteFailedError("busy", deleted, [f"{self.refuse}: busy"])
+        return deleted
+
+
+def planted(root: Path, count: int) -> list[tuple[str, int]]:
+    files = []
+    for i in range(count):
+        path = root / "part=0" / "bucket-0" / f"data-{i:04d}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * (i + 1))
+        files.append((f"part=0/bucket-0/data-{i:04d}.parquet", i + 1))
+    return files
+
+
+def test_deleter_batches_reports_only_what_went_and_removes_empty_dirs_non_recursively(tmp_path: Path) -> None:
+    files = planted(tmp_path, 250)
+    (tmp_path / "part=0" / "bucket-0" / "data-0003.parquet").unlink()  # already gone: never reported
+    io = CountingIO()
+    progress: list[tuple[int, int]] = []
+    deleter = Deleter(io, TableLayout(str(tmp_path)), 2, progress=lambda d, t: progress.append((d, t)), total=250)
+    gone = deleter.delete(files)
+    assert sorted(len(c) for c in io.calls) == [125, 125]  # spread over two threads, at least 100 a batch
+    assert set(gone) == {p for p, _ in files} - {"part=0/bucket-0/data-0003.parquet"}
+    assert deleter.deleted_bytes == sum(size for _, size in files) - 4
+    assert progress[-1] == (249, 250) and deleter.failures == []
+    (tmp_path / "part=1" / "bucket-0").mkdir(parents=True)
+    (tmp_path / "part=1" / "bucket-0" / "keep").write_bytes(b"k")
+    removed = deleter.remove_empty_dirs(["part=0/bucket-0", "part=0", "part=1/bucket-0", "part=1"])
+    assert removed == ["part=0/bucket-0", "part=0"]
+    assert (tmp_path / "part=1" / "bucket-0" / "keep").exists()
+
+
+def test_deleter_ordered_batches_and_recorded_failures(tmp_path: Path) -> None:
+    files = planted(tmp_path, 70)
+    io = CountingIO(refuse="data-0066.parquet")
+    deleter = Deleter(io, TableLayout(str(tmp_path)), 4)
+    deleter.delete(files, ordered=True)
+    assert [len(c) for c in io.calls] == [ORDERED_BATCH, 70 - ORDERED_BATCH]
+    assert [c[0].rsplit("/", 1)[-1] for c in io.calls] == ["data-0000.parquet", "data-0064.parquet"]
+    assert deleter.failures == ["data-0066.parquet: busy"]
+    assert isinstance(deleter.first_error, DeleteFailedError)
+    assert len(deleter.deleted) == 69 and (tmp_path / "part=0" / "bucket-0" / "data-0066.parquet").exists()
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    files: tuple[tuple[str, int], ...]
+
+
+class SweepLeftovers(Operation[int, SweepPlan, OperationResult]):
+    """A new operation as a contributor would add one: delete ``*.leftover`` files at the table root."""
+
+    name = "sweep-leftovers"
+    summary = "delete leftover files"
+    after_commit = True
+    parameters = (Parameter("max_files", "int", "at most N files", minimum=1),)
+
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> int:
+        value = overrides.get("max_files") or 100
+        if value < 1:
+            raise ValidationError("max_files must be >= 1")
+        return int(value)
+
+    def plan(self, ctx: TableContext, config: int, now_ms: int) -> SweepPlan:
+        infos = [i for i in ctx.io.list_dir(ctx.layout.root) if i.name.endswith(".leftover")]
+        return SweepPlan(tuple(sorted((i.name, i.size) for i in infos))[:config])
+
+    def preview(self, ctx: TableContext, plan: SweepPlan) -> OperationResult:
+        return OperationResult(
+            dry_run=True, deleted_paths=tuple(p for p, _ in plan.files), deleted_bytes=sum(s for _, s in plan.files)
+        )
+
+    def execute(self, ctx: TableContext, plan: SweepPlan, config: int, progress: Progress | None) -> OperationResult:
+        deleter = Deleter(ctx.io, ctx.layout, 1, progress=progress)
+        deleter.delete(plan.files)
+        return OperationResult(deleted_paths=tuple(deleter.deleted), deleted_bytes=deleter.deleted_bytes)
+
+
+@pytest.fixture
+def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
+    """A table with three leftovers and the new operation registered (one registry line)."""
+    monkeypatch.setattr(registry, "OPERATIONS", (*registry.OPERATIONS, SweepLeftovers()))
+    table = Table.create(str(tmp_path / "t"), SCHEMA)
+    for i in range(3):
+        (tmp_path / "t" / f"x{i}.leftover").write_bytes(b"L" * (i + 1))
+    return table
+
+
+def test_every_registered_operation_has_a_cli_command_and_an_api_name() -> None:
+    names = [op.name for op in registry.OPERATIONS]
+    assert names == ["expire", "remove-orphans"] and len(set(names)) == len(names)
+    assert set(names) <= set(cli.commands)
+    assert registry.after_commit_operations() == (registry.operation("expire"),)
+    with pytest.raises(ValidationError, match="no maintenance operation 'vacuum'; registered: expire, remove-orphans"):
+        registry.operation("vacuum")
+
+
+def test_a_new_operation_is_one_registry_line_for_the_api_cli_and_after_commit(swept: Table) -> None:
+    root = Path(swept.context.layout.root)
+    assert swept.maintenance.names[-1] == "sweep-leftovers"
+    dry = swept.maintenance.run("sweep-leftovers", dry_run=True, max_files=2)
+    assert dry.deleted_paths == ("x0.leftover", "x1.leftover") and dry.deleted_bytes == 3
+    assert sorted(p.name for p in root.glob("*.leftover")) == ["x0.leftover", "x1.leftover", "x2.leftover"]
+
+    command = operation_command(registry.operation("sweep-leftovers"))
+    out = CliRunner().invoke(command, [str(root), "--max-files", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["deleted_paths"] == ["x0.leftover"]
+    bad = CliRunner().invoke(command, [str(root), "--max-files", "0"])
+    assert bad.exit_code == 2 and bad.output.strip().startswith("error: Invalid value for '--max-files'")
+
+    results = after_commit.run_after_commit(swept.context)  # write-only is false: expire, then the new one
+    assert [type(r).__name__ for r in results] == ["ExpireResult", "OperationResult"]
+    assert results[1].deleted_paths == ("x1.leftover", "x2.leftover")
+    assert list(root.glob("*.leftover")) == []
+
+
+def test_run_operation_validates_before_reading(swept: Table) -> None:
+    with pytest.raises(ValidationError, match="max_files must be >= 1"):
+        run_operation(SweepLeftovers(), swept.context, {"max_files": -1})
+    assert len(list(Path(swept.context.layout.root).glob("*.leftover"))) == 3
