@@ -270,16 +270,7 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
         for rel, size in zip(unlisted, pool.map(lambda r: _stat(ctx, r), unlisted)):
             if size is not None:
                 sizes[rel] = size
-    referenced_bytes = 0
-    for rel, ref in sorted(collector.refs.items()):
-        actual = sizes.get(rel)
-        problem = FileProblem(rel, ref.kind, ref.referenced_by, ref.expected_size, actual)
-        if actual is None:
-            missing.append(problem)
-            continue
-        referenced_bytes += actual
-        if ref.expected_size is not None and ref.expected_size != actual:
-            mismatched.append(problem)
+    referenced_bytes = _compare(collector, sizes, missing, mismatched)
     orphan_files: int | None = None
     orphan_bytes = 0
     if outside is not None:  # tablefmt neither cleans nor expires such tables: nothing to count or estimate
@@ -307,6 +298,24 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
         external_files_skipped=collector.external,
         skipped_nested_tables=tuple(sorted(nested)),
     )
+
+
+def _compare(
+    collector: _Collector, sizes: dict[str, int], missing: list[FileProblem], mismatched: list[FileProblem]
+) -> int:
+    """Each referenced file against its listed size: missing or mismatched ones are recorded; returns the bytes of
+    the referenced files found."""
+    referenced_bytes = 0
+    for rel, ref in sorted(collector.refs.items()):
+        actual = sizes.get(rel)
+        problem = FileProblem(rel, ref.kind, ref.referenced_by, ref.expected_size, actual)
+        if actual is None:
+            missing.append(problem)
+            continue
+        referenced_bytes += actual
+        if ref.expected_size is not None and ref.expected_size != actual:
+            mismatched.append(problem)
+    return referenced_bytes
 
 
 def _stat(ctx: TableContext, rel: str) -> int | None:

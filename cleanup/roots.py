@@ -22,7 +22,6 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tableformat.codec import json_codec
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import CHANGELOG_PREFIX, check_file_name
@@ -103,12 +102,7 @@ class References:
             return sorted(n[len(CHANGELOG_PREFIX) :] for n in names if n[len(CHANGELOG_PREFIX) :].isdigit())
 
         def read_changelog(key: str) -> Snapshot | None:
-            path = layout.join("changelog", CHANGELOG_PREFIX + key)
-            try:
-                data = self.ctx.io.read_bytes(path)
-            except FileNotFoundError:
-                return None
-            return json_codec.snapshot_from_json(data, self.ctx.io.url(path))
+            return store.read_changelog(key)
 
         return [
             _Source(
@@ -125,7 +119,7 @@ class References:
                 "changelog",
                 branch,
                 changelog_keys,
-                lambda key: layout.join("changelog", CHANGELOG_PREFIX + key),
+                layout.changelog_file,
                 read_changelog,
             ),
         ]

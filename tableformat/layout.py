@@ -120,6 +120,12 @@ class TableLayout:
     def consumer_file(self, consumer_id: str) -> str:
         return self.join("consumer", CONSUMER_PREFIX + check_file_name(consumer_id, what="consumer id"))
 
+    def expire_journal_file(self, plan_id: str) -> str:
+        return self.join("snapshot", EXPIRE_JOURNAL_PREFIX + check_file_name(plan_id, what="plan id"))
+
+    def changelog_file(self, key: str) -> str:
+        return self.join("changelog", CHANGELOG_PREFIX + check_file_name(key, what="changelog id"))
+
     def branch(self, name: str) -> TableLayout:
         """The metadata root of branch ``name`` (``branch/branch-<name>``): its own snapshots, tags and schemas; it
         shares ``manifest/`` and the data directories with the main table."""

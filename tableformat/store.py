@@ -6,10 +6,11 @@ This is the only module that turns metadata paths into bytes and bytes into mode
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from tableformat.codec import avro_codec, avro_projection, json_codec
+from tableformat.codec import avro_codec, avro_projection, journal_codec, json_codec
 from tableformat.codec.binary_row import decode_row, encode_row
 from tableformat.errors import (
     CorruptMetadataError,
@@ -24,6 +25,7 @@ from tableformat.layout import (
     BRANCH_PREFIX,
     CONSUMER_PREFIX,
     EARLIEST,
+    EXPIRE_JOURNAL_PREFIX,
     LATEST,
     MANIFEST_LIST_PREFIX,
     MANIFEST_PREFIX,
@@ -110,13 +112,35 @@ class MetadataStore:
             raise CorruptMetadataError(self.io.url(path), f"file holds snapshot id {snapshot.id}")
         return snapshot
 
+    def read_snapshot_sized(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
+        """The snapshot and the size of its file, or None when ``snapshot-N`` does not exist."""
+        path = self.layout.snapshot_file(snapshot_id)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            return None
+        snapshot = json_codec.snapshot_from_json(data, self.io.url(path))
+        if snapshot.id != snapshot_id:
+            raise CorruptMetadataError(self.io.url(path), f"file holds snapshot id {snapshot.id}")
+        return snapshot, len(data)
+
+    def read_changelog(self, key: str) -> Snapshot | None:
+        """``changelog/changelog-<key>`` (a snapshot-shaped root), or None when it does not exist."""
+        path = self.layout.changelog_file(key)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            return None
+        return json_codec.snapshot_from_json(data, self.io.url(path))
+
     def try_read_snapshot(self, snapshot_id: int) -> Snapshot | None:
         try:
             return self.read_snapshot(snapshot_id)
         except SnapshotNotFoundError:
             return None
 
-    def _read_hint(self, which: str) -> int | None:
+    def read_hint(self, which: str) -> int | None:
+        """The LATEST or EARLIEST hint as written (None when missing or unreadable: hints are only hints)."""
         try:
             return json_codec.hint_from_bytes(self.io.read_bytes(self.layout.hint_file(which)))
         except OSError:
@@ -124,7 +148,7 @@ class MetadataStore:
 
     def latest_snapshot_id(self) -> int | None:
         """LATEST if snapshot-LATEST exists and snapshot-(LATEST+1) does not; otherwise the listing's max."""
-        hint = self._read_hint(LATEST)
+        hint = self.read_hint(LATEST)
         if hint is not None and not self.snapshot_exists(hint + 1) and self.snapshot_exists(hint):
             return hint
         ids = self.snapshot_ids()
@@ -132,7 +156,7 @@ class MetadataStore:
 
     def earliest_snapshot_id(self) -> int | None:
         """EARLIEST if that snapshot exists and the one before it does not; otherwise the listing's min."""
-        hint = self._read_hint(EARLIEST)
+        hint = self.read_hint(EARLIEST)
         if hint is not None and self.snapshot_exists(hint) and not self.snapshot_exists(hint - 1):
             return hint
         ids = self.snapshot_ids()
@@ -269,6 +293,34 @@ class MetadataStore:
 
     def delete_tag(self, name: str) -> bool:
         return bool(self.io.delete_files([self.layout.tag_file(name)]))
+
+    # --- expiration journals ----------------------------------------------------------------------------------
+    def expire_journals(self) -> list[str]:
+        """Paths of pending expiration journals (temp files of an interrupted write are not journals)."""
+        return sorted(
+            info.path
+            for info in self.io.list_dir(self.layout.snapshot_dir)
+            if not info.is_dir and info.name.startswith(EXPIRE_JOURNAL_PREFIX) and not info.name.endswith(".tmp")
+        )
+
+    def write_expire_journal(self, plan_id: str, document: Mapping[str, Any]) -> str:
+        """Write the journal of plan ``plan_id`` (atomically, FileIO.write_bytes); returns its path."""
+        path = self.layout.expire_journal_file(plan_id)
+        self.io.mkdirs(self.layout.snapshot_dir)
+        self.io.write_bytes(path, journal_codec.encode_journal(document))
+        return path
+
+    def read_expire_journal(self, path: str) -> dict[str, Any] | None:
+        """The journal document at ``path``; None when it is gone. StorageError when it cannot be read, ValueError
+        (or UnicodeDecodeError) when it is not a journal this code reads."""
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            return None
+        return journal_codec.decode_journal(data)
+
+    def delete_expire_journal(self, path: str) -> None:
+        self.io.delete_files([path])
 
     # --- branches --------------------------------------------------------------------------------------------
     def branch_names(self) -> list[str]:

@@ -41,6 +41,11 @@ SIDEWAYS = {("tableformat.cli", "tableformat.spark"), ("tableformat.data_paths",
 
 FORBIDDEN = {("tableformat.commit", "tableformat.scan")}
 
+METADATA_CODECS = ("tableformat.codec.json_codec", "tableformat.codec.avro_codec")
+METADATA_CODEC_USERS = ("tableformat.codec", "tableformat.store", "tableformat.commit.committer")
+"""The store alone turns metadata files into models; the committer also encodes its commit log into a snapshot
+property (a value, not a file)."""
+
 SERIALISERS = ("json", "fastavro", "avro")
 SERIALISER_HOMES = ("tableformat.codec", "tableformat.cli", "tableformat.spark")
 
@@ -86,6 +91,7 @@ def imports_of(module: str, path: Path) -> list[str]:
                 names.append(".".join([*base, node.module] if node.module else base))
             elif node.module:
                 names.append(node.module)
+                names += [f"{node.module}.{alias.name}" for alias in node.names]  # a submodule imported by name
     return names
 
 
@@ -100,6 +106,10 @@ def violations() -> list[str]:
                 found.append(f"{module} imports {imported}: (de)serialisation belongs in tableformat.codec")
             if top != "tableformat":
                 continue
+            if imported in METADATA_CODECS and not any(
+                module == user or module.startswith(user + ".") for user in METADATA_CODEC_USERS
+            ):
+                found.append(f"{module} imports {imported}: only the store reads and writes metadata")
             target = unit_of(imported)
             if not target or target == unit:
                 continue
@@ -123,6 +133,7 @@ def test_every_import_goes_down() -> None:
         ("tableformat.commit.x", "from tableformat.scan.reader import DataReader\n", "must not import"),
         ("tableformat.store", "import json\n", "belongs in tableformat.codec"),
         ("tableformat.cleanup.x", "from tableformat.cli.main import cli\n", "is below"),
+        ("tableformat.cleanup.x", "from tableformat.codec import json_codec\n", "only the store"),
     ],
 )
 def test_the_rule_catches_a_wrong_import(tmp_path: Path, monkeypatch, module: str, source: str, expected: str) -> None:

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tableformat.codec import json_codec
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import EARLIEST
@@ -138,10 +137,7 @@ def _stop_on_failures(ctx: TableContext, deleter: Deleter, journal: str) -> None
 
 
 def _advance_earliest(ctx: TableContext, end: int) -> None:
-    try:
-        current = json_codec.hint_from_bytes(ctx.io.read_bytes(ctx.layout.hint_file(EARLIEST)))
-    except OSError:
-        current = None
+    current = ctx.store.read_hint(EARLIEST)
     if current is None or current < end:
         ctx.store.write_hint(EARLIEST, end)
 

@@ -15,30 +15,26 @@ run delete anything else.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tableformat.codec.journal_codec import RowList, decode_journal, encode_journal
+from tableformat.codec.journal_codec import RowList
 from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.errors import MaintenanceError, UnsafePathError
-from tableformat.layout import EXPIRE_JOURNAL_PREFIX, check_file_name, check_tag_name
+from tableformat.layout import check_file_name, check_tag_name
 
 from .metadata import TagRef
 from .plan import ExpirePlan, PlannedFile
 
 
 def journal_path(ctx: TableContext, plan_id: str) -> str:
-    return ctx.layout.join("snapshot", f"{EXPIRE_JOURNAL_PREFIX}{check_file_name(plan_id, what='plan id')}")
+    return ctx.layout.expire_journal_file(plan_id)
 
 
 def list_journals(ctx: TableContext) -> list[str]:
     """Paths of pending journals (temp files of an interrupted write, ``..expire-journal-*.tmp``, are not)."""
-    return sorted(
-        info.path
-        for info in ctx.io.list_dir(ctx.layout.snapshot_dir)
-        if not info.is_dir and info.name.startswith(EXPIRE_JOURNAL_PREFIX) and not info.name.endswith(".tmp")
-    )
+    return ctx.store.expire_journals()
 
 
 def _file(f: PlannedFile) -> list[Any]:
@@ -57,8 +53,9 @@ def _tags(refs: Sequence[TagRef]) -> list[list[Any]]:
     return [[r.name, r.snapshot_id, r.base_manifest_list] for r in refs]
 
 
-def plan_to_json(plan: ExpirePlan) -> bytes:
-    document = {
+def plan_to_document(plan: ExpirePlan) -> dict[str, Any]:
+    """The journal document of a plan (long file lists encoded lazily, see codec.journal_codec.RowList)."""
+    return {
         "planId": plan.plan_id,
         "nowMs": plan.now_ms,
         "end": plan.end,
@@ -78,19 +75,15 @@ def plan_to_json(plan: ExpirePlan) -> bytes:
         "skippedExternal": list(plan.skipped_external),
         "emptyDirCandidates": list(plan.empty_dir_candidates),
     }
-    return encode_journal(document)
 
 
 def write_journal(ctx: TableContext, plan: ExpirePlan) -> str:
     """Record the plan; returns the journal path. A failure here deletes nothing (the caller stops)."""
-    path = journal_path(ctx, plan.plan_id)
-    ctx.io.mkdirs(ctx.layout.snapshot_dir)
-    ctx.io.write_bytes(path, plan_to_json(plan))
-    return path
+    return ctx.store.write_expire_journal(plan.plan_id, plan_to_document(plan))
 
 
 def remove_journal(ctx: TableContext, path: str) -> None:
-    ctx.io.delete_files([path])
+    ctx.store.delete_expire_journal(path)
 
 
 # --- loading, with path checks -----------------------------------------------------------------------------------
@@ -142,9 +135,8 @@ def _load_tags(raw: Any) -> tuple[TagRef, ...]:
     return tuple(TagRef(str(name), int(sid), str(base)) for name, sid, base in raw)
 
 
-def plan_from_json(data: bytes, data_dir: str = "") -> ExpirePlan:
+def plan_from_document(doc: Mapping[str, Any], data_dir: str = "") -> ExpirePlan:
     """The plan a journal holds; its data paths must lie under ``data_dir`` (the table's data directory)."""
-    doc = decode_journal(data)
     cutoff = doc.get("consumerCutoffMs")
     return ExpirePlan(
         plan_id=str(doc["planId"]),
@@ -171,13 +163,18 @@ def plan_from_json(data: bytes, data_dir: str = "") -> ExpirePlan:
 def read_journal(ctx: TableContext, path: str) -> ExpirePlan | None:
     """The journal's plan; None if it vanished (another run completed it). Unreadable = MaintenanceError."""
     try:
-        data = ctx.io.read_bytes(path)
-    except FileNotFoundError:
-        return None
+        document = ctx.store.read_expire_journal(path)
     except OSError as exc:
         raise MaintenanceError(f"cannot read expiration journal {ctx.io.url(path)}: {exc}") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MaintenanceError(
+            f"expiration journal {ctx.io.url(path)} is unreadable ({exc}); inspect it, then delete it to continue "
+            "(files it lists are then left for orphan cleanup)"
+        ) from exc
+    if document is None:
+        return None
     try:
-        plan = plan_from_json(data, data_directory(ctx.options))
+        plan = plan_from_document(document, data_directory(ctx.options))
     except UnsafePathError as exc:
         raise MaintenanceError(f"expiration journal {ctx.io.url(path)} is unsafe, refusing it: {exc}") from exc
     except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:

@@ -18,11 +18,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
-from tableformat.codec import json_codec
 from tableformat.codec.avro_projection import EntryRef, ManifestListReader
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths as TableDataPaths
-from tableformat.errors import CorruptMetadataError
 from tableformat.layout import check_file_name
 from tableformat.live_set import PartitionPredicate, PathEntry, merge_entries
 from tableformat.model.manifest import ManifestFileMeta
@@ -123,15 +121,7 @@ class MetadataCache:
 
     def read_snapshot_file(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
         """The snapshot and its file size, or None when ``snapshot-N`` does not exist."""
-        path = self.ctx.layout.snapshot_file(snapshot_id)
-        try:
-            data = self.ctx.io.read_bytes(path)
-        except FileNotFoundError:
-            return None
-        snapshot = json_codec.snapshot_from_json(data, self.ctx.io.url(path))
-        if snapshot.id != snapshot_id:
-            raise CorruptMetadataError(self.ctx.io.url(path), f"file holds snapshot id {snapshot.id}")
-        return snapshot, len(data)
+        return self.ctx.store.read_snapshot_sized(snapshot_id)
 
     def load_lists(self, names: Iterable[str]) -> None:
         """Read every named manifest list not read yet (in parallel chunks, each list once)."""
@@ -201,7 +191,3 @@ class MetadataCache:
                     kept.append(PathEntry(entry.kind, path))
             self._filtered[meta.file_name] = kept
         return {entry.path for entry in merge_entries(self._filtered[meta.file_name] for meta in metas).values()}
-
-    def reset_filter(self) -> None:
-        """Forget filtered manifests (call when the candidate set changes)."""
-        self._filtered.clear()

@@ -117,11 +117,6 @@ class ExpirePlan:
             *self.manifest_lists,
         ]
 
-    @property
-    def reclaimable_bytes(self) -> int:
-        """Bytes of every planned file (what a real run frees if nothing changes meanwhile)."""
-        return sum(f.size for f in self.files())
-
     def file_count(self) -> int:
         return len(self.files()) + sum(len(f.extras) for f in self.data_files)
 
@@ -365,42 +360,14 @@ class _Planner:
         roots = [*keep_roots, *gone_roots]
         self.cache.load_lists(n for s in roots for n in (s.base_manifest_list, s.delta_manifest_list))
 
-        candidates, partitions, external, end_added = self._candidates(span, stale_tags)
-        if candidates:
-            # A live view, not a copy: files found live in one root leave it, which never changes what is live in
-            # another root among the files still wanted.
-            wanted = candidates.keys()
-            predicate = self.paths.predicate(partitions)
-            for path in self._live_in_end(span.end_snapshot, candidates, wanted, end_added, predicate):
-                candidates.pop(path, None)
-            for root in keep_roots[1:]:
-                for path in self.cache.live_paths(root, wanted, self.paths, predicate):
-                    candidates.pop(path, None)
-
-        keep_lists = {n for s in keep_roots for n in (s.base_manifest_list, s.delta_manifest_list)}
-        keep_manifests = {m.file_name for s in keep_roots for m in self.cache.manifests_of(s)}
-        lists: dict[str, int] = {}
-        manifests: dict[str, int] = {}
-        for snap in gone_roots:
-            for name, size in (
-                (snap.base_manifest_list, snap.base_manifest_list_size),
-                (snap.delta_manifest_list, snap.delta_manifest_list_size),
-            ):
-                if name not in keep_lists:
-                    lists.setdefault(name, size if size is not None else self._size(layout.manifest_file(name)))
-            for meta in self.cache.manifests_of(snap):
-                if meta.file_name not in keep_manifests:
-                    manifests.setdefault(meta.file_name, meta.file_size)
+        candidates, external = self._unprotected_data(span, stale_tags, keep_roots)
+        lists, manifests = self._unreferenced_metadata(keep_roots, gone_roots)
 
         data = []
         for path in sorted(candidates):
             candidate = candidates.pop(path)  # frees as it goes: this is the planner's peak on huge tables
             data.append(PlannedFile(path, candidate.size, candidate.extras))
         del candidates
-        dirs: set[str] = set()
-        for parent in {planned.path.rsplit("/", 1)[0] for planned in data if "/" in planned.path}:
-            parts = parent.split("/")
-            dirs.update("/".join(parts[:depth]) for depth in range(self.paths.directory_depth + 1, len(parts) + 1))
         fingerprints = [(s.id, s.base_manifest_list) for s in expired]
         fingerprints.append((span.end, span.end_snapshot.base_manifest_list))
         return ExpirePlan(
@@ -426,8 +393,54 @@ class _Planner:
             expired_consumers=tuple(c.consumer_id for c in dead),
             consumer_cutoff_ms=cutoff,
             skipped_external=tuple(sorted(external)),
-            empty_dir_candidates=tuple(sorted(dirs, key=lambda d: (-d.count("/"), d))),
+            empty_dir_candidates=self._emptied_dirs(data),
         )
+
+    def _unprotected_data(
+        self, span: _Range, stale_tags: list[Tag], keep_roots: list[Snapshot]
+    ) -> tuple[dict[str, Candidate], set[str]]:
+        """The candidate data files (see _candidates) that no kept root holds live, and the external paths seen."""
+        candidates, partitions, external, end_added = self._candidates(span, stale_tags)
+        if candidates:
+            # A live view, not a copy: files found live in one root leave it, which never changes what is live in
+            # another root among the files still wanted.
+            wanted = candidates.keys()
+            predicate = self.paths.predicate(partitions)
+            for path in self._live_in_end(span.end_snapshot, candidates, wanted, end_added, predicate):
+                candidates.pop(path, None)
+            for root in keep_roots[1:]:
+                for path in self.cache.live_paths(root, wanted, self.paths, predicate):
+                    candidates.pop(path, None)
+        return candidates, external
+
+    def _unreferenced_metadata(
+        self, keep_roots: list[Snapshot], gone_roots: list[Snapshot]
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """Manifest lists and manifests (name -> size) of the gone roots that no kept root references."""
+        layout = self.ctx.layout
+        keep_lists = {n for s in keep_roots for n in (s.base_manifest_list, s.delta_manifest_list)}
+        keep_manifests = {m.file_name for s in keep_roots for m in self.cache.manifests_of(s)}
+        lists: dict[str, int] = {}
+        manifests: dict[str, int] = {}
+        for snap in gone_roots:
+            for name, size in (
+                (snap.base_manifest_list, snap.base_manifest_list_size),
+                (snap.delta_manifest_list, snap.delta_manifest_list_size),
+            ):
+                if name not in keep_lists:
+                    lists.setdefault(name, size if size is not None else self._size(layout.manifest_file(name)))
+            for meta in self.cache.manifests_of(snap):
+                if meta.file_name not in keep_manifests:
+                    manifests.setdefault(meta.file_name, meta.file_size)
+        return lists, manifests
+
+    def _emptied_dirs(self, data: list[PlannedFile]) -> tuple[str, ...]:
+        """Partition and bucket directories of the deleted data files, deepest first (removed only if empty)."""
+        dirs: set[str] = set()
+        for parent in {planned.path.rsplit("/", 1)[0] for planned in data if "/" in planned.path}:
+            parts = parent.split("/")
+            dirs.update("/".join(parts[:depth]) for depth in range(self.paths.directory_depth + 1, len(parts) + 1))
+        return tuple(sorted(dirs, key=lambda d: (-d.count("/"), d)))
 
     def _manifest_files(self, sizes: dict[str, int]) -> tuple[PlannedFile, ...]:
         # layout.relative(layout.manifest_file(n)), i.e. the checked name under manifest/, without two path joins
@@ -519,7 +532,15 @@ class _Planner:
                 candidates = pending  # the common case (one drop or overwrite): no copy of a huge dict
             del pending
         stranded = [span.expired[i][0] for i in sorted(span.expired) if i < begin]
-        for snap in [*stranded, *[t.snapshot for t in stale_tags]]:
+        self._add_live_files([*stranded, *[t.snapshot for t in stale_tags]], candidates, partitions, external)
+        return candidates, partitions, external, end_added
+
+    def _add_live_files(
+        self, roots: list[Snapshot], candidates: dict[str, Candidate], partitions: set[bytes], external: set[str]
+    ) -> None:
+        """Every file live in these roots (snapshots stranded below a gap, expired tags) becomes a candidate."""
+        of, paths = self.paths.of, self.paths
+        for snap in roots:
             live = merge_entries(self.cache.entries(self.cache.manifests_of(snap)))
             for entry in live.values():
                 path = of(entry)
@@ -530,4 +551,3 @@ class _Planner:
                 dead = known is not None and known.dead_in_end
                 candidates[path] = Candidate(entry.file_size, paths.extras(entry), dead)
                 partitions.add(entry.partition)
-        return candidates, partitions, external, end_added
