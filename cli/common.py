@@ -13,6 +13,7 @@ import click
 
 from tableformat.durations import parse_duration_ms
 from tableformat.errors import TableFormatError, ValidationError
+from tableformat.io.storage_options import parse_storage_options as parse_storage_option_pairs
 from tableformat.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,24 +33,18 @@ def storage_option_flag(func: F) -> F:
         "storage_options",
         multiple=True,
         metavar="KEY=VALUE",
-        help="fsspec storage option (repeatable), e.g. endpoint_url=http://127.0.0.1:8333. "
+        help="fsspec storage option (repeatable), e.g. endpoint_url=http://127.0.0.1:8333; "
+        "client_kwargs.region_name=eu nests; boolean and integer options are typed (anon=false). "
         "Credentials are best left to fsspec/AWS environment configuration.",
     )(func)
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
-    """``k=v`` pairs to a dict; ``client_kwargs.region_name=x`` style keys nest one level."""
-    result: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="'--storage-option'")
-        key, value = pair.split("=", 1)
-        if "." in key:
-            outer, inner = key.split(".", 1)
-            result.setdefault(outer, {})[inner] = value
-        else:
-            result[key] = value
-    return result
+    """``--storage-option`` pairs to typed storage options (tableformat.io.storage_options); errors are usage errors."""
+    try:
+        return parse_storage_option_pairs(pairs)
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--storage-option'") from None
 
 
 def open_table(path: str, storage_options: Sequence[str]) -> Table:

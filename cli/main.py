@@ -1,4 +1,8 @@
-"""The ``tablefmt`` command: a thin layer over the Python API."""
+"""The ``tablefmt`` click group, its table commands (create, write, snapshots, files, drop-partition, tag) and main.
+
+A thin layer over the Python API; expire, remove-orphans, check and demo live in the ``*_command.py`` modules and
+are registered on the group here.
+"""
 
 from __future__ import annotations
 

@@ -91,10 +91,6 @@ class TableLayout:
         return self.join("schema")
 
     @property
-    def manifest_dir(self) -> str:
-        return self.join("manifest")
-
-    @property
     def tag_dir(self) -> str:
         return self.join("tag")
 

@@ -23,24 +23,6 @@ def escape_path_name(text: str) -> str:
     return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
 
 
-def unescape_path_name(text: str) -> str:
-    """Inverse of escape_path_name."""
-    out, index = [], 0
-    while index < len(text):
-        ch = text[index]
-        if ch == "%" and index + 2 < len(text) + 0 and _is_hex(text[index + 1 : index + 3]):
-            out.append(chr(int(text[index + 1 : index + 3], 16)))
-            index += 3
-        else:
-            out.append(ch)
-            index += 1
-    return "".join(out)
-
-
-def _is_hex(pair: str) -> bool:
-    return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
-
-
 def _java_floating_string(value: float, single_precision: bool = False) -> str:
     """Java's Float.toString / Double.toString as pypaimon 2.1.0 reproduces it: the shortest digits (at least 2
     significant) that round-trip at the column's precision; plain for 1e-3 <= |v| < 1e7 with at least one fraction

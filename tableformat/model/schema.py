@@ -48,7 +48,3 @@ class TableSchema:
     def partition_fields(self) -> tuple[DataField, ...]:
         """The partition columns, in partition-key order."""
         return tuple(self.field(name) for name in self.partition_keys)
-
-    def field_by_id(self) -> dict[int, DataField]:
-        """Fields keyed by id (for reading files written under older schemas)."""
-        return {f.id: f for f in self.fields}

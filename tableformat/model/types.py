@@ -92,7 +92,3 @@ class DataType:
     def scale(self) -> int:
         """Scale of a DECIMAL."""
         return self.params[1] if len(self.params) > 1 else 0
-
-    def with_nullable(self, nullable: bool) -> DataType:
-        """The same type with other nullability."""
-        return DataType(self.root, self.params, nullable)

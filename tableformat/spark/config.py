@@ -21,8 +21,11 @@ Write options:
   the write creates it; on an existing table it must equal the table's value (tablefmt has no per-job overrides)
 * ``write-buffer-size``: Arrow bytes a task buffers before writing files (default: the table's target-file-size)
 
-Both: ``storage.<key>`` sets one fsspec storage option (values ``true``/``false`` become booleans), and
-``storage-options`` takes a JSON object for anything else (nested values such as ``client_kwargs``).
+Both: ``storage.<key>`` sets one fsspec storage option, read like the CLI's ``--storage-option`` by
+tableformat.io.storage_options (``storage.anon=false`` is False, ``storage.max_concurrency=4`` is 4,
+``storage.client_kwargs.region_name=eu`` nests); ``storage-options`` takes a JSON object for anything else (values
+that are dicts, keys with capitals, which Spark would lower-case in a ``storage.<key>``). ``storage.<key>`` entries
+win over the JSON object.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 
 from tableformat.durations import parse_memory_bytes
 from tableformat.errors import ValidationError
+from tableformat.io.storage_options import storage_options_from_items
 from tableformat.model.partition import parse_spec_text
 from tableformat.options import DYNAMIC_PARTITION_OVERWRITE, REGISTRY
 
@@ -95,15 +99,12 @@ def table_path(options: Mapping[str, str]) -> str:
     return path
 
 
-def _storage_value(text: str) -> Any:
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    return text
-
-
 def storage_options(options: Mapping[str, str]) -> dict[str, Any]:
-    """fsspec storage options from ``storage-options`` (JSON object) and ``storage.<key>`` entries."""
+    """fsspec storage options: the ``storage-options`` JSON object, then the ``storage.<key>`` entries over it.
+
+    ``storage.<key>`` entries are read by tableformat.io.storage_options (typed values, ``outer.inner`` nests one
+    level); a nested entry adds to a dict the JSON object gave for the same outer key.
+    """
     lowered = _lower(options)
     result: dict[str, Any] = {}
     raw = lowered.get(STORAGE_OPTIONS)
@@ -115,9 +116,12 @@ def storage_options(options: Mapping[str, str]) -> dict[str, Any]:
         if not isinstance(loaded, dict):
             raise ValidationError(f"option {STORAGE_OPTIONS} must be a JSON object, got {type(loaded).__name__}")
         result.update(loaded)
-    for key, value in lowered.items():
-        if key.startswith(STORAGE_PREFIX) and len(key) > len(STORAGE_PREFIX):
-            result[key[len(STORAGE_PREFIX) :]] = _storage_value(value)
+    entries = [(key, value) for key, value in lowered.items() if key.startswith(STORAGE_PREFIX)]
+    for key, value in storage_options_from_items(entries, prefix=STORAGE_PREFIX).items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = {**result[key], **value}
+        else:
+            result[key] = value
     return result
 
 

@@ -38,6 +38,39 @@ def test_read_options() -> None:
         ReadConfig.parse({})
 
 
+def test_storage_keys_are_typed_and_nest() -> None:
+    options = {
+        "path": "s3://b/t",
+        "storage.anon": "false",
+        "storage.use_ssl": "False",
+        "storage.max_concurrency": "4",
+        "storage.default_block_size": "8388608",
+        "storage.endpoint_url": "http://127.0.0.1:8333",
+        "storage.client_kwargs.region_name": "eu",
+        "storage.config_kwargs.connect_timeout": "2.5",
+        "storage.config_kwargs.max_pool_connections": "20",
+        "storage-options": '{"client_kwargs": {"verify": false}, "s3_additional_kwargs": {"ACL": "private"}}',
+    }
+    expected = {
+        "anon": False,
+        "use_ssl": False,
+        "max_concurrency": 4,
+        "default_block_size": 8388608,
+        "endpoint_url": "http://127.0.0.1:8333",
+        "client_kwargs": {"verify": False, "region_name": "eu"},
+        "config_kwargs": {"connect_timeout": 2.5, "max_pool_connections": 20},
+        "s3_additional_kwargs": {"ACL": "private"},
+    }
+    assert ReadConfig.parse(options).storage_options == expected
+    assert WriteConfig.parse(options, overwrite=False).storage_options == expected
+    with pytest.raises(ValidationError) as caught:
+        ReadConfig.parse({"path": "s3://b/t", "storage.max_concurrency": "x"})
+    assert str(caught.value) == "storage option 'storage.max_concurrency' must be an integer, got 'x'"
+    with pytest.raises(ValidationError) as caught:
+        WriteConfig.parse({"path": "s3://b/t", "storage.anon": "no"}, overwrite=False)
+    assert str(caught.value) == "storage option 'storage.anon' must be true or false, got 'no'"
+
+
 def test_write_options() -> None:
     config = WriteConfig.parse(
         {"path": "/t", "partition": "dt=2024-01-01", "partitionBy": "dt", "snapshot.num-retained.max": "5"},

@@ -16,6 +16,7 @@ from spark_support import rows
 from tableformat import Table
 from tableformat.cleanup.orphans import remove_orphan_files as local_remove_orphan_files
 from tableformat.spark import read_native, remove_orphan_files
+from tableformat.spark.config import ReadConfig
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
 
@@ -46,3 +47,27 @@ def test_spark_on_s3_writes_reads_and_cleans(spark: Any, s3_root: tuple[str, dic
     assert distributed.deleted_paths == local.deleted_paths == (table.context.layout.relative(stray),)
     assert not table.context.io.exists(stray)
     assert sorted((r["id"], r["dt"]) for r in table.to_arrow().to_pylist()) == expected
+
+
+def test_storage_keys_reach_the_s3_file_io_typed(spark: Any, s3_root: tuple[str, dict[str, Any]]) -> None:
+    """``storage.anon=false`` is False (a truthy "false" would send unsigned requests, which SeaweedFS refuses),
+    ``storage.max_concurrency`` an int and ``storage.client_kwargs.region_name`` nests under client_kwargs."""
+    url, storage = s3_root
+    options = {
+        "storage.key": storage["key"],
+        "storage.secret": storage["secret"],
+        "storage.endpoint_url": storage["endpoint_url"],
+        "storage.client_kwargs.region_name": storage["client_kwargs"]["region_name"],
+        "storage.anon": "false",
+        "storage.max_concurrency": "4",
+        "storage-options": json.dumps({"config_kwargs": storage["config_kwargs"]}),
+    }
+    assert ReadConfig.parse({"path": url, **options}).storage_options == {
+        **storage,
+        "anon": False,
+        "max_concurrency": 4,
+    }
+    frame = spark.createDataFrame([(i, f"d{i % 2}") for i in range(4)], "id long, dt string")
+    frame.write.format("tablefmt").mode("append").options(**options).save(url)
+    loaded = spark.read.format("tablefmt").options(**options).load(url)
+    assert rows(loaded) == sorted((i, f"d{i % 2}") for i in range(4))
