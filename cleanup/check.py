@@ -32,7 +32,7 @@ from tableformat.errors import (
     UnsupportedFormatError,
     ValidationError,
 )
-from tableformat.layout import check_file_name
+from tableformat.layout import STATISTICS_DIR, TableLayout, check_file_name
 from tableformat.live_set import merge_entries
 from tableformat.model.manifest import ManifestEntry
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
@@ -156,12 +156,12 @@ def _collect_references(
         ]
         for name, size in sized:
             if name:
-                collector.add(f"manifest/{name}", "manifest-list", size, root.label)
+                collector.add(TableLayout.manifest_rel(name), "manifest-list", size, root.label)
                 list_sizes.setdefault(name, (size, root.label))
         if s.index_manifest:
-            collector.add(f"manifest/{s.index_manifest}", "index-manifest", None, root.label)
+            collector.add(TableLayout.manifest_rel(s.index_manifest), "index-manifest", None, root.label)
         if s.statistics:
-            collector.add(f"statistics/{s.statistics}", "statistics", None, root.label)
+            collector.add(f"{STATISTICS_DIR}/{s.statistics}", "statistics", None, root.label)
     lists: dict[str, list[str]] = {}
     store = ctx.store
     read_lists = bounded_map(
@@ -172,7 +172,7 @@ def _collect_references(
             continue  # missing (reported with the referenced files) or unreadable (reported in errors)
         lists[name] = [row.file_name for row in rows]
         for row in rows:
-            collector.add(f"manifest/{row.file_name}", "manifest", row.file_size, f"manifest list {name}")
+            collector.add(TableLayout.manifest_rel(row.file_name), "manifest", row.file_size, f"manifest list {name}")
     wanted = dict.fromkeys(m for names in lists.values() for m in names)
     entries_of: dict[str, list[ManifestEntry]] = {}
     read_manifests = bounded_map(refs.pool, lambda n: _tolerant(collector, store.read_manifest, n), wanted, refs.window)

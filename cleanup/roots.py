@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
-from tableformat.layout import CHANGELOG_PREFIX, check_file_name
+from tableformat.layout import CHANGELOG_PREFIX, MANIFEST_DIR, STATISTICS_DIR, check_file_name
 from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
 from tableformat.parallel import bounded_map
@@ -161,11 +161,13 @@ class References:
         """(directory, name) of the files a root names itself: manifest lists, index manifest, statistics."""
         snapshot = root.snapshot
         what = f"manifest list of {root.label}"
-        names = [("manifest", check_file_name(n, what=what)) for n in snapshot.manifest_lists()]
+        names = [(MANIFEST_DIR, check_file_name(n, what=what)) for n in snapshot.manifest_lists()]
         if snapshot.index_manifest:
-            names.append(("manifest", check_file_name(snapshot.index_manifest, what=f"index manifest of {root.label}")))
+            index_manifest = check_file_name(snapshot.index_manifest, what=f"index manifest of {root.label}")
+            names.append((MANIFEST_DIR, index_manifest))
         if snapshot.statistics:
-            names.append(("statistics", check_file_name(snapshot.statistics, what=f"statistics of {root.label}")))
+            statistics = check_file_name(snapshot.statistics, what=f"statistics of {root.label}")
+            names.append((STATISTICS_DIR, statistics))
         return names
 
     # --- manifest lists ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.errors import UnsupportedFormatError
-from tableformat.layout import BUCKET_PREFIX, bucket_dir_name, check_file_name
+from tableformat.layout import BUCKET_PREFIX, TABLE_DIRS, bucket_dir_name, check_file_name
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import partition_path
 from tableformat.model.schema import TableSchema
@@ -33,9 +33,7 @@ from tableformat.options import (
     TableOptions,
 )
 
-RESERVED_DIRS = frozenset(
-    {"snapshot", "schema", "tag", "consumer", "changelog", "manifest", "statistics", "index", "branch"}
-)
+RESERVED_DIRS = TABLE_DIRS
 """Directories of the table root that hold metadata: a data directory may not be (or start with) one of them."""
 
 _UNSAFE_PART = re.compile(r"[\\\x00:]")

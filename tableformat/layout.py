@@ -20,6 +20,13 @@ LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 BUCKET_PREFIX = "bucket-"
 BRANCH_DIR = "branch"
+MANIFEST_DIR = "manifest"
+STATISTICS_DIR = "statistics"
+INDEX_DIR = "index"
+METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
+"""Directories of metadata roots, in the table root and in every branch: only temp files there can be orphans."""
+TABLE_DIRS = frozenset({*METADATA_DIRS, MANIFEST_DIR, STATISTICS_DIR, INDEX_DIR, BRANCH_DIR})
+"""Every directory of the table root that holds metadata (data directories are everything else the format makes)."""
 INDEX_MANIFEST_PREFIX = "index-manifest-"
 STATISTICS_PREFIX = "stat-"
 CHANGELOG_PREFIX = "changelog-"
@@ -108,7 +115,12 @@ class TableLayout:
         return self.join("schema", f"{SCHEMA_PREFIX}{schema_id}")
 
     def manifest_file(self, name: str) -> str:
-        return self.join("manifest", check_file_name(name, what="manifest name"))
+        return self.join(MANIFEST_DIR, check_file_name(name, what="manifest name"))
+
+    @staticmethod
+    def manifest_rel(name: str) -> str:
+        """``manifest/<name>`` relative to the table root (the name checked)."""
+        return f"{MANIFEST_DIR}/{check_file_name(name, what='manifest name')}"
 
     def tag_file(self, name: str) -> str:
         return self.join("tag", TAG_PREFIX + check_tag_name(name))

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.io.fileio import UNKNOWN, FileInfo
+from tableformat.layout import MANIFEST_DIR, TableLayout
 from tableformat.options import DATA_FILE_PREFIX
 
-from .census import CANDIDATE_KINDS, MANIFEST_FILE_KINDS, DirKind, FileKind, NameRules, walk_table
+from .census import CANDIDATE_KINDS, MANIFEST_FILE_KINDS, DirKind, FileClass, NameRules, walk_table
 from .model import MIN_SANE_MTIME_MS
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,9 @@ class CandidateSet:
         self._dir_index: dict[str, int] = {}
         self._by_name: dict[str, int] = {}
         self._more: dict[str, list[int]] = {}
-        self.kinds: set[FileKind] = set()
+        self.kinds: set[FileClass] = set()
 
-    def add(self, directory: str, name: str, size: int, mtime_ms: int, kind: FileKind) -> None:
+    def add(self, directory: str, name: str, size: int, mtime_ms: int, kind: FileClass) -> None:
         index = self._dir_index.get(directory)
         if index is None:
             index = self._dir_index[directory] = len(self.dirs)
@@ -51,7 +52,7 @@ class CandidateSet:
             self._by_name[name] = packed
         self.kinds.add(kind)
 
-    def add_unstated(self, directory: str, names: list[str], kind: FileKind) -> None:
+    def add_unstated(self, directory: str, names: list[str], kind: FileClass) -> None:
         """``add(directory, name, 0, 0, kind)`` for every name (files whose size and mtime are not known yet)."""
         index = self._dir_index.get(directory)
         if index is None:
@@ -147,7 +148,7 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
                 unstated_data.append(name)
                 continue
             kind = classify(dir_kind, name, metadata_dir)
-            if kind is FileKind.ROOT_METADATA:
+            if kind is FileClass.ROOT_METADATA:
                 continue
             if kind not in CANDIDATE_KINDS:
                 census.unknown.append(layout.relative(info.path))
@@ -162,7 +163,7 @@ def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int
                 if kind in MANIFEST_FILE_KINDS:
                     census.old_manifests.append(name)
         if unstated_data:
-            census.candidates.add_unstated(directory, unstated_data, FileKind.DATA)
+            census.candidates.add_unstated(directory, unstated_data, FileClass.DATA)
     return census
 
 
@@ -174,9 +175,9 @@ def _settle_manifests(ctx: TableContext, census: _Census, cutoff_ms: int) -> boo
     for name in census.unstated_manifests:
         if name not in candidates:
             continue
-        info = ctx.io.stat_file(ctx.layout.join("manifest", name))
-        if info is not None and _old_enough(info, cutoff_ms, f"manifest/{name}", census.no_mtime):
-            candidates.set_stats("manifest", name, info.size, info.mtime_ms)
+        info = ctx.io.stat_file(ctx.layout.manifest_file(name))
+        if info is not None and _old_enough(info, cutoff_ms, TableLayout.manifest_rel(name), census.no_mtime):
+            candidates.set_stats(MANIFEST_DIR, name, info.size, info.mtime_ms)
             remaining = True
         else:
             candidates.discard(name)

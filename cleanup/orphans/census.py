@@ -31,12 +31,16 @@ from tableformat.layout import (
     CONSUMER_PREFIX,
     EARLIEST,
     EXPIRE_JOURNAL_PREFIX,
+    INDEX_DIR,
     INDEX_MANIFEST_PREFIX,
     LATEST,
+    MANIFEST_DIR,
     MANIFEST_LIST_PREFIX,
     MANIFEST_PREFIX,
+    METADATA_DIRS,
     SCHEMA_PREFIX,
     SNAPSHOT_PREFIX,
+    STATISTICS_DIR,
     STATISTICS_PREFIX,
     TAG_PREFIX,
     TableLayout,
@@ -46,9 +50,6 @@ from tableformat.model.partition import escape_path_name
 log = logging.getLogger(__name__)
 
 DATA_FORMATS = ("parquet", "orc", "avro")
-
-METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
-"""Directories of metadata roots, in the table root and in every branch: only temp files there can be orphans."""
 
 TABLE_ROOT_MARKERS = frozenset({"schema", "snapshot"})
 """A directory holding one of these is a table root: every table has ``schema/`` once created, ``snapshot/`` once
@@ -85,8 +86,9 @@ class DirKind(str, Enum):
     never entered."""
 
 
-class FileKind(str, Enum):
-    """What a file is, judged by its directory and name."""
+class FileClass(str, Enum):
+    """What a listed file is, judged by its directory and name (not to be confused with an entry's ADD/DELETE kind,
+    ``model.manifest.FileKind``)."""
 
     ROOT_METADATA = "root-metadata"
     """Snapshot, schema, tag, consumer, changelog, hint or expiration journal: never an orphan."""
@@ -104,19 +106,19 @@ class FileKind(str, Enum):
 
 CANDIDATE_KINDS = frozenset(
     {
-        FileKind.DATA,
-        FileKind.DATA_INDEX,
-        FileKind.MANIFEST,
-        FileKind.MANIFEST_LIST,
-        FileKind.INDEX_MANIFEST,
-        FileKind.STATISTICS,
-        FileKind.TEMP,
+        FileClass.DATA,
+        FileClass.DATA_INDEX,
+        FileClass.MANIFEST,
+        FileClass.MANIFEST_LIST,
+        FileClass.INDEX_MANIFEST,
+        FileClass.STATISTICS,
+        FileClass.TEMP,
     }
 )
 """Kinds that may be deleted once nothing references them and they are older than the cutoff."""
 
-DATA_FILE_KINDS = frozenset({FileKind.DATA, FileKind.DATA_INDEX})
-MANIFEST_FILE_KINDS = frozenset({FileKind.MANIFEST, FileKind.MANIFEST_LIST, FileKind.INDEX_MANIFEST})
+DATA_FILE_KINDS = frozenset({FileClass.DATA, FileClass.DATA_INDEX})
+MANIFEST_FILE_KINDS = frozenset({FileClass.MANIFEST, FileClass.MANIFEST_LIST, FileClass.INDEX_MANIFEST})
 
 
 class NameRules:
@@ -140,31 +142,31 @@ class NameRules:
                 return True
         return self._data.match(name) is not None
 
-    def classify(self, kind: DirKind, name: str, metadata_dir: str = "") -> FileKind:
+    def classify(self, kind: DirKind, name: str, metadata_dir: str = "") -> FileClass:
         """The kind of file ``name`` found in a directory of kind ``kind`` (``metadata_dir``: 'snapshot', ...)."""
         if kind is DirKind.BUCKET and self.is_data_name(name):
-            return FileKind.DATA
+            return FileClass.DATA
         if kind == DirKind.METADATA and _is_root_metadata(metadata_dir, name):
-            return FileKind.ROOT_METADATA
+            return FileClass.ROOT_METADATA
         if (
             name.startswith(".")
             and _TEMP.match(name)
             and kind not in (DirKind.ROOT, DirKind.BRANCHES, DirKind.BRANCH, DirKind.PARTITION, DirKind.DATA_DIR)
         ):
-            return FileKind.TEMP
+            return FileClass.TEMP
         if kind == DirKind.MANIFEST:
             if name.startswith(MANIFEST_LIST_PREFIX) and len(name) > len(MANIFEST_LIST_PREFIX):
-                return FileKind.MANIFEST_LIST
+                return FileClass.MANIFEST_LIST
             if name.startswith(MANIFEST_PREFIX) and len(name) > len(MANIFEST_PREFIX):
-                return FileKind.MANIFEST
+                return FileClass.MANIFEST
             if name.startswith(INDEX_MANIFEST_PREFIX) and len(name) > len(INDEX_MANIFEST_PREFIX):
-                return FileKind.INDEX_MANIFEST
+                return FileClass.INDEX_MANIFEST
         elif kind == DirKind.STATISTICS:
             if name.startswith(STATISTICS_PREFIX) and len(name) > len(STATISTICS_PREFIX):
-                return FileKind.STATISTICS
+                return FileClass.STATISTICS
         elif kind == DirKind.BUCKET and self._data_index.match(name):
-            return FileKind.DATA_INDEX
-        return FileKind.UNKNOWN
+            return FileClass.DATA_INDEX
+        return FileClass.UNKNOWN
 
 
 def _is_root_metadata(metadata_dir: str, name: str) -> bool:
@@ -333,7 +335,7 @@ def _child_of(listing: Listing, name: str, shape: _Shape) -> tuple[DirKind, int,
     if kind in (DirKind.ROOT, DirKind.BRANCH) and name in METADATA_DIRS:
         return DirKind.METADATA, 0, name
     if kind == DirKind.ROOT:
-        special = {"manifest": DirKind.MANIFEST, "statistics": DirKind.STATISTICS, "index": DirKind.INDEX}
+        special = {MANIFEST_DIR: DirKind.MANIFEST, STATISTICS_DIR: DirKind.STATISTICS, INDEX_DIR: DirKind.INDEX}
         if name in special:
             return special[name], 0, ""
         if name == "branch":

@@ -49,7 +49,7 @@ from tableformat.errors import (
     UnsafePathError,
     UnsupportedFormatError,
 )
-from tableformat.layout import EXPIRE_JOURNAL_PREFIX, check_file_name
+from tableformat.layout import EXPIRE_JOURNAL_PREFIX, TableLayout
 from tableformat.live_set import PartitionPredicate, merge_entries
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
@@ -445,7 +445,7 @@ class _Planner:
     def _manifest_files(self, sizes: dict[str, int]) -> tuple[PlannedFile, ...]:
         # layout.relative(layout.manifest_file(n)), i.e. the checked name under manifest/, without two path joins
         names = sorted(sizes.items())
-        return tuple(PlannedFile(f"manifest/{check_file_name(n, what='manifest name')}", size) for n, size in names)
+        return tuple(PlannedFile(TableLayout.manifest_rel(n), size) for n, size in names)
 
     def _size(self, path: str) -> int:
         try:

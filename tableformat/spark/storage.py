@@ -22,18 +22,17 @@ from typing import TypeVar
 
 from pyspark import SparkContext
 
-from tableformat.cleanup.orphans.census import METADATA_DIRS
 from tableformat.errors import DeleteFailedError, StorageError
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.forwarding import ForwardingFileIO
-from tableformat.layout import BUCKET_PREFIX
+from tableformat.layout import BUCKET_PREFIX, TABLE_DIRS
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-_ROOT_DIRS = frozenset(METADATA_DIRS) | {"manifest", "statistics", "index", "branch"}
+_ROOT_DIRS = TABLE_DIRS
 
 
 def spark_map(sc: SparkContext, fn: Callable[[T], R], items: Sequence[T], slices: int, description: str) -> list[R]:

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tableformat.cleanup.orphans.census import DATA_FORMATS, DirKind, FileKind, NameRules
+from tableformat.cleanup.orphans.census import DATA_FORMATS, DirKind, FileClass, NameRules
 
 PIECES = [
     "data-",
@@ -38,25 +38,25 @@ def by_regex(prefix: str, name: str) -> bool:
 def test_data_names_are_classified_as_the_rule_says(prefix: str, parts: list[str]) -> None:
     name = "".join(parts)
     kind = NameRules(prefix).classify(DirKind.BUCKET, name)
-    assert (kind is FileKind.DATA) == by_regex(prefix, name), name
+    assert (kind is FileClass.DATA) == by_regex(prefix, name), name
 
 
 def test_examples() -> None:
     rules = NameRules("data-")
-    assert rules.classify(DirKind.BUCKET, "data-1b2c-0.parquet") is FileKind.DATA
-    assert rules.classify(DirKind.BUCKET, "data-.parquet") is FileKind.UNKNOWN
-    assert rules.classify(DirKind.BUCKET, "data-x.parquet.index") is FileKind.DATA_INDEX
-    assert rules.classify(DirKind.BUCKET, "data-x.csv") is FileKind.UNKNOWN
-    assert rules.classify(DirKind.MANIFEST, "data-x.parquet") is FileKind.UNKNOWN
+    assert rules.classify(DirKind.BUCKET, "data-1b2c-0.parquet") is FileClass.DATA
+    assert rules.classify(DirKind.BUCKET, "data-.parquet") is FileClass.UNKNOWN
+    assert rules.classify(DirKind.BUCKET, "data-x.parquet.index") is FileClass.DATA_INDEX
+    assert rules.classify(DirKind.BUCKET, "data-x.csv") is FileClass.UNKNOWN
+    assert rules.classify(DirKind.MANIFEST, "data-x.parquet") is FileClass.UNKNOWN
 
 
 def test_candidate_set_keeps_a_name_listed_in_several_directories() -> None:
     from tableformat.cleanup.orphans import CandidateSet
 
     candidates = CandidateSet()
-    candidates.add_unstated("part=0/bucket-0", ["data-a.parquet", "data-b.parquet"], FileKind.DATA)
-    candidates.add("part=1/bucket-0", "data-a.parquet", 5, 20_000_000_000, FileKind.DATA)
-    candidates.add_unstated("part=2/bucket-0", ["data-a.parquet"], FileKind.DATA)
+    candidates.add_unstated("part=0/bucket-0", ["data-a.parquet", "data-b.parquet"], FileClass.DATA)
+    candidates.add("part=1/bucket-0", "data-a.parquet", 5, 20_000_000_000, FileClass.DATA)
+    candidates.add_unstated("part=2/bucket-0", ["data-a.parquet"], FileClass.DATA)
     assert len(candidates) == 4
     assert sorted(candidates.items()) == [
         ("part=0/bucket-0", "data-a.parquet", 0, 0),
@@ -74,4 +74,4 @@ def test_candidate_set_keeps_a_name_listed_in_several_directories() -> None:
     ]
     candidates.discard("data-a.parquet")  # referenced: wherever it lies, it is kept
     assert list(candidates.items()) == [("part=0/bucket-0", "data-b.parquet", 9, 40_000_000_000)]
-    assert candidates.kinds == {FileKind.DATA}
+    assert candidates.kinds == {FileClass.DATA}
