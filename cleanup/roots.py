@@ -124,12 +124,16 @@ class References:
             ),
         ]
 
-    def collect_roots(self, *, include_main: bool = True) -> list[Root]:
+    def collect_roots(self, *, include_main: bool = True, known: Iterable[Root] = ()) -> list[Root]:
         """Every root present, read; listed again after reading until the set of roots is stable.
 
         ``include_main=False``: only the branches' roots (snapshot expiration reads the main table itself).
+        ``known``: roots read before; one listed again under the same label is taken as read, not read again.
         """
         read: dict[tuple[str, str], Root | None] = {}
+        for root in known:
+            source_label, _, key = root.label.rpartition(" ")
+            read[(source_label, key)] = root
         for _ in range(MAX_ROUNDS):
             sources = self._sources(include_main)
             listed = self.pool.map(lambda s: (s, s.list_keys()), sources)

@@ -94,11 +94,15 @@ def _close_over_new_roots(refs: References, candidates: CandidateSet, roots: lis
     present or future root references has been discarded from the candidates.
     """
     seen = {(root.path, root.snapshot.base_manifest_list) for root in roots}
+    known = list(roots)  # listed again, these are not read again: a root re-created under a known name (an id
+    # reused after a rollback) names only files of its parent or younger ones, the same argument as below
     added = 0
     for _ in range(MAX_ROUNDS):
         if not len(candidates):
             return added
-        new = [root for root in refs.collect_roots() if (root.path, root.snapshot.base_manifest_list) not in seen]
+        listed = refs.collect_roots(known=known)
+        new = [root for root in listed if (root.path, root.snapshot.base_manifest_list) not in seen]
+        known += new
         if not new:
             return added
         log.info("%d root(s) appeared while references were read; reading them too", len(new))
