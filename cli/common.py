@@ -89,35 +89,30 @@ def one_line_errors() -> Iterator[None]:
         fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (tablefmt -vv logs the traceback)", 1)
 
 
-class OneLineErrorCommand(click.Command):
-    """A command whose parse and run errors print as one line (also when it is invoked alone, not via the group)."""
+class _OneLineErrors:
+    """Parse and run errors of a click command or group as one line (also when invoked alone, not via the group)."""
 
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
     ) -> click.Context:
         with one_line_errors():
-            return super().make_context(info_name, args, parent, **extra)
+            context: click.Context = super().make_context(info_name, args, parent, **extra)  # type: ignore[misc]
+            return context
 
     def invoke(self, ctx: click.Context) -> Any:
         with one_line_errors():
-            return super().invoke(ctx)
+            return super().invoke(ctx)  # type: ignore[misc]
 
 
-class OneLineErrorGroup(click.Group):
+class OneLineErrorCommand(_OneLineErrors, click.Command):
+    """A command whose parse and run errors print as one line (also when it is invoked alone, not via the group)."""
+
+
+class OneLineErrorGroup(_OneLineErrors, click.Group):
     """A group whose own errors, and those of its subcommands and subgroups, print as one line."""
 
     command_class = OneLineErrorCommand
     group_class = type
-
-    def make_context(
-        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
-    ) -> click.Context:
-        with one_line_errors():
-            return super().make_context(info_name, args, parent, **extra)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        with one_line_errors():
-            return super().invoke(ctx)
 
 
 def handle_errors(func: F) -> F:
