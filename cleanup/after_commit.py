@@ -8,12 +8,13 @@ from tableformat.context import TableContext
 from tableformat.options import WRITE_ONLY
 
 from .kernel import OperationResult, run_operation
+from .kernel.clock import resolve_now
 from .registry import after_commit_operations
 
 log = logging.getLogger(__name__)
 
 
-def run_after_commit(ctx: TableContext) -> list[OperationResult]:
+def run_after_commit(ctx: TableContext, now_ms: int | None = None) -> list[OperationResult]:
     """Run every after-commit operation the table's options enable, unless ``write-only=true`` (then nothing).
 
     Errors propagate to the caller (Table._after_commit), which logs them without failing the commit: the snapshot
@@ -22,10 +23,11 @@ def run_after_commit(ctx: TableContext) -> list[OperationResult]:
     if ctx.options.require(WRITE_ONLY):
         return []
     results: list[OperationResult] = []
+    now = resolve_now(now_ms)
     for operation in after_commit_operations():
-        if not operation.enabled(ctx):
+        if not operation.enabled(ctx, now):
             continue
-        result = run_operation(operation, ctx)
+        result = run_operation(operation, ctx, now_ms=now)
         if result.deleted_paths:
             log.info(
                 "%s after commit: deleted %d file(s), %d bytes",

@@ -13,9 +13,11 @@ from tableformat.errors import ValidationError
 
 from .kernel import Operation
 from .orphans import ORPHAN_CLEANUP
+from .partitions import PARTITION_EXPIRATION
 from .snapshots import SNAPSHOT_EXPIRATION
 
 OPERATIONS: tuple[Operation[Any, Any, Any], ...] = (
+    PARTITION_EXPIRATION,
     SNAPSHOT_EXPIRATION,
     ORPHAN_CLEANUP,
 )

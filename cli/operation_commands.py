@@ -22,6 +22,11 @@ def _option(parameter: Any) -> click.Option:
     flag = "--" + parameter.name.replace("_", "-")
     if parameter.kind == "flag":
         return click.Option([flag, parameter.name], is_flag=True, default=False, help=parameter.help)
+    if parameter.kind == "choice":
+        choice = click.Choice(parameter.choices)
+        return click.Option([flag, parameter.name], type=choice, default=None, help=parameter.help)
+    if parameter.kind == "text":
+        return click.Option([flag, parameter.name], default=None, metavar="TEXT", help=parameter.help)
     if parameter.kind == "duration":
         return click.Option(
             [flag, parameter.name], callback=duration_flag, default=None, metavar="DURATION", help=parameter.help
@@ -32,6 +37,8 @@ def _option(parameter: Any) -> click.Option:
 
 
 def _summary(name: str, result: OperationResult) -> list[str]:
+    if result.summary():
+        return list(result.summary())
     verb = "would delete" if result.dry_run else "deleted"
     lines = [f"{name}: {verb} {len(result.deleted_paths)} file(s), {result.deleted_bytes} bytes"]
     lines += [f"  {path}" for path in result.deleted_paths[:20]]

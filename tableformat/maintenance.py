@@ -14,6 +14,7 @@ from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult, check_table
 from tableformat.cleanup.kernel import OperationResult, Progress, run_operation
 from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
+from tableformat.cleanup.partitions import PartitionExpireResult, expire_partitions
 from tableformat.cleanup.snapshots import ExpireResult, expire_snapshots
 from tableformat.context import TableContext
 
@@ -44,9 +45,29 @@ class TableMaintenance:
         )
         return result
 
-    def after_commit(self) -> list[OperationResult]:
-        """What runs after every commit (unless ``write-only=true``), run now."""
-        return run_after_commit(self._ctx)
+    def after_commit(self, *, now_ms: int | None = None) -> list[OperationResult]:
+        """What runs after every commit (unless ``write-only=true``), run now (or at the fixed time ``now_ms``)."""
+        return run_after_commit(self._ctx, now_ms)
+
+    def expire_partitions(
+        self,
+        expiration_time: dt.timedelta | int | str | None = None,
+        strategy: str | None = None,
+        max_num: int | None = None,
+        dry_run: bool = False,
+        *,
+        now_ms: int | None = None,
+    ) -> PartitionExpireResult:
+        """Drop partitions older than ``expiration_time`` (default: ``partition.expiration-time``), oldest first.
+
+        Marks their files deleted in OVERWRITE snapshots (snapshot expiration frees the bytes later); partitions
+        whose time cannot be found are never dropped and are reported. A dry run reports exactly what a real run
+        drops. Arguments override the table's options.
+        """
+        return expire_partitions(
+            self._ctx, expiration_time=expiration_time, strategy=strategy, max_num=max_num, dry_run=dry_run,
+            now_ms=now_ms,
+        )
 
     def expire_snapshots(
         self,

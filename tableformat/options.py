@@ -270,6 +270,72 @@ ORPHAN_OLDER_THAN = _register(
 )
 
 
+# --- partition expiration ----------------------------------------------------------------------------------------
+PARTITION_EXPIRATION_TIME = _register(
+    Option(
+        "partition.expiration-time",
+        DURATION,
+        None,
+        "Partitions whose time is older than this are dropped (mark-delete OVERWRITE snapshots); unset = off.",
+    )
+)
+PARTITION_EXPIRATION_CHECK_INTERVAL = _register(
+    Option(
+        "partition.expiration-check-interval",
+        DURATION,
+        3_600_000,
+        "After a commit, partition expiration runs only if its last run (a snapshot property) is older than this; "
+        "0 = after every commit.",
+    )
+)
+PARTITION_EXPIRATION_STRATEGY = _register(
+    Option(
+        "partition.expiration-strategy",
+        STRING,
+        "values-time",
+        "`values-time`: the partition's time comes from its values (pattern + formatter); `update-time`: the "
+        "newest creation time of its live files.",
+    )
+)
+PARTITION_TIMESTAMP_FORMATTER = _register(
+    Option(
+        "partition.timestamp-formatter",
+        STRING,
+        None,
+        "Java DateTimeFormatter pattern of the filled timestamp pattern (e.g. `yyyyMMdd`); unset = "
+        "`yyyy-MM-dd HH:mm:ss` or `yyyy-MM-dd` (1-2 digit month and day). DATE and TIMESTAMP columns need none.",
+    )
+)
+PARTITION_TIMESTAMP_PATTERN = _register(
+    Option(
+        "partition.timestamp-pattern",
+        STRING,
+        None,
+        "How partition values form a timestamp, e.g. `$dt`, `$dt $hour:00:00`, `$year-$month-$day`; unset = the "
+        "first partition column.",
+    )
+)
+PARTITION_TIMESTAMP_FORMAT_STRICT = _register(
+    Option(
+        "partition.timestamp-format.strict",
+        BOOL,
+        False,
+        "Refuse a write whose partition values do not give a time (pattern + formatter) before anything is written.",
+    )
+)
+PARTITION_EXPIRATION_MAX_NUM = _register(
+    Option("partition.expiration-max-num", INT, 100, "At most this many partitions expire per run.", minimum=1)
+)
+PARTITION_EXPIRATION_BATCH_SIZE = _register(
+    Option(
+        "partition.expiration-batch-size",
+        INT,
+        None,
+        "Drop expired partitions in snapshots of at most this many partitions; unset = one snapshot per run.",
+        minimum=1,
+    )
+)
+
 @dataclass(frozen=True, slots=True)
 class TableOptions:
     """A table's options (string map as stored in the schema) with typed, validated access."""
@@ -364,6 +430,8 @@ def render_options_markdown() -> str:
         "already carry options tablefmt does not know (written by pypaimon or Paimon Java) open, read, write and are",
         "maintained as usual. At create, the values of the options in the table above are always validated.",
         "",
-        "Paimon option names stored as given: " + ", ".join(f"`{key}`" for key in sorted(PAIMON_OPTION_KEYS)) + ".",
+        "Paimon option names stored as given: "
+        + ", ".join(f"`{key}`" for key in sorted(PAIMON_OPTION_KEYS - REGISTRY.keys()))
+        + ".",
     ]
     return "\n".join(lines) + "\n"

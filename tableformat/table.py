@@ -16,6 +16,7 @@ import pyarrow as pa
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult
 from tableformat.cleanup.orphans import OrphanResult
+from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
@@ -574,6 +575,13 @@ class Table:
         return self.maintenance.expire_snapshots(
             retain_min, retain_max, time_retained, limit, dry_run, parallelism=parallelism
         )
+
+    def expire_partitions(
+        self, expiration_time: dt.timedelta | int | str | None = None, strategy: str | None = None,
+        max_num: int | None = None, dry_run: bool = False,
+    ) -> PartitionExpireResult:
+        """``table.maintenance.expire_partitions``: mark-delete partitions older than the expiration time."""
+        return self.maintenance.expire_partitions(expiration_time, strategy, max_num, dry_run)
 
     def remove_orphan_files(
         self,

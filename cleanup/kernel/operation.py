@@ -26,11 +26,12 @@ class Parameter:
 
     name: str
     """The override key, e.g. ``retain_min`` (the CLI flag is ``--retain-min``)."""
-    kind: Literal["int", "duration", "flag"]
+    kind: Literal["int", "duration", "flag", "choice", "text"]
     """``int``: a whole number; ``duration``: ``30d``, ``1h30m``, Paimon's ``1 h`` (the API also takes a timedelta
-    or milliseconds); ``flag``: a boolean switch."""
+    or milliseconds); ``flag``: a boolean switch; ``choice``: one of ``choices``; ``text``: any string."""
     help: str
     minimum: int | None = None
+    choices: tuple[str, ...] = ()
 
 
 C = TypeVar("C")
@@ -54,8 +55,8 @@ class Operation(ABC, Generic[C, P, R]):
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> C:
         """The table's options with the non-None ``overrides`` applied; raises ValidationError before any read."""
 
-    def enabled(self, ctx: TableContext) -> bool:
-        """Whether the table's options ask for this operation after commits (default: always)."""
+    def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
+        """Whether the table's options ask for this operation after commits at ``now_ms`` (default: always)."""
         return True
 
     @abstractmethod

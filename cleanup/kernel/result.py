@@ -20,6 +20,10 @@ class OperationResult:
     notes: tuple[str, ...] = ()
     """Why a run did less than it could (a limit, a concurrent change, a tag kept for a branch, ...)."""
 
+    def summary(self) -> tuple[str, ...]:
+        """The CLI's text output when the operation has its own (empty: the generic 'deleted N file(s)' lines)."""
+        return ()
+
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object (operations add their own keys to these)."""
         return {

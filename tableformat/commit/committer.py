@@ -13,7 +13,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -74,6 +74,12 @@ class CommitRequest:
     dynamic: bool = False
     commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
     commit_identifier: int = 2**63 - 1
+    expected_files: frozenset[Hashable] | None = None
+    """DROP only: the files (ManifestEntry identifiers) the caller planned to delete. At commit time a partition
+    whose live files are not all among them (a file was added after planning) is left untouched and reported in
+    ``CommitResult.changed_partitions``; the others lose exactly their planned files that are still live."""
+    properties: Mapping[str, str] = field(default_factory=dict)
+    """Snapshot properties to set (carried forward by later tablefmt commits, like every property)."""
 
 
 def read_commit_log(snapshot: Snapshot | None) -> dict[str, int]:
@@ -95,6 +101,7 @@ class Committer:
         self.options = TableOptions(schema.options)
         self.codec = PartitionCodec(schema)
         self.partition_types = [f.type for f in schema.partition_fields]
+        self._changed: tuple[dict[str, Any], ...] = ()
 
     # --- public ----------------------------------------------------------------------------------------------
     def commit(self, request: CommitRequest) -> CommitResult:
@@ -136,6 +143,22 @@ class Committer:
         committed = read_commit_log(latest).get(request.commit_user)
         return committed is not None and committed >= request.commit_identifier
 
+    def _guard_drop(
+        self, deletes: list[ManifestEntry], expected: frozenset[Hashable]
+    ) -> tuple[list[ManifestEntry], tuple[dict[str, Any], ...]]:
+        """Keep the DELETE entries of partitions whose live files were all planned; name the other partitions."""
+        by_partition: dict[tuple[Any, ...], list[ManifestEntry]] = {}
+        for entry in deletes:
+            by_partition.setdefault(tuple(self.codec.values(entry.partition).items()), []).append(entry)
+        kept: list[ManifestEntry] = []
+        changed: list[dict[str, Any]] = []
+        for key, entries in by_partition.items():
+            if all(e.identifier() in expected for e in entries):
+                kept.extend(entries)
+            else:
+                changed.append(dict(key))
+        return kept, tuple(changed)
+
     def _delta(self, latest: Snapshot | None, request: CommitRequest) -> list[ManifestEntry]:
         adds = [
             ManifestEntry(
@@ -157,6 +180,8 @@ class Committer:
             predicate = PartitionPredicate(request.overwrite_scope)
         threads = self.options.require(FILE_OPERATION_THREAD_NUM)
         deletes = [e.as_kind(FileKind.DELETE) for e in live_entries(self.store, latest, self.codec, predicate, threads)]
+        if request.expected_files is not None:
+            deletes, self._changed = self._guard_drop(deletes, request.expected_files)
         added = {e.identifier() for e in adds}
         if any(d.identifier() in added for d in deletes):
             raise CommitConflictError("a file to add is already live in the table (the commit was applied before?)")
@@ -176,10 +201,11 @@ class Committer:
             return CommitResult(latest, created=False)
         names = NameFactory()
         written: list[str] = []
+        self._changed = ()
         try:
             delta = self._delta(latest, request)
             if not delta:
-                return CommitResult(None, created=False)
+                return CommitResult(None, created=False, changed_partitions=self._changed)
             snapshot = self._write_metadata(latest, request, delta, names, written)
         except (MissingMetadataError, SnapshotNotFoundError):
             self._discard(written)
@@ -226,7 +252,7 @@ class Committer:
                 "(retention shorter than the commit took); nothing was committed, retry the commit"
             )
         self.store.write_hint("LATEST", snapshot.id)
-        return CommitResult(snapshot, created=True)
+        return CommitResult(snapshot, created=True, changed_partitions=self._changed)
 
     def _created_below_the_frontier(self, snapshot: Snapshot, request: CommitRequest) -> bool:
         """True if snapshot-N re-used an id that was committed and expired while this attempt was prepared (ABA).
@@ -298,6 +324,7 @@ class Committer:
         retained = self.options.require(COMMIT_DEDUP_USERS)
         commit_log = dict(list(commit_log.items())[-retained:])
         properties = dict(latest.properties or {}) if latest is not None else {}
+        properties.update(request.properties)
         properties[COMMIT_LOG_PROPERTY] = json_codec.commit_log_to_text(commit_log)
         kind = CommitKind.APPEND if request.kind == ChangeKind.APPEND else CommitKind.OVERWRITE
         return Snapshot(
@@ -340,3 +367,5 @@ class CommitResult:
 
     snapshot: Snapshot | None
     created: bool
+    changed_partitions: tuple[dict[str, Any], ...] = ()
+    """A guarded drop (``expected_files``): partitions left untouched because files were added after planning."""

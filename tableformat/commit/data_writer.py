@@ -19,6 +19,7 @@ from tableformat.errors import UnsupportedFormatError, ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import NameFactory, TableLayout
 from tableformat.model.manifest import DataFileMeta, FileSource, SimpleStats
+from tableformat.model.partition_time import PartitionTimeError, PartitionTimeExtractor
 from tableformat.model.schema import TableSchema
 from tableformat.model.types import DataType
 from tableformat.options import (
@@ -26,6 +27,9 @@ from tableformat.options import (
     DATA_FILE_PREFIX,
     FILE_COMPRESSION,
     PARTITION_DEFAULT_NAME,
+    PARTITION_TIMESTAMP_FORMAT_STRICT,
+    PARTITION_TIMESTAMP_FORMATTER,
+    PARTITION_TIMESTAMP_PATTERN,
     ROW_GROUP_ROWS,
     TARGET_FILE_SIZE,
     TableOptions,
@@ -81,7 +85,31 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, *, fill_missin
         if not field.nullable and column.null_count:
             raise ValidationError(f"column {field.name!r} is NOT NULL but has {column.null_count} null value(s)")
         columns.append(column)
-    return pa.Table.from_arrays(columns, schema=target)
+    conformed = pa.Table.from_arrays(columns, schema=target)
+    _check_partition_times(conformed, schema)
+    return conformed
+
+
+def _check_partition_times(table: pa.Table, schema: TableSchema) -> None:
+    """With ``partition.timestamp-format.strict``: refuse partition values that give no time (partition expiry
+    could never expire them), before anything is written."""
+    options = TableOptions(schema.options)
+    if not schema.partition_keys or not options.require(PARTITION_TIMESTAMP_FORMAT_STRICT) or not table.num_rows:
+        return
+    extractor = PartitionTimeExtractor.create(
+        schema.partition_fields,
+        options.get(PARTITION_TIMESTAMP_PATTERN),
+        options.get(PARTITION_TIMESTAMP_FORMATTER),
+        options.require(PARTITION_DEFAULT_NAME),
+    )
+    keys = list(schema.partition_keys)
+    for row in table.select(keys).group_by(keys, use_threads=False).aggregate([]).to_pylist():
+        try:
+            extractor.extract(row)
+        except PartitionTimeError as exc:
+            raise ValidationError(
+                f"partition {row} gives no partition time ({exc}); partition.timestamp-format.strict=true refuses it"
+            ) from None
 
 
 def _check_missing(missing: list[str], target: pa.Schema, schema: TableSchema, fill: bool) -> None:

@@ -157,6 +157,8 @@ def maintain(
     ctx = _table(path, storage_options)
     ran: list[tuple[str, OperationResult]] = []
     for operation in after_commit_operations():
+        if not operation.enabled(ctx):  # e.g. partition expiration without partition.expiration-time
+            continue
         overrides = {"parallelism": parallelism} if any(p.name == "parallelism" for p in operation.parameters) else {}
         ran.append((operation.name, run_operation(operation, ctx, overrides, dry_run=dry_run)))
     orphan_result = None

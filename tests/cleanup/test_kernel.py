@@ -126,10 +126,13 @@ def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
 
 def test_every_registered_operation_has_a_cli_command_and_an_api_name() -> None:
     names = [op.name for op in registry.OPERATIONS]
-    assert names == ["expire", "remove-orphans"] and len(set(names)) == len(names)
+    assert names == ["expire-partitions", "expire", "remove-orphans"] and len(set(names)) == len(names)
     assert set(names) <= set(cli.commands)
-    assert registry.after_commit_operations() == (registry.operation("expire"),)
-    with pytest.raises(ValidationError, match="no maintenance operation 'vacuum'; registered: expire, remove-orphans"):
+    expected = (registry.operation("expire-partitions"), registry.operation("expire"))
+    assert registry.after_commit_operations() == expected
+    with pytest.raises(
+        ValidationError, match="^no maintenance operation 'vacuum'; registered: expire-partitions, expire, remove-"
+    ):
         registry.operation("vacuum")
 
 

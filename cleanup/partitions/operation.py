@@ -1,0 +1,96 @@
+"""Partition expiration as a registered operation (Paimon's ``partition.expiration-*`` options, run after commits
+before snapshot expiration, as Paimon orders them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.errors import ValidationError
+from tableformat.options import PARTITION_EXPIRATION_TIME
+
+from ..kernel import Operation, Parameter, Progress, run_operation
+from ..kernel.clock import resolve_now
+from .config import STRATEGIES, PartitionExpireConfig, check_interval_ms
+from .execute import LAST_RUN_PROPERTY, PartitionExpireResult, execute_partition_expiration, planned_result
+from .plan import PartitionExpirePlan, plan_partition_expiration
+
+
+def last_run_ms(ctx: TableContext) -> int | None:
+    """The time of the latest run that dropped partitions, from the latest snapshot's properties (one read); None
+    when no tablefmt commit carries it (never run, or the latest snapshot was written by another engine)."""
+    latest = ctx.store.latest_snapshot()
+    text = (latest.properties or {}).get(LAST_RUN_PROPERTY) if latest is not None else None
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def check_due(ctx: TableContext, now_ms: int) -> bool:
+    """Whether ``partition.expiration-check-interval`` has passed since the last run that dropped partitions."""
+    interval = check_interval_ms(ctx.options)
+    if interval == 0:
+        return True
+    last = last_run_ms(ctx)
+    return last is None or now_ms - last >= interval
+
+
+class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, PartitionExpireResult]):
+    """Drop partitions whose time is older than the expiration time (mark-delete OVERWRITE snapshots)."""
+
+    name = "expire-partitions"
+    summary = "drop partitions older than the expiration time (files are freed later by snapshot expiration)"
+    after_commit = True
+    parameters = (
+        Parameter("expiration_time", "duration", "drop partitions older than this (partition.expiration-time)"),
+        Parameter("strategy", "choice", "how a partition's time is found", choices=STRATEGIES),
+        Parameter("timestamp_formatter", "text", "Java DateTimeFormatter pattern, e.g. yyyyMMdd"),
+        Parameter("timestamp_pattern", "text", "how values form a timestamp, e.g. '$dt $hour:00:00'"),
+        Parameter("max_num", "int", "at most N partitions per run", minimum=1),
+    )
+
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> PartitionExpireConfig:
+        return PartitionExpireConfig.resolve(ctx, overrides)
+
+    def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
+        """After commits: only when ``partition.expiration-time`` is set and the check interval has passed."""
+        try:
+            if ctx.options.get(PARTITION_EXPIRATION_TIME) is None:
+                return False
+        except ValidationError:
+            return False
+        return check_due(ctx, resolve_now(now_ms))
+
+    def plan(self, ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
+        return plan_partition_expiration(ctx, config, now_ms)
+
+    def preview(self, ctx: TableContext, plan: PartitionExpirePlan) -> PartitionExpireResult:
+        return planned_result(plan)
+
+    def execute(
+        self, ctx: TableContext, plan: PartitionExpirePlan, config: PartitionExpireConfig, progress: Progress | None
+    ) -> PartitionExpireResult:
+        return execute_partition_expiration(ctx, plan)
+
+
+PARTITION_EXPIRATION = PartitionExpiration()
+
+
+def expire_partitions(
+    ctx: TableContext,
+    *,
+    expiration_time: Any = None,
+    strategy: str | None = None,
+    max_num: int | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+) -> PartitionExpireResult:
+    """Drop the partitions older than the expiration time (arguments override the table's options).
+
+    Invalid settings (no expiration time, an unknown ``$key`` in the pattern, a bad formatter) raise a
+    ValidationError before anything is read. A dry run reports exactly what the real run drops.
+    """
+    overrides = {"expiration_time": expiration_time, "strategy": strategy, "max_num": max_num}
+    return run_operation(PARTITION_EXPIRATION, ctx, overrides, dry_run=dry_run, now_ms=now_ms)

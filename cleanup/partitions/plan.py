@@ -1,0 +1,134 @@
+"""Which partitions expire: every live partition of the latest snapshot gets a time (values-time: from its typed
+values; update-time: its newest live file's creation time) or a reason why it has none; those older than the
+cutoff expire, oldest first, at most ``max-num`` per run. Reads metadata only."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.live_set import live_entries
+from tableformat.model.manifest import ManifestEntry
+from tableformat.model.partition import value_to_path_string
+from tableformat.model.partition_time import PartitionTimeError
+from tableformat.model.schema import DataField
+from tableformat.options import PARTITION_DEFAULT_NAME
+
+from .config import PartitionExpireConfig
+
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedPartition:
+    """One expired partition and the live files its drop marks deleted."""
+
+    spec: Mapping[str, Any]
+    """Every partition column's typed value (what the drop commit matches on)."""
+    display: Mapping[str, str]
+    """The values as users see them (dates ``yyyy-MM-dd``, null as the default partition name)."""
+    time: dt.datetime
+    files: frozenset[Hashable]
+    """The identifiers of its live files when planned: the drop deletes only these."""
+    rows: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedPartition:
+    """A live partition that is never expired by this run, and why."""
+
+    display: Mapping[str, str]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionExpirePlan:
+    """Everything one run drops: ``batches`` of expired partitions (one snapshot each), oldest first."""
+
+    base_snapshot_id: int | None
+    now_ms: int
+    cutoff: dt.datetime
+    """Partitions whose time is before this (local wall-clock time) expire."""
+    batches: tuple[tuple[PlannedPartition, ...], ...]
+    skipped: tuple[SkippedPartition, ...]
+    waiting: int
+    """Expired partitions beyond ``max-num``, left for the next run."""
+
+    @property
+    def expired(self) -> tuple[PlannedPartition, ...]:
+        return tuple(p for batch in self.batches for p in batch)
+
+
+def local_datetime(now_ms: int) -> dt.datetime:
+    """Epoch milliseconds as the local wall-clock time (Paimon compares partition times with LocalDateTime.now())."""
+    return dt.datetime.fromtimestamp(now_ms / 1000)
+
+
+def display_values(values: Mapping[str, Any], fields: Sequence[DataField], default_name: str) -> dict[str, str]:
+    """A partition's values as users see them: dates ``yyyy-MM-dd``, timestamps ``yyyy-MM-dd HH:mm:ss``."""
+    shown = {}
+    for field in fields:
+        value = values.get(field.name)
+        if value is None:
+            shown[field.name] = default_name
+        elif field.type.root == "DATE":
+            shown[field.name] = value.isoformat()
+        elif field.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+            shown[field.name] = value.isoformat(sep=" ")
+        else:
+            shown[field.name] = str(value_to_path_string(value, field.type))
+    return shown
+
+
+def _partition_time(
+    config: PartitionExpireConfig, values: Mapping[str, Any], files: list[ManifestEntry]
+) -> dt.datetime:
+    if config.extractor is not None:
+        return config.extractor.extract(values)
+    created = [f.file.creation_time_ms for f in files]
+    if any(c is None for c in created):
+        raise PartitionTimeError("a live file has no creation time (update-time needs _CREATION_TIME)")
+    return EPOCH + dt.timedelta(milliseconds=max(c for c in created if c is not None))
+
+
+def _group(ctx: TableContext, entries: list[ManifestEntry]) -> dict[tuple[Any, ...], list[ManifestEntry]]:
+    codec = ctx.partition_codec()
+    groups: dict[tuple[Any, ...], list[ManifestEntry]] = {}
+    for entry in entries:
+        groups.setdefault(tuple(codec.values(entry.partition).items()), []).append(entry)
+    return groups
+
+
+def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
+    """Decide which partitions of the latest snapshot expire at ``now_ms``."""
+    cutoff = local_datetime(now_ms) - dt.timedelta(milliseconds=config.expiration_ms)
+    latest = ctx.store.latest_snapshot()
+    if latest is None:
+        return PartitionExpirePlan(None, now_ms, cutoff, (), (), 0)
+    fields = ctx.schema.partition_fields
+    default_name = ctx.options.require(PARTITION_DEFAULT_NAME)
+    entries = live_entries(ctx.store, latest, ctx.partition_codec(), None, config.threads)
+    expired: list[PlannedPartition] = []
+    skipped: list[SkippedPartition] = []
+    for key, files in _group(ctx, entries).items():
+        values = dict(key)
+        display = display_values(values, fields, default_name)
+        try:
+            time = _partition_time(config, values, files)
+        except PartitionTimeError as exc:
+            skipped.append(SkippedPartition(display, f"no partition time: {exc}"))
+            continue
+        if time < cutoff:
+            ids = frozenset(f.identifier() for f in files)
+            rows, size = sum(f.file.row_count for f in files), sum(f.file.file_size for f in files)
+            expired.append(PlannedPartition(values, display, time, ids, rows, size))
+    expired.sort(key=lambda p: (p.time, tuple(p.display.values())))
+    chosen = expired[: config.max_num]
+    size = config.batch_size or max(len(chosen), 1)
+    batches = tuple(tuple(chosen[i : i + size]) for i in range(0, len(chosen), size))
+    skipped.sort(key=lambda s: tuple(s.display.values()))
+    return PartitionExpirePlan(latest.id, now_ms, cutoff, batches, tuple(skipped), len(expired) - len(chosen))
