@@ -10,7 +10,6 @@ from tableformat.context import TableContext
 from tableformat.errors import ValidationError
 from tableformat.model.partition_time import PartitionTimeExtractor
 from tableformat.options import (
-    FILE_OPERATION_THREAD_NUM,
     PARTITION_DEFAULT_NAME,
     PARTITION_EXPIRATION_BATCH_SIZE,
     PARTITION_EXPIRATION_CHECK_INTERVAL,
@@ -21,6 +20,7 @@ from tableformat.options import (
     PARTITION_TIMESTAMP_PATTERN,
     TableOptions,
 )
+from tableformat.parallel import resolve_parallelism
 
 from ..snapshots.config import duration_ms
 
@@ -73,7 +73,7 @@ class PartitionExpireConfig:
             extractor=_extractor(ctx, options, given) if strategy == "values-time" else None,
             max_num=max_num,
             batch_size=options.get(PARTITION_EXPIRATION_BATCH_SIZE),
-            threads=options.require(FILE_OPERATION_THREAD_NUM),
+            threads=resolve_parallelism(options, ctx.io, None),  # inline on local disk, threads on object stores
         )
 
 

@@ -40,12 +40,12 @@ from tableformat.options import (
     COMMIT_MAX_RETRIES,
     COMMIT_MAX_RETRY_WAIT,
     COMMIT_MIN_RETRY_WAIT,
-    FILE_OPERATION_THREAD_NUM,
     MANIFEST_FULL_COMPACTION_SIZE,
     MANIFEST_MERGE_MIN_COUNT,
     MANIFEST_TARGET_FILE_SIZE,
     TableOptions,
 )
+from tableformat.parallel import resolve_parallelism
 from tableformat.store import MetadataStore
 
 log = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ class Committer:
             predicate = None
         else:
             predicate = PartitionPredicate(request.overwrite_scope)
-        threads = self.options.require(FILE_OPERATION_THREAD_NUM)
+        threads = resolve_parallelism(self.options, self.store.io, None)  # inline on local disk: see parallel.py
         deletes = [e.as_kind(FileKind.DELETE) for e in live_entries(self.store, latest, self.codec, predicate, threads)]
         if request.expected_files is not None:
             deletes, self._changed = self._guard_drop(deletes, request.expected_files)
