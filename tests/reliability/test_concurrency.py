@@ -11,7 +11,6 @@ Processes start through the spawn context, wait on a barrier, and stop on an eve
 
 from __future__ import annotations
 
-import importlib
 import json
 import multiprocessing
 import time
@@ -23,7 +22,9 @@ from typing import Any
 import pytest
 from support.faults import FaultyFileIO, faulty_context
 
-from tableformat.errors import SnapshotNotFoundError
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.errors import CommitError, SnapshotNotFoundError
 from tableformat.table import Table
 
 from .kit import DAY_S, SCHEMA, age_files, batch, disk_files, reachable_files, rows_of
@@ -31,14 +32,6 @@ from .kit import DAY_S, SCHEMA, age_files, batch, disk_files, reachable_files, r
 SPAWN = multiprocessing.get_context("spawn")
 JOIN_TIMEOUT_S = 240
 WRITER_BASE = 1_000_000
-
-
-def _has(module: str) -> bool:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
 
 
 def writer_row(writer: int, commit: int) -> tuple[int, str]:
@@ -105,8 +98,6 @@ def _report(path: Path, document: dict[str, Any]) -> None:
 
 def _writer(root: str, writer: int, commits: int, barrier: Any, out: str) -> None:
     """Appends; writer 0 also expires after every commit, as the post-commit hook does (a second expirer)."""
-    from tableformat.cleanup.snapshots import expire_snapshots
-
     table = Table.open(root)
     barrier.wait(timeout=120)
     ids, errors = [], []
@@ -123,8 +114,6 @@ def _writer(root: str, writer: int, commits: int, barrier: Any, out: str) -> Non
 
 
 def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.snapshots import expire_snapshots
-
     ctx = Table.open(root).context
     barrier.wait(timeout=120)
     runs, expired, errors = 0, [], []
@@ -143,8 +132,6 @@ def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
 
 
 def _orphan_cleaner(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.orphans import remove_orphan_files
-
     ctx = Table.open(root).context
     barrier.wait(timeout=120)
     runs, deleted, errors = 0, [], []
@@ -230,14 +217,7 @@ def _traceback_of(process: Any) -> str:
     return f"{process.name} exited with {process.exitcode}"
 
 
-@pytest.mark.skipif(
-    not (_has("tableformat.cleanup.snapshots") and _has("tableformat.cleanup.orphans")),
-    reason="expiration and orphan cleanup modules are not there yet",
-)
 def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -> None:
-    from tableformat.cleanup.orphans import remove_orphan_files
-    from tableformat.cleanup.snapshots import expire_snapshots
-
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     for start in range(0, len(INITIAL), 2):
@@ -344,13 +324,10 @@ class _ExpireDuringRead(FaultyFileIO):
         return super().read_bytes(path)
 
 
-@pytest.mark.skipif(not _has("tableformat.cleanup.snapshots"), reason="expiration module is not there yet")
 @pytest.mark.parametrize("trigger", ["manifest-list-", "manifest-"])
 def test_read_of_a_snapshot_expired_meanwhile_says_so(tmp_path: Path, trigger: str) -> None:
     """A reader that picked snapshot 1 while it existed, and lost it to an expiration before reading its manifest
     list (or its manifests), gets "snapshot 1 does not exist / was expired", not "corrupt metadata"."""
-    from tableformat.cleanup.snapshots import expire_snapshots
-
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     table.append(batch(INITIAL[:2]))
@@ -383,15 +360,11 @@ class _CommitsAndExpiresFirst(FaultyFileIO):
         return super().write_if_absent(path, data)
 
 
-@pytest.mark.skipif(not _has("tableformat.cleanup.snapshots"), reason="expiration module is not there yet")
 def test_commit_whose_snapshot_id_was_expired_meanwhile_is_not_lost(tmp_path: Path) -> None:
     """A slow writer read snapshot 3 as the latest and prepares snapshot 4; meanwhile others commit 4 and 5 and an
     expiration (retain 1) deletes snapshots 1..4. Creating snapshot-4 then succeeds, but nothing descends from it:
     the writer must not report success for a commit that is not in the table. Either its rows are in the latest
     snapshot, or it fails with a CommitError and a retry with the same identifier commits them exactly once."""
-    from tableformat.cleanup.snapshots import expire_snapshots
-    from tableformat.errors import CommitError
-
     root = tmp_path / "t"
     Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     other = Table.open(str(root))
