@@ -21,13 +21,14 @@ from typing import Any
 
 import pytest
 from support.faults import FaultyFileIO, faulty_context
+from support.tables import DAY_S, age_files, files_under, reachable_files, row_counts
 
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import CommitError, SnapshotNotFoundError
 from tableformat.table import Table
 
-from .kit import DAY_S, SCHEMA, age_files, batch, disk_files, reachable_files, rows_of
+from .kit import SCHEMA, batch
 
 SPAWN = multiprocessing.get_context("spawn")
 JOIN_TIMEOUT_S = 240
@@ -76,7 +77,7 @@ def test_eight_processes_times_25_appends_on_s3(s3_root: tuple[str, dict[str, An
     table = Table.open(url, options)
     snapshots = table.snapshots()
     assert [s.id for s in snapshots] == list(range(1, writers * commits + 1))  # 0 lost, 0 duplicated
-    assert rows_of(table.to_arrow()) == Counter(writer_row(w, c) for w in range(writers) for c in range(commits))
+    assert row_counts(table.to_arrow()) == Counter(writer_row(w, c) for w in range(writers) for c in range(commits))
     assert Counter(s.commit_user for s in snapshots).most_common()[0][1] == commits  # one snapshot per commit
     assert len({s.commit_user for s in snapshots}) == writers
 
@@ -181,7 +182,7 @@ def _reader(root: str, barrier: Any, stop: Any, out: str) -> None:
         nonlocal reads
         try:
             snapshot = store.read_snapshot(snapshot_id)
-            rows = rows_of(table.to_arrow(snapshot_id=snapshot_id))
+            rows = row_counts(table.to_arrow(snapshot_id=snapshot_id))
         except Exception as exc:
             if store.snapshot_exists(snapshot_id):
                 violations.append(f"{what} {snapshot_id} still exists but its read failed: {type(exc).__name__}: {exc}")
@@ -203,7 +204,7 @@ def _reader(root: str, barrier: Any, stop: Any, out: str) -> None:
             for snapshot_id in range(earliest, latest + 1):
                 read(snapshot_id, "snapshot")
         try:
-            problem = _check_rows(rows_of(table.to_arrow(tag="keep")), len(INITIAL), 3)
+            problem = _check_rows(row_counts(table.to_arrow(tag="keep")), len(INITIAL), 3)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if problem:
@@ -227,7 +228,7 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(b"left behind by a crashed writer")
     age_files(root, 2 * DAY_S)  # old enough for the 1-day guard: live files, tag files and orphans alike
-    old_data = {p for p in disk_files(root) if p.endswith(".parquet")} - set(ORPHANS)
+    old_data = {p for p in files_under(root) if p.endswith(".parquet")} - set(ORPHANS)
     first_new = table.latest_snapshot().id + 1  # type: ignore[union-attr]
 
     writers, commits = 3, 15
@@ -260,7 +261,7 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
     assert sorted(committed) == list(range(first_new, first_new + writers * commits))
     final = Table.open(str(root))
     expected_rows = Counter(INITIAL) + Counter(writer_row(w, c) for w in range(writers) for c in range(commits))
-    assert rows_of(final.to_arrow()) == expected_rows
+    assert row_counts(final.to_arrow()) == expected_rows
 
     # Readers never failed on a snapshot that was still retained, and they really read.
     reader = results["reader"]
@@ -272,23 +273,23 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
     cleaner = results["cleaner"]
     assert cleaner["errors"] == [], cleaner
     assert set(ORPHANS) <= set(cleaner["deleted"])
-    assert old_data <= disk_files(root), f"live data deleted: {sorted(old_data - disk_files(root))}"
+    assert old_data <= files_under(root), f"live data deleted: {sorted(old_data - files_under(root))}"
     ctx = final.context
     reachable = reachable_files(ctx)
     assert not reachable & set(cleaner["deleted"]), sorted(reachable & set(cleaner["deleted"]))
-    assert reachable <= disk_files(root)
+    assert reachable <= files_under(root)
     present = {s.id for s in final.snapshots()}
-    history_rows = {sid: rows_of(final.to_arrow(snapshot_id=sid)) for sid in present}
+    history_rows = {sid: row_counts(final.to_arrow(snapshot_id=sid)) for sid in present}
     for sid, rows in history_rows.items():
         assert _check_rows(rows, final.snapshot(sid).total_record_count, sid) is None
 
     # Quiesced: one more expiration and an orphan cleanup without writers leave exactly the reachable files.
     expire_snapshots(ctx, **RETAIN)
     remove_orphan_files(ctx, older_than=timedelta(0), force=True, now_ms=int(time.time() * 1000) + 60_000)
-    assert disk_files(root) == reachable_files(Table.open(str(root)).context)
+    assert files_under(root) == reachable_files(Table.open(str(root)).context)
     table_after = Table.open(str(root))
-    assert rows_of(table_after.to_arrow()) == expected_rows
-    assert rows_of(table_after.to_arrow(tag="keep")) == Counter(INITIAL)
+    assert row_counts(table_after.to_arrow()) == expected_rows
+    assert row_counts(table_after.to_arrow(tag="keep")) == Counter(INITIAL)
 
 
 def test_reader_rule_is_not_vacuous(tmp_path: Path) -> None:
@@ -384,4 +385,4 @@ def test_commit_whose_snapshot_id_was_expired_meanwhile_is_not_lost(tmp_path: Pa
     except CommitError:
         Table.open(str(root)).append(mine, commit_user="slow-writer", commit_identifier=1)
     expected = Counter(INITIAL) + Counter([writer_row(0, 0), writer_row(1, 0), writer_row(1, 1)])
-    assert rows_of(Table.open(str(root)).to_arrow()) == expected
+    assert row_counts(Table.open(str(root)).to_arrow()) == expected

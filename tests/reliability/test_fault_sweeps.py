@@ -28,26 +28,14 @@ from typing import Any
 
 import pytest
 from support.faults import FaultyFileIO, InjectedFault, faulty_context
+from support.tables import DAY_S, FAR_FUTURE_MS, age_files, files_under, reachable_files
 
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
 from tableformat.table import Table
 
-from .kit import (
-    DAY_S,
-    FAR_FUTURE_MS,
-    History,
-    Model,
-    age_files,
-    batch,
-    build_history,
-    chain,
-    check_reads,
-    copy_table,
-    disk_files,
-    reachable_files,
-)
+from .kit import History, Model, batch, build_history, chain, check_reads, copy_table
 
 PROFILES = {
     # Commits only; maintenance is run separately (the sweeps of expiration and orphan cleanup use this table).
@@ -208,22 +196,22 @@ def test_commit_survives_a_fault_at_every_call(
             if profile == "write-only":
                 assert ids == [*base_ids, new_id], f"snapshots {ids}"
             reachable = reachable_files(_context(root))
-            assert reachable <= disk_files(root), f"referenced files missing: {sorted(reachable - disk_files(root))}"
+            assert reachable <= files_under(root), f"referenced files missing: {sorted(reachable - files_under(root))}"
             # the table's own expiration finishes an interrupted inline expiration
             expire_snapshots(_context(root), parallelism=1)
             if not sticky:  # the failed attempt's own clean-up ran: nothing may be left behind
-                left = disk_files(root) - reachable_files(_context(root))
+                left = files_under(root) - reachable_files(_context(root))
                 assert not left, f"a transient fault leaked {sorted(left)}"
             else:  # a crash leaves files behind: orphan cleanup must recognise every one
                 _orphan_cleanup_everything(root)
-                left = disk_files(root) - reachable_files(_context(root))
+                left = files_under(root) - reachable_files(_context(root))
                 assert not left, f"orphan cleanup cannot reclaim what the crash left: {sorted(left)}"
                 # expiring everything but the latest leaks nothing either
                 expire_snapshots(
                     _context(root), retain_min=1, time_retained=0, limit=100, parallelism=1, now_ms=FAR_FUTURE_MS
                 )
                 assert check_reads(root, expected) == [new_id]
-                left = disk_files(root) - reachable_files(_context(root))
+                left = files_under(root) - reachable_files(_context(root))
                 assert not left, f"expiration re-run left {sorted(left)}"
         except AssertionError as exc:
             failures.append(f"{label}: {exc}")
@@ -258,7 +246,7 @@ def test_expiration_survives_a_fault_at_every_call(
     reference = copy_table(expire_base, scratch / "reference")
     done = run(_context(reference))
     assert done.expired_tags == ("short",) and done.deleted_data_files > 0
-    expected_files = disk_files(reference)
+    expected_files = files_under(reference)
     expected_history = History(history.rows, {"t2": 2})
     assert expected_files == reachable_files(_context(reference))
 
@@ -275,7 +263,7 @@ def test_expiration_survives_a_fault_at_every_call(
             assert "t2" in present, "the permanent tag vanished"
             run(_context(root))  # the re-run finishes the journal
             check_reads(root, expected_history)
-            _assert_same_files(disk_files(root), expected_files)
+            _assert_same_files(files_under(root), expected_files)
         except AssertionError as exc:
             failures.append(f"{label}: {exc}")
         finally:
@@ -329,7 +317,7 @@ def test_orphan_cleanup_survives_a_fault_at_every_call(
     done = run(_context(reference))
     assert sorted(done.deleted_paths) == sorted(ORPHAN_FILES)
     assert done.skipped_unknown == (UNKNOWN_FILE,)
-    expected_files = disk_files(reference)
+    expected_files = files_under(reference)
     assert expected_files == reachable_files(_context(reference)) | {UNKNOWN_FILE}
     assert not (reference / "part=p8").exists() and not (reference / "part=p9").exists()
 
@@ -345,7 +333,7 @@ def test_orphan_cleanup_survives_a_fault_at_every_call(
             check_reads(root, history)
             run(_context(root))
             check_reads(root, history)
-            _assert_same_files(disk_files(root), expected_files)
+            _assert_same_files(files_under(root), expected_files)
         except AssertionError as exc:
             failures.append(f"{label}: {exc}")
         finally:
