@@ -12,6 +12,7 @@ an older pyarrow, imports it too.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -69,6 +70,26 @@ def age_files(root: str | Path, seconds: float) -> None:
     stamp = time.time() - seconds
     for path in Path(root).rglob("*"):
         os.utime(path, (stamp, stamp))
+
+
+# --- branches, as Paimon writes them ----------------------------------------------------------------------------
+def branch_from_tag(root: Path, branch: str, tag: str, snapshot_id: int) -> None:
+    """What pypaimon's create_branch(branch, tag) writes: the tag, its snapshot and schema-0, copied."""
+    home = root / "branch" / f"branch-{branch}"
+    for sub in ("tag", "snapshot", "schema"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(root / "tag" / f"tag-{tag}", home / "tag" / f"tag-{tag}")
+    shutil.copyfile(root / "snapshot" / f"snapshot-{snapshot_id}", home / "snapshot" / f"snapshot-{snapshot_id}")
+    shutil.copyfile(root / "schema" / "schema-0", home / "schema" / "schema-0")
+
+
+def branch_from_snapshot(root: Path, branch: str, snapshot_id: int) -> None:
+    """A branch holding a copy of a main snapshot (Paimon Java's create_branch from a snapshot)."""
+    home = root / "branch" / f"branch-{branch}"
+    for sub in ("snapshot", "schema"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(root / "snapshot" / f"snapshot-{snapshot_id}", home / "snapshot" / f"snapshot-{snapshot_id}")
+    shutil.copyfile(root / "schema" / "schema-0", home / "schema" / "schema-0")
 
 
 # --- rows -----------------------------------------------------------------------------------------------------------

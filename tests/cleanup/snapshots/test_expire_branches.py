@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.tables import FAR_FUTURE_MS, files_under, rows_of
+from support.tables import FAR_FUTURE_MS, branch_from_snapshot, branch_from_tag, files_under, rows_of
 
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.snapshots import expire_snapshots
@@ -21,25 +21,6 @@ from tableformat.scan.reader import DataReader
 from tableformat.table import Table
 
 EVERYTHING = {"retain_min": 1, "retain_max": 1, "time_retained": 0, "limit": 1000}
-
-
-def branch_from_tag(root: Path, branch: str, tag: str, snapshot_id: int) -> None:
-    """What pypaimon's create_branch(branch, tag) writes: the tag, its snapshot and schema-0, copied."""
-    home = root / "branch" / f"branch-{branch}"
-    for sub in ("tag", "snapshot", "schema"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(root / "tag" / f"tag-{tag}", home / "tag" / f"tag-{tag}")
-    shutil.copyfile(root / "snapshot" / f"snapshot-{snapshot_id}", home / "snapshot" / f"snapshot-{snapshot_id}")
-    shutil.copyfile(root / "schema" / "schema-0", home / "schema" / "schema-0")
-
-
-def branch_from_snapshot(root: Path, branch: str, snapshot_id: int) -> None:
-    """A branch holding a copy of a main snapshot (Paimon Java's create_branch from a snapshot)."""
-    home = root / "branch" / f"branch-{branch}"
-    for sub in ("snapshot", "schema"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(root / "snapshot" / f"snapshot-{snapshot_id}", home / "snapshot" / f"snapshot-{snapshot_id}")
-    shutil.copyfile(root / "schema" / "schema-0", home / "schema" / "schema-0")
 
 
 def branch_rows(table: Table, branch: str) -> dict[str, list[tuple[int, int]]]:
