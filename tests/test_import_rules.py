@@ -142,3 +142,17 @@ def test_the_rule_catches_a_wrong_import(tmp_path: Path, monkeypatch, module: st
     real = modules
     monkeypatch.setitem(globals(), "modules", lambda: {**real(), module: bad})
     assert any(expected in v for v in violations())
+
+
+ORACLE = REPO / "tests" / "support" / "tables.py"
+"""The independent reachability oracle every maintenance suite checks cleanup against."""
+
+
+def test_the_test_oracle_does_not_use_what_it_checks() -> None:
+    """tests/support/tables.py may use the scan side (store, live set, reader), nothing at or above
+    tableformat.cleanup (the maintenance facade, Table, the top-level package that re-exports them): an oracle that
+    shares cleanup's code cannot catch cleanup's mistakes."""
+    imported = [m for m in imports_of("support.tables", ORACLE) if m.split(".")[0] == "tableformat"]
+    assert "tableformat.live_set" in imported and "tableformat.scan.reader" in imported
+    cleanup = level("tableformat.cleanup")
+    assert [m for m in imported if level(unit_of(m)) >= cleanup] == []

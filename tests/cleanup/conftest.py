@@ -1,4 +1,7 @@
-"""Fixtures for the expiration tests: real tables on disk and an independent reachability oracle."""
+"""Fixtures for the maintenance tests: the ``kit`` that builds partitioned tables on disk, and an IO that crashes.
+
+Files on disk, ageing, rows and the independent reachability oracle are in tests/support/tables.py.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +14,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.tables import ID_PART_SCHEMA, id_part_rows, rows_of
 
 from tableformat.codec import json_codec
-from tableformat.context import TableContext
 from tableformat.io.local import LocalFileIO
-from tableformat.layout import TableLayout
-from tableformat.live_set import live_entries
-from tableformat.scan.reader import DataReader
-from tableformat.store import MetadataStore
 from tableformat.table import Table
-
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
-FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01: every snapshot and tag is old by then
 
 
 class Crash(Exception):
@@ -62,65 +58,28 @@ class CrashingIO(LocalFileIO):
         super().write_bytes(path, data)
 
 
-def context_with_io(root: Path, file_io: LocalFileIO) -> TableContext:
-    layout = TableLayout(str(root))
-    store = MetadataStore(file_io, layout)
-    return TableContext(location=str(root), io=file_io, layout=layout, store=store, schema=store.latest_schema())
-
-
-def disk_files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
-
-
-def rows_of(table: pa.Table) -> list[tuple[int, int]]:
-    return sorted(zip(table.column("id").to_pylist(), table.column("part").to_pylist()))
-
-
-def reachable_files(ctx: TableContext) -> set[str]:
-    """Every file a retained snapshot or tag references, plus the metadata roots: computed independently of
-    cleanup/ (scan planner + reader paths), as the oracle for "nothing leaked, nothing retained deleted"."""
-    store, layout = ctx.store, ctx.layout
-    reader = DataReader(ctx.io, layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec())
-    roots = [store.read_snapshot(i) for i in store.snapshot_ids()] + [t.snapshot for t in store.tags()]
-    files = {layout.relative(layout.snapshot_file(i)) for i in store.snapshot_ids()}
-    files |= {layout.relative(layout.tag_file(n)) for n in store.tag_names()}
-    files |= {layout.relative(layout.consumer_file(c.consumer_id)) for c in store.consumers()}
-    files |= {layout.relative(layout.schema_file(i)) for i in store.schema_ids()}
-    files |= {f"snapshot/{hint}" for hint in ("LATEST", "EARLIEST") if ctx.io.exists(layout.hint_file(hint))}
-    for snapshot in roots:
-        for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
-            files.add(layout.relative(layout.manifest_file(name)))
-        for meta in store.manifests_of(snapshot):
-            files.add(layout.relative(layout.manifest_file(meta.file_name)))
-        for entry in live_entries(store, snapshot, ctx.partition_codec()):
-            files.add(layout.relative(reader.path_of(entry)))
-    return files
-
-
 class Kit:
-    """Builds partitioned test tables under one directory and inspects them (tests reach every helper here)."""
+    """Builds partitioned tables (``id`` BIGINT, ``part`` INT, partitioned by ``part``) under one directory."""
 
-    FAR_FUTURE_MS = FAR_FUTURE_MS
     Crash = Crash
     CrashingIO = CrashingIO
-    disk_files = staticmethod(disk_files)
-    rows_of = staticmethod(rows_of)
-    reachable_files = staticmethod(reachable_files)
-    context_with_io = staticmethod(context_with_io)
 
     def __init__(self, base: Path) -> None:
         self.base = base
-        self._ids = itertools.count()
+        self._next_id = 0
         self._names = itertools.count()
 
     def table(self, name: str | None = None, **options: str) -> Table:
         path = self.base / (name or f"t{next(self._names)}")
-        return Table.create(str(path), SCHEMA, partition_keys=["part"], options={"write-only": "true", **options})
+        return Table.create(
+            str(path), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true", **options}
+        )
 
     def rows(self, count: int, parts: Iterable[int] = (0, 1)) -> pa.Table:
-        ids = [next(self._ids) for _ in range(count)]
-        cycle = list(parts)
-        return pa.table({"id": ids, "part": [cycle[i % len(cycle)] for i in range(count)]}, schema=SCHEMA)
+        """``count`` new rows (ids never repeat within a test), parts cycling through ``parts``."""
+        start = self._next_id
+        self._next_id += count
+        return id_part_rows(start, count, parts)
 
     @staticmethod
     def root(table: Table) -> Path:
@@ -142,4 +101,3 @@ class Kit:
 @pytest.fixture
 def kit(tmp_path: Path) -> Kit:
     return Kit(tmp_path)
-

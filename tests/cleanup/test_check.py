@@ -3,43 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
-import time
 import uuid
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from support.tables import DAY_S, ID_PART_SCHEMA, age_files, id_part_rows
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cli.orphans_command import check
 
-DAY = 86_400
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
-
-
-def rows(start: int, count: int) -> pa.Table:
-    return pa.table({"id": list(range(start, start + count)), "part": [i % 4 for i in range(count)]}, schema=SCHEMA)
-
-
-def age_everything(root: Path, days: float = 10) -> None:
-    stamp = time.time() - days * DAY
-    for path in root.rglob("*"):
-        os.utime(path, (stamp, stamp))
-
 
 @pytest.fixture
 def table(tmp_path: Path) -> Table:
     root = tmp_path / "t"
-    t = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    t = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     for i in range(3):
-        t.append(rows(i * 100, 8))
+        t.append(id_part_rows(i * 100, 8))
     t.create_tag("v1", 1)
     (root / "part=2" / "bucket-0" / f"data-{uuid.uuid4()}-0.parquet").write_bytes(b"12345")
-    age_everything(root)
+    age_files(root, 10 * DAY_S)
     return t
 
 
@@ -109,10 +94,10 @@ def test_finds_missing_and_resized_metadata(table: Table) -> None:
 
 def test_files_deleted_after_their_snapshot_expired_are_not_missing(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    t = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
-    t.append(rows(0, 8))
+    t = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    t.append(id_part_rows(0, 8))
     replaced = [Path(f.path) for f in t.files()]
-    t.overwrite(rows(100, 8))  # snapshot 2 DELETEs the files of snapshot 1
+    t.overwrite(id_part_rows(100, 8))  # snapshot 2 DELETEs the files of snapshot 1
     assert check_table(t.context).ok
     replaced[0].unlink()
     assert not check_table(t.context).ok  # snapshot 1 still reads it
@@ -163,11 +148,11 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
 def test_reclaimable_counts_what_expiration_would_free(tmp_path: Path) -> None:
     root = tmp_path / "t"
     options = {"write-only": "true", "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 s"}
-    t = Table.create(str(root), SCHEMA, partition_keys=["part"], options=options)
-    t.append(rows(0, 8))
+    t = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options=options)
+    t.append(id_part_rows(0, 8))
     replaced = sum(f.file_size for f in t.files())
-    t.overwrite(rows(100, 8))
-    t.append(rows(200, 8))
+    t.overwrite(id_part_rows(100, 8))
+    t.append(id_part_rows(200, 8))
     result = check_table(t.context)
     assert result.ok and result.orphan_files == 0
     assert result.reclaimable_note.startswith("orphan bytes + bytes an expiration"), result.reclaimable_note

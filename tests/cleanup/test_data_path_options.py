@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.tables import context_with_io, paths_under
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
@@ -138,7 +139,7 @@ def test_interrupted_expiration_is_completed_by_the_next_run(kit: Any, table: Ta
     retired = {f for f in data_files(root) if f.startswith("data/dt=a/")} - {
         Path(f.path).relative_to(root).as_posix() for f in table.files()
     }
-    crashing = kit.context_with_io(root, kit.CrashingIO(crash_at_delete=1))
+    crashing = context_with_io(root, kit.CrashingIO(crash_at_delete=1))
     with pytest.raises(kit.Crash):
         expire_snapshots(crashing, retain_min=1, time_retained=0, now_ms=far_future())
     assert len(list_journals(table.context)) == 1
@@ -230,7 +231,7 @@ def add_external_file(table: Table) -> None:
 def test_tables_with_files_outside_the_root_are_refused(tmp_path: Path, options: dict[str, str], named: str) -> None:
     root = tmp_path / "t"
     table = raw_table(root, options)
-    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    before = paths_under(tmp_path)
     data = rows([1], ["a"])
     calls = {
         "append": lambda: table.append(data),
@@ -259,8 +260,7 @@ def test_tables_with_files_outside_the_root_are_refused(tmp_path: Path, options:
         code, out, err = run(*args)
         assert code == 1 and out == "" and err.startswith("error: ") and err.count("\n") == 1, args
         assert named in err, args
-    after = sorted(str(p) for p in tmp_path.rglob("*") if p != source)
-    assert after == before
+    assert paths_under(tmp_path) - {source.name} == before
 
 
 def test_reads_and_check_of_a_table_with_external_path_options(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.tables import files_under
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
@@ -163,7 +164,7 @@ def test_drop_partition_then_expire(table: Table) -> None:
 def test_appends_are_refused_in_one_line(table: Table) -> None:
     commit(table, [0, 1])
     root = Path(table.context.layout.root)
-    before = sorted(p for p in root.rglob("*") if p.is_file())
+    before = files_under(root)
     data = pa.table({"id": [7], "part": [0]}, schema=SCHEMA)
     expected = "table has bucket=3: tablefmt writes bucket-unaware append tables only (bucket=-1)"
     with pytest.raises(UnsupportedFormatError, match=r"^table has bucket=3: tablefmt writes bucket-unaware"):
@@ -177,5 +178,5 @@ def test_appends_are_refused_in_one_line(table: Table) -> None:
     result = CliRunner().invoke(cli, ["write", str(root), str(source)])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error: {expected}") and result.stderr.count("\n") == 1
-    assert sorted(p for p in root.rglob("*") if p.is_file()) == before
+    assert files_under(root) == before
     assert [s.id for s in table.snapshots()] == [1]

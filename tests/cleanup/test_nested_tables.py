@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from support.tables import tree_bytes
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
@@ -34,10 +35,6 @@ CASES = [
 ]
 
 
-def files_under(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def in_days(days: int) -> int:
     return int(time.time() * 1000) + days * DAY_MS
 
@@ -54,7 +51,7 @@ def test_outer_maintenance_never_enters_a_nested_table(
     inner = Table.create(str(root / inner_at), INNER, inner_keys, {"write-only": "true"})
     inner.append(pa.table({"k": [10, 11], "dt": ["x", "y"]}, schema=INNER))
     inner.append(pa.table({"k": [12], "dt": ["x"]}, schema=INNER))
-    inner_files = {rel: data for rel, data in files_under(root).items() if rel.startswith(f"{inner_at}/")}
+    inner_files = {rel: data for rel, data in tree_bytes(root).items() if rel.startswith(f"{inner_at}/")}
     assert any(rel.endswith(".parquet") for rel in inner_files)
     stray_dir = root / "data" if "data-file.path-directory" in options else root
     partition = "/".join(f"{k}={v}" for k, v in zip(keys, ("b", "1")))  # a partition of the outer table
@@ -76,7 +73,7 @@ def test_outer_maintenance_never_enters_a_nested_table(
     check = check_table(outer.context)
     assert check.ok and check.skipped_nested_tables == (inner_at,)
 
-    assert {rel: data for rel, data in files_under(root).items() if rel.startswith(f"{inner_at}/")} == inner_files
+    assert {rel: data for rel, data in tree_bytes(root).items() if rel.startswith(f"{inner_at}/")} == inner_files
     nested = Table.open(str(root / inner_at))
     assert sorted(nested.to_arrow().column("k").to_pylist()) == [10, 11, 12]
     assert check_table(nested.context).ok
@@ -88,7 +85,7 @@ def test_cli_reports_nested_tables(tmp_path: Path) -> None:
     outer = Table.create(str(root), OUTER, ["dt"], {"write-only": "true"})
     outer.append(pa.table({"id": [1], "dt": ["a"], "h": [1]}, schema=OUTER))
     Table.create(str(root / "dt=zz"), INNER, [], {}).append(pa.table({"k": [1], "dt": ["x"]}, schema=INNER))
-    before = files_under(root)
+    before = tree_bytes(root)
     runner = CliRunner()
     result = runner.invoke(cli, ["remove-orphans", str(root), "--older-than", "0s", "--force", "--json"])
     assert result.exit_code == 0, result.output
@@ -100,4 +97,4 @@ def test_cli_reports_nested_tables(tmp_path: Path) -> None:
     assert result.exit_code == 0 and json.loads(result.stdout)["skipped_nested_tables"] == ["dt=zz"]
     result = runner.invoke(cli, ["check", str(root)])
     assert result.exit_code == 0 and "nested tables (not checked, never cleaned):\n  dt=zz\n" in result.stdout
-    assert files_under(root) == before
+    assert tree_bytes(root) == before

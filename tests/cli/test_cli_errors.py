@@ -7,7 +7,6 @@ CLI tests call them), and through the installed ``tablefmt`` entry point in a re
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
+from support.tables import files_under
 
 from tableformat import Table
 from tableformat.cli.common import OneLineErrorCommand
@@ -40,10 +40,6 @@ def table(tmp_path: Path) -> str:
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     return path
-
-
-def files_under(root: str) -> set[str]:
-    return {str(Path(d, n).relative_to(root)) for d, _, names in os.walk(root) for n in names}
 
 
 def error_line(result: Result) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from support.tables import files_under
 
 from tableformat import Table
 from tableformat.commit.committer import COMMIT_LOG_PROPERTY, read_commit_log
@@ -19,10 +20,6 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("writer", pa.in
 
 def batch(ids: Sequence[int], writer: int = 0, dt_value: str = "a") -> pa.Table:
     return pa.table({"id": list(ids), "writer": [writer] * len(ids), "dt": [dt_value] * len(ids)}, schema=SCHEMA)
-
-
-def files_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
 def _writer_process(path: str, writer: int, commits: int) -> None:

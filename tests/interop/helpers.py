@@ -1,5 +1,6 @@
 """Helpers shared by the interop tests: a pypaimon 2.1.0 driver, row comparison, an independent reader of the
-on-disk metadata (fastavro + json), sample data and a reference model of a table's history.
+on-disk metadata (fastavro + json), sample data and a reference model of a table's history. Files on disk, ageing
+them and rows as sorted tuples come from tests/support/tables.py, like in every other suite.
 
 Nothing here imports pypaimon at module level: the modules skip cleanly where it is not installed.
 """
@@ -9,29 +10,17 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from support.tables import rows_of
 
 # --- row comparison ------------------------------------------------------------------------------------------------
-
-
-def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple((v is None, v if v is not None else 0) for v in row)
-
-
-def rows_of(table: pa.Table, columns: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
-    """Every row of ``table`` as a tuple (in ``columns`` order, default the table's), sorted; None sorts last."""
-    names = list(columns) if columns is not None else table.column_names
-    data = table.select(names).to_pylist()
-    return sorted((tuple(_plain(r[n]) for n in names) for r in data), key=_sort_key)
 
 
 def diff_rows(actual: Sequence[tuple[Any, ...]], expected: Sequence[tuple[Any, ...]]) -> str:
@@ -46,13 +35,6 @@ def diff_rows(actual: Sequence[tuple[Any, ...]], expected: Sequence[tuple[Any, .
     if not missing and not extra:
         lines.append("  same rows, different multiplicities")
     return "\n".join(lines)
-
-
-def _plain(value: Any) -> Any:
-    """Normalise values that compare differently but mean the same (tz-aware UTC datetimes, memoryviews)."""
-    if isinstance(value, memoryview):
-        return bytes(value)
-    return value
 
 
 # --- pypaimon driver -----------------------------------------------------------------------------------------------
@@ -210,12 +192,6 @@ class Paimon:
 # --- on-disk helpers -----------------------------------------------------------------------------------------------
 
 
-def list_files(root: str | Path) -> set[str]:
-    """Every file under ``root``, relative to it."""
-    base = Path(root)
-    return {p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file()}
-
-
 def read_avro(path: str | Path) -> list[dict[str, Any]]:
     import fastavro
 
@@ -265,20 +241,6 @@ def live_entries_of(
                 assert key in live, f"DELETE of {key} matches no live ADD"
                 del live[key]
     return live
-
-
-def age_files(root: str | Path, seconds: float) -> None:
-    """Make every file under ``root`` look ``seconds`` old."""
-    then = time.time() - seconds
-    for path in Path(root).rglob("*"):
-        if path.is_file():
-            os.utime(path, (then, then))
-
-
-def tree_bytes(root: str | Path) -> dict[str, bytes]:
-    """Every file under ``root`` (relative) with its content; {} when root does not exist."""
-    base = Path(root)
-    return {p.relative_to(base).as_posix(): p.read_bytes() for p in base.rglob("*") if p.is_file()}
 
 
 def backdate_tag(table_root: str | Path, tag: str, seconds: int) -> None:

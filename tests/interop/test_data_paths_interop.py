@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.tables import files_under, rows_of
 
-from interop.helpers import Paimon, list_files, rows_of
+from interop.helpers import Paimon
 from tableformat import Table
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import remove_orphan_files
@@ -33,7 +34,7 @@ def rows(ids: list[int], dts: list[str | None]) -> pa.Table:
 
 
 def data_files(root: Path) -> set[str]:
-    return {f for f in list_files(root) if f.endswith(".parquet")}
+    return {f for f in files_under(root) if f.endswith(".parquet")}
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -74,19 +75,19 @@ def test_fixed_bucket_table(pp: Paimon) -> None:
 
     stray = f"dt=b/bucket-2/data-{uuid.uuid4()}-0.parquet"
     (root / stray).write_bytes(b"stray")
-    before = list_files(root)
+    before = files_under(root)
     cleaned = remove_orphan_files(table.context, now_ms=in_days(2))
     assert cleaned.deleted_paths == (stray,)
-    assert list_files(root) == before - {stray}
+    assert files_under(root) == before - {stray}
     assert check_table(Table.open(str(root)).context).ok
 
     source = root.parent / "more.parquet"
     pq.write_table(rows([500], ["a"]), source)
-    before = list_files(root)
+    before = files_under(root)
     code, out, err = run("write", str(root), str(source))
     assert code == 1 and out == "" and err.count("\n") == 1
     assert err.startswith("error: table has bucket=3: tablefmt writes bucket-unaware append tables only")
-    assert list_files(root) == before
+    assert files_under(root) == before
     assert rows_of(pp.read("bk")) == expected
 
 
@@ -131,12 +132,12 @@ def test_path_directory_prefix_and_default_name(pp: Paimon) -> None:
     stray = f"data/dt=b/bucket-0/part-{uuid.uuid4()}-0.parquet"
     (root / stray).write_bytes(b"stray")
     (root / "data/dt=b/bucket-0/README").write_text("not ours")
-    before = list_files(root)
+    before = files_under(root)
     dry_orphans = remove_orphan_files(table.context, dry_run=True, now_ms=in_days(2))
     cleaned = remove_orphan_files(table.context, now_ms=in_days(2))
     assert cleaned.deleted_paths == dry_orphans.deleted_paths == (stray,)
     assert cleaned.skipped_unknown == ("data/dt=b/bucket-0/README",)
-    assert list_files(root) == before - {stray}
+    assert files_under(root) == before - {stray}
     assert check_table(Table.open(str(root)).context).ok
     assert rows_of(pp.read("pd")) == expected
 
@@ -159,7 +160,7 @@ def test_external_paths_are_refused_for_writes_and_maintenance(pp: Paimon, tmp_p
 
     source = tmp_path / "more.parquet"
     pq.write_table(rows([9], ["a"]), source)
-    before = list_files(root) | {f"../elsewhere/{f}" for f in list_files(elsewhere)}
+    before = files_under(root) | {f"../elsewhere/{f}" for f in files_under(elsewhere)}
     for args in (
         ["write", str(root), str(source)],
         ["drop-partition", str(root), "dt=a"],
@@ -169,5 +170,5 @@ def test_external_paths_are_refused_for_writes_and_maintenance(pp: Paimon, tmp_p
         code, out, err = run(*args)
         assert code == 1 and out == "" and err.count("\n") == 1, args
         assert "data-file.external-paths=" in err and "outside the table root" in err, args
-    assert list_files(root) | {f"../elsewhere/{f}" for f in list_files(elsewhere)} == before
+    assert files_under(root) | {f"../elsewhere/{f}" for f in files_under(elsewhere)} == before
     assert rows_of(pp.read("ex")) == rows_of(rows([1, 2, 3], ["a", "b", "a"]))

@@ -31,20 +31,17 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.tables import age_files, files_under, rows_of, tree_bytes
 
 from interop.helpers import (
     Paimon,
-    age_files,
     backdate_tag,
     delta_entries,
     diff_rows,
-    list_files,
     metadata_roots,
     referenced_files,
-    rows_of,
     tablefmt_cli,
     tablefmt_json,
-    tree_bytes,
     unreferenced_without,
 )
 from tableformat import Table
@@ -99,7 +96,7 @@ def retiring(root: str, gone: Iterable[str]) -> set[str]:
 def assert_roots_intact(root: str) -> set[str]:
     """Every file of every root of the main table and of every branch is on disk (independent of tablefmt);
     returns them all."""
-    on_disk = list_files(root)
+    on_disk = files_under(root)
     needed: set[str] = set()
     for label, (_, metadata) in metadata_roots(root).items():
         files = referenced_files(root, metadata)
@@ -120,7 +117,7 @@ def plant_strays(pp: Paimon, root: str, writes: Iterable[tuple[str, pa.Table]], 
     """Leftovers only orphan cleanup may delete: uncommitted pypaimon writes (to the main table or a branch), a
     copy of a manifest under a fresh name and, in directory ``copy_to``, a copy of a data file under a fresh
     name. Returns their paths."""
-    before = list_files(root)
+    before = files_under(root)
     writes = list(writes)
     for name, data in writes:
         pp.uncommitted_write(name, data)
@@ -130,7 +127,7 @@ def plant_strays(pp: Paimon, root: str, writes: Iterable[tuple[str, pa.Table]], 
     if copy_to is not None:
         some_data = next(iter(sorted(base.rglob("*.parquet"))))
         shutil.copyfile(some_data, base / copy_to / f"data-{uuid.uuid4()}-0.parquet")
-    strays = list_files(root) - before
+    strays = files_under(root) - before
     assert len(strays) >= len(writes) + 1 + (copy_to is not None), sorted(strays)
     assert not [p for p in strays if p.startswith(("branch/", "snapshot/", "tag/", "schema/"))], sorted(strays)
     return strays
@@ -154,7 +151,7 @@ def tag_and_branch(pp: Paimon, rows: Rows, *, ttl: bool) -> str:
     if ttl:
         backdate_tag(root, "release", 3600)
     pp.create_branch("t", "b1", "release")
-    assert sorted(list_files(Path(root) / "branch")) == [
+    assert sorted(files_under(Path(root) / "branch")) == [
         "branch-b1/schema/schema-0",
         "branch-b1/snapshot/snapshot-1",
         "branch-b1/tag/tag-release",
@@ -380,7 +377,7 @@ def test_cli_maintenance_on_layout(pp: Paimon, options: dict[str, str], run_chec
                 name = entry["_FILE"]["_FILE_NAME"]
                 paths[name] = f"{prefix}dt={part}/bucket-{entry['_BUCKET']}/{name}"
                 added.setdefault(snapshot_id, []).append(paths[name])
-    assert {p for p in list_files(root) if p.endswith(".parquet")} == set(paths.values())
+    assert {p for p in files_under(root) if p.endswith(".parquet")} == set(paths.values())
     buckets = {p.split("/")[-2] for p in paths.values()}
     assert buckets == ({"bucket-0", "bucket-1", "bucket-2"} if options is FIXED_BUCKETS else {"bucket-0"})
     if run_check:

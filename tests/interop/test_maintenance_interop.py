@@ -10,23 +10,21 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from support.tables import DAY_S, age_files, files_under
 
 from interop.helpers import (
     Model,
     Paimon,
     assert_rows,
     check_history,
-    list_files,
-    live_entries_of,
     live_file_entries,
-    read_avro,
     read_json,
+    referenced_files,
     snapshot_json,
 )
 from tableformat import Table
@@ -43,29 +41,6 @@ def _deleted(result: Any) -> set[str]:
     paths = set(result.deleted_paths)
     assert not [p for p in paths if p.startswith("/") or "://" in p or ".." in p.split("/")], paths
     return paths
-
-
-def _referenced_files(root: str, metadata: dict[str, Any]) -> set[str]:
-    """Every file a snapshot or tag JSON needs (manifest lists, manifests, live data files), relative to root,
-    found independently (fastavro; data files located by their unique names)."""
-    names = {p.name: p.relative_to(root).as_posix() for p in Path(root).rglob("*.parquet")}
-    needed = set()
-    for key in ("baseManifestList", "deltaManifestList"):
-        needed.add(f"manifest/{metadata[key]}")
-        for meta in read_avro(Path(root) / "manifest" / metadata[key]):
-            needed.add(f"manifest/{meta['_FILE_NAME']}")
-    for _, _, file_name in live_entries_of(root, metadata):
-        assert file_name in names, f"data file {file_name} is missing"
-        needed.add(names[file_name])
-    return needed
-
-
-def _age(root: str, seconds: float) -> None:
-    """Make every file under root look ``seconds`` old."""
-    then = time.time() - seconds
-    for path in Path(root).rglob("*"):
-        if path.is_file():
-            os.utime(path, (then, then))
 
 
 def test_expire_pypaimon_table(pp: Paimon) -> None:
@@ -141,11 +116,11 @@ def test_expire_pypaimon_table(pp: Paimon) -> None:
     assert pp.earliest_id("x") == 10
     assert pp.latest_id("x") == 12
     # nothing a retained snapshot or tag needs is gone; the file only expired snapshots held is
-    on_disk = list_files(root)
+    on_disk = files_under(root)
     for snapshot_id in retained:
-        assert _referenced_files(root, snapshot_json(root, snapshot_id)) <= on_disk
+        assert referenced_files(root, snapshot_json(root, snapshot_id)) <= on_disk
     for tag in ("keep3", "keep8", "ttl1d"):
-        assert _referenced_files(root, read_json(Path(root) / "tag" / f"tag-{tag}")) <= on_disk
+        assert referenced_files(root, read_json(Path(root) / "tag" / f"tag-{tag}")) <= on_disk
     assert not [p for p in on_disk if p.rsplit("/", 1)[-1] in only_in_5_and_6]
     deleted = _deleted(result)
     assert {f"snapshot/snapshot-{i}" for i in range(1, 10)} | {"tag/tag-ttl1h"} <= deleted
@@ -182,7 +157,7 @@ def test_orphans_after_pypaimon_rollback_and_uncommitted_write(pp: Paimon) -> No
     append(["a"], 2)
     pp.create_tag("o", "t2")
     model.tag("t2", 2)
-    kept = list_files(root)
+    kept = files_under(root)
 
     append(["b", "z"], None)  # 3, rolled back: z exists only here
     pp.drop_partitions("o", [{"dt": "a"}])  # 4, rolled back
@@ -192,25 +167,25 @@ def test_orphans_after_pypaimon_rollback_and_uncommitted_write(pp: Paimon) -> No
         "o", pa.Table.from_pylist([{"id": 100, "v": "x", "dt": p} for p in uncommitted], schema=SCHEMA)
     )
     pp.rollback_to("o", 2)
-    after_rollback = list_files(root)
+    after_rollback = files_under(root)
     leftovers = after_rollback - kept
     # data files of 3 and of the uncommitted write, manifests and manifest lists of 3 and 4
     assert {p.split("/")[0] for p in leftovers} == {"dt=b", "dt=z", "dt=a", "dt=u", "manifest"}
     assert not [p for p in leftovers if p.startswith(("snapshot/", "tag/"))]
 
     append(["b", "c"], 3)  # id 3 again: live, not an orphan
-    _age(root, 3 * 86400)
+    age_files(root, 3 * DAY_S)
     # a fresh leftover (an uncommitted write still in flight) must survive the age guard
     pp.uncommitted_write("o", pa.Table.from_pylist([{"id": 200, "v": "y", "dt": "a"}], schema=SCHEMA))
-    fresh = list_files(root) - after_rollback
+    fresh = files_under(root) - after_rollback
     fresh = {p for p in fresh if p.startswith("dt=a/")}
-    before = list_files(root)
+    before = files_under(root)
 
     table = Table.open(root)
     result = remove_orphan_files(table.context, older_than=dt.timedelta(days=1))
     assert _deleted(result) == leftovers
-    assert list_files(root) == before - leftovers
-    assert fresh <= list_files(root)
+    assert files_under(root) == before - leftovers
+    assert fresh <= files_under(root)
 
     check_history(pp, "o", model)
     append(["a", "z"], 4)

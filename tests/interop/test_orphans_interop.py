@@ -1,30 +1,22 @@
 """pypaimon 2.1.0 tables with rollback and uncommitted-write leftovers: exactly those leftovers are removed.
 
-Needs pypaimon 2.1.0 in the same environment (the interop env); skips elsewhere. pypaimon then reads every
-snapshot and tag after the cleanup.
+Needs pypaimon 2.1.0 in the same environment (the interop env; the ``pypaimon_version`` fixture skips or fails
+elsewhere, as for every interop test). pypaimon then reads every snapshot and tag after the cleanup.
 """
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
+from support.tables import DAY_S, age_files, files_under
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import remove_orphan_files
 
-pypaimon = pytest.importorskip("pypaimon", reason="needs pypaimon 2.1.0 (the interop environment)")
-
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string())])
-
-
-def files_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
 def commit(table: Any, rows: dict[str, list[Any]], overwrite: dict[str, str] | None = None) -> None:
@@ -46,7 +38,9 @@ def read_rows(table: Any, **options: str) -> int:
     return int(builder.new_read().to_arrow(builder.new_scan().plan().splits()).num_rows)
 
 
-def test_pypaimon_rollback_and_uncommitted_leftovers(tmp_path: Path) -> None:
+def test_pypaimon_rollback_and_uncommitted_leftovers(pypaimon_version: str, tmp_path: Path) -> None:
+    import pypaimon
+
     catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path / "wh")})
     catalog.create_database("db", ignore_if_exists=True)
     catalog.create_table("db.t", pypaimon.Schema.from_pyarrow_schema(SCHEMA, partition_keys=["dt"]), False)
@@ -66,9 +60,7 @@ def test_pypaimon_rollback_and_uncommitted_leftovers(tmp_path: Path) -> None:
     write.prepare_commit()
     write.close()
     uncommitted = files_under(root) - before_write
-    stamp = time.time() - 3 * 86_400
-    for path in root.rglob("*"):
-        os.utime(path, (stamp, stamp))
+    age_files(root, 3 * DAY_S)
 
     ours = Table.open(str(root))
     result = remove_orphan_files(ours.context)

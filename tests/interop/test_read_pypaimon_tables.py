@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.tables import files_under, rows_of
 
 from interop.helpers import (
     D1,
@@ -21,8 +22,6 @@ from interop.helpers import (
     Paimon,
     assert_rows,
     check_history,
-    list_files,
-    rows_of,
     wide_row,
     wide_table,
 )
@@ -149,7 +148,7 @@ def test_fixed_buckets(pp: Paimon) -> None:
     files = table.files(snapshot_id=2)
     assert {f.bucket for f in files} == {0, 1}
     assert sum(f.row_count for f in files) == 17
-    on_disk = {p.split("/")[1] for p in list_files(pp.path("b")) if p.endswith(".parquet")}
+    on_disk = {p.split("/")[1] for p in files_under(pp.path("b")) if p.endswith(".parquet")}
     assert on_disk == {"bucket-0", "bucket-1"}
 
 
@@ -159,11 +158,11 @@ def test_tablefmt_refuses_to_append_to_fixed_bucket_table(pp: Paimon) -> None:
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
     pp.create_table("b", schema, [], {"bucket": "2", "bucket-key": "id"})
     pp.append("b", pa.Table.from_pydict({"id": [1, 2, 3], "name": ["x", "y", "z"]}, schema=schema))
-    before = list_files(pp.path("b"))
+    before = files_under(pp.path("b"))
     table = Table.open(pp.path("b"))
     with pytest.raises(TableFormatError):
         table.append(pa.Table.from_pydict({"id": [4], "name": ["w"]}, schema=schema))
-    assert list_files(pp.path("b")) == before
+    assert files_under(pp.path("b")) == before
     assert rows_of(pp.read("b")) == [(1, "x"), (2, "y"), (3, "z")]
 
 

@@ -1,12 +1,11 @@
-"""Shared helpers of the reliability tests: tiny tables with a known history, an independent reachability oracle,
-readers that check every snapshot and tag against a row model, and sentinel files around a table root.
+"""Shared helpers of the reliability tests: tiny tables with a known history, readers that check every snapshot and
+tag against a row model, and sentinel files around a table root. Files on disk, ageing them and the independent
+reachability oracle live in tests/support/tables.py.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -14,26 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from support.tables import DAY_S, age_path, row_counts
 
-from tableformat.context import TableContext
-from tableformat.live_set import live_entries
-from tableformat.scan.reader import DataReader
 from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.string())])
-FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01: every snapshot is old by then
-DAY_S = 86_400
-
-Rows = Counter  # multiset of (id, part)
 
 
 def batch(pairs: Iterable[tuple[int, str]]) -> pa.Table:
     items = list(pairs)
     return pa.table({"id": [i for i, _ in items], "part": [p for _, p in items]}, schema=SCHEMA)
-
-
-def rows_of(table: pa.Table) -> Counter[tuple[int, str]]:
-    return Counter(zip(table.column("id").to_pylist(), table.column("part").to_pylist()))
 
 
 @dataclass
@@ -96,36 +85,7 @@ def build_history(root: Path, options: Mapping[str, str]) -> History:
     return history
 
 
-# --- the oracle -----------------------------------------------------------------------------------------------------
-def disk_files(root: Path) -> set[str]:
-    """Every file under the table root, relative to it."""
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
-
-
-def reachable_files(ctx: TableContext) -> set[str]:
-    """Metadata roots plus every file a present snapshot or tag needs (manifest lists, manifests, live data files).
-
-    Computed with the scan planner and the reader's paths only (independent of cleanup/).
-    """
-    store, layout = ctx.store, ctx.layout
-    reader = DataReader(ctx.io, layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec())
-    ids = store.snapshot_ids()
-    roots = [store.read_snapshot(i) for i in ids] + [t.snapshot for t in store.tags()]
-    files = {layout.relative(layout.snapshot_file(i)) for i in ids}
-    files |= {layout.relative(layout.tag_file(n)) for n in store.tag_names()}
-    files |= {layout.relative(layout.consumer_file(c.consumer_id)) for c in store.consumers()}
-    files |= {layout.relative(layout.schema_file(i)) for i in store.schema_ids()}
-    files |= {f"snapshot/{hint}" for hint in ("LATEST", "EARLIEST") if ctx.io.exists(layout.hint_file(hint))}
-    for snapshot in roots:
-        for name in snapshot.manifest_lists():
-            files.add(layout.relative(layout.manifest_file(name)))
-        for meta in store.manifests_of(snapshot):
-            files.add(layout.relative(layout.manifest_file(meta.file_name)))
-        for entry in live_entries(store, snapshot, ctx.partition_codec(), threads=1):
-            files.add(layout.relative(reader.path_of(entry)))
-    return files
-
-
+# --- reads against the history ------------------------------------------------------------------------------------
 def check_reads(root: Path | str, history: History) -> list[int]:
     """Read every present snapshot and tag fully and compare with the history; returns the snapshot ids present.
 
@@ -136,22 +96,14 @@ def check_reads(root: Path | str, history: History) -> list[int]:
     ids = [s.id for s in table.snapshots()]
     for snapshot_id in ids:
         assert snapshot_id in history.rows, f"unexpected snapshot {snapshot_id} (present: {ids})"
-        got = rows_of(table.to_arrow(snapshot_id=snapshot_id))
+        got = row_counts(table.to_arrow(snapshot_id=snapshot_id))
         assert got == history.rows[snapshot_id], f"snapshot {snapshot_id}: {sorted(got)} != expected"
     tags = {t.name: t.snapshot.id for t in table.tags()}
     assert tags == history.tags, f"tags {tags} != {history.tags}"
     for name, snapshot_id in tags.items():
-        got = rows_of(table.to_arrow(tag=name))
+        got = row_counts(table.to_arrow(tag=name))
         assert got == history.rows[snapshot_id], f"tag {name}: {sorted(got)} != expected"
     return ids
-
-
-def age_files(root: Path, seconds: float, *, only: Iterable[str] | None = None) -> None:
-    """Set the mtime of every file (or only the given relative paths) to ``seconds`` ago; directories too."""
-    stamp = time.time() - seconds
-    targets = [root / rel for rel in only] if only is not None else [*root.rglob("*")]
-    for path in targets:
-        os.utime(path, (stamp, stamp))
 
 
 def copy_table(source: Path, target: Path) -> Path:
@@ -184,9 +136,8 @@ def plant_sentinels(root: Path) -> dict[Path, bytes]:
         content = f"sentinel {path.name}".encode()
         path.write_bytes(content)
         planted[path] = content
-    stamp = time.time() - 2 * DAY_S
     for path in planted:
-        os.utime(path, (stamp, stamp))
+        age_path(path, 2 * DAY_S)
     return planted
 
 

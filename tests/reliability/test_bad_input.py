@@ -13,7 +13,6 @@ history damage is generated from a real table, since it must match that table's 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import time
 import uuid
@@ -24,7 +23,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from support.tables import DAY_S, FAR_FUTURE_MS, age_files, age_path, files_under, reachable_files, row_counts
 
+from tableformat.cleanup.check import check_table
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cli.main import cli
 from tableformat.codec import json_codec
 from tableformat.errors import (
@@ -44,40 +47,19 @@ from tableformat.model.snapshot import Snapshot
 from tableformat.table import Table
 
 from .kit import (
-    DAY_S,
-    FAR_FUTURE_MS,
     INSIDE_SENTINELS,
     History,
-    age_files,
     assert_sentinels,
     batch,
     build_history,
     check_reads,
     copy_table,
-    disk_files,
     plant_sentinels,
-    reachable_files,
-    rows_of,
 )
 
 CORPUS = Path(__file__).resolve().parent.parent / "resources" / "bad_input" / "snapshot"
 CORPUS_FILES = sorted(p.name for p in CORPUS.iterdir() if p.name != "README.md")
 TYPED_METADATA_ERRORS = (CorruptMetadataError, UnsupportedFormatError, UnsafePathError)
-
-
-def _optional(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
-EXPIRE = _optional("tableformat.cleanup.snapshots")
-ORPHANS = _optional("tableformat.cleanup.orphans")
-CHECK = _optional("tableformat.cleanup.check")
-needs_maintenance = pytest.mark.skipif(
-    EXPIRE is None or ORPHANS is None, reason="expiration and orphan cleanup modules are not there yet"
-)
 
 
 # --- fixtures -------------------------------------------------------------------------------------------------------
@@ -106,19 +88,9 @@ def history(pristine: tuple[Path, History]) -> History:
 
 # --- helpers --------------------------------------------------------------------------------------------------------
 def run_cli(name: str, *args: str) -> Result:
-    """``tablefmt NAME ARGS`` through the group (or the command object while it is not registered yet)."""
-    if name in cli.commands:  # type: ignore[attr-defined]
-        command: Any = cli
-        argv = [name, *args]
-    else:
-        module = {
-            "expire": "tableformat.cli.expire_command",
-            "remove-orphans": "tableformat.cli.orphans_command",
-            "check": "tableformat.cli.orphans_command",
-        }[name]
-        command = getattr(importlib.import_module(module), name.replace("-", "_"))
-        argv = list(args)
-    result = CliRunner().invoke(command, argv)
+    """``tablefmt NAME ARGS`` through the command group (every command named here must be registered there)."""
+    assert name in cli.commands, f"tablefmt has no command {name!r}"  # type: ignore[attr-defined]
+    result = CliRunner().invoke(cli, [name, *args])
     crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
     assert not crashed, f"tablefmt {name} crashed with a traceback: {result.exception!r}\n{result.output}"
     return result
@@ -137,11 +109,10 @@ def assert_one_line_error(result: Result, *needles: str) -> str:
 
 def maintenance_calls() -> dict[str, Callable[[Any], Any]]:
     future = int(time.time() * 1000) + 60_000
-    assert EXPIRE is not None and ORPHANS is not None
     return {
-        "expire": lambda ctx: EXPIRE.expire_snapshots(ctx, retain_min=1, time_retained=0, parallelism=1),
-        "orphans": lambda ctx: ORPHANS.remove_orphan_files(ctx, parallelism=1),  # 1-day guard; files are 2 days old
-        "orphans-forced": lambda ctx: ORPHANS.remove_orphan_files(
+        "expire": lambda ctx: expire_snapshots(ctx, retain_min=1, time_retained=0, parallelism=1),
+        "orphans": lambda ctx: remove_orphan_files(ctx, parallelism=1),  # 1-day guard; files are 2 days old
+        "orphans-forced": lambda ctx: remove_orphan_files(
             ctx, older_than=timedelta(0), force=True, parallelism=1, now_ms=future
         ),
     }
@@ -150,12 +121,12 @@ def maintenance_calls() -> dict[str, Callable[[Any], Any]]:
 def assert_maintenance_refuses(root: Path, *needles: str) -> None:
     """Expiration and orphan cleanup stop with a MaintenanceError naming the problem, and delete nothing."""
     for name, call in maintenance_calls().items():
-        before = disk_files(root)
+        before = files_under(root)
         with pytest.raises(MaintenanceError) as raised:
             call(Table.open(str(root)).context)
         for needle in needles:
             assert needle in str(raised.value), f"{name}: {needle!r} not in {raised.value}"
-        assert before <= disk_files(root), f"{name} deleted {sorted(before - disk_files(root))}"
+        assert before <= files_under(root), f"{name} deleted {sorted(before - files_under(root))}"
 
 
 def put_snapshot(root: Path, snapshot_id: int, data: bytes) -> None:
@@ -184,7 +155,7 @@ anything that reads the manifest list refuses the name."""
 
 def table_files(root: Path) -> set[str]:
     """Files under the root except the unknown sentinel files planted inside it."""
-    return disk_files(root) - set(INSIDE_SENTINELS)
+    return files_under(root) - set(INSIDE_SENTINELS)
 
 
 def latest_context(root: Path) -> Any:
@@ -249,20 +220,17 @@ def test_corrupt_latest_snapshot_is_a_typed_error_everywhere(table_root: Path, n
             read()
         message = str(raised.value)
         assert "snapshot-6" in message or any(marker in message for marker in UNSAFE_MARKERS), message
-    before = disk_files(table_root)
+    before = files_under(table_root)
     with pytest.raises(TYPED_METADATA_ERRORS):
         table.append(batch([(50, "p0")]))
-    assert disk_files(table_root) == before, "a failed commit left files behind"
+    assert files_under(table_root) == before, "a failed commit left files behind"
     if name not in NAME_ONLY_DAMAGE:
         assert_one_line_error(run_cli("snapshots", str(table_root), "--json"), "snapshot-6")
     assert_one_line_error(run_cli("files", str(table_root)))
-    if EXPIRE is not None and ORPHANS is not None:
-        assert_maintenance_refuses(table_root)
-        assert_one_line_error(
-            run_cli("expire", str(table_root), "--json", "--retain-min", "1", "--time-retained", "0s")
-        )
-        assert_one_line_error(run_cli("remove-orphans", str(table_root), "--json"))
-    assert disk_files(table_root) == before
+    assert_maintenance_refuses(table_root)
+    assert_one_line_error(run_cli("expire", str(table_root), "--json", "--retain-min", "1", "--time-retained", "0s"))
+    assert_one_line_error(run_cli("remove-orphans", str(table_root), "--json"))
+    assert files_under(table_root) == before
 
 
 @pytest.mark.parametrize("name", CORPUS_FILES)
@@ -271,14 +239,13 @@ def test_corrupt_middle_snapshot_stops_maintenance_but_not_reads_of_others(
 ) -> None:
     put_corpus_snapshot(table_root, 3, name)
     table = Table.open(str(table_root))
-    assert rows_of(table.to_arrow()) == history.rows[6]
-    assert rows_of(table.to_arrow(tag="t2")) == history.rows[2]
+    assert row_counts(table.to_arrow()) == history.rows[6]
+    assert row_counts(table.to_arrow(tag="t2")) == history.rows[2]
     with pytest.raises(TYPED_METADATA_ERRORS):
         table.to_arrow(snapshot_id=3)
     assert table.append(batch([(50, "p0")])) is not None  # commits only need the latest snapshot
-    if EXPIRE is not None and ORPHANS is not None:
-        assert_maintenance_refuses(table_root)
-        assert_one_line_error(run_cli("remove-orphans", str(table_root)))
+    assert_maintenance_refuses(table_root)
+    assert_one_line_error(run_cli("remove-orphans", str(table_root)))
 
 
 # --- 2. Avro damage -------------------------------------------------------------------------------------------------
@@ -313,25 +280,23 @@ def test_damaged_avro_of_the_latest_snapshot(table_root: Path, which: str, how: 
     table = Table.open(str(table_root))
     with pytest.raises(CorruptMetadataError, match=victim):
         table.to_arrow()
-    before = disk_files(table_root)
+    before = files_under(table_root)
     if which == "manifest-list":  # a commit needs the latest manifest lists: it fails and leaves nothing
         with pytest.raises(CorruptMetadataError, match=victim):
             table.append(batch([(50, "p0")]))
-        assert disk_files(table_root) == before
+        assert files_under(table_root) == before
     else:  # an append does not read manifests (Paimon neither): it commits, and the damage stays visible
         assert table.append(batch([(50, "p0")])) is not None
         with pytest.raises(CorruptMetadataError, match=victim):
             table.to_arrow()
-    if EXPIRE is not None and ORPHANS is not None:
-        assert_maintenance_refuses(table_root, victim)
+    assert_maintenance_refuses(table_root, victim)
     assert_one_line_error(run_cli("files", str(table_root)), victim)
 
 
-@needs_maintenance
 def test_damaged_manifest_list_of_an_expiring_snapshot_stops_expiration(table_root: Path, history: History) -> None:
     snapshot_1 = latest_context(table_root).store.read_snapshot(1)
     _damage(table_root / "manifest" / snapshot_1.delta_manifest_list, "truncated")
-    assert rows_of(Table.open(str(table_root)).to_arrow()) == history.rows[6]
+    assert row_counts(Table.open(str(table_root)).to_arrow()) == history.rows[6]
     assert_maintenance_refuses(table_root, snapshot_1.delta_manifest_list)
 
 
@@ -365,13 +330,12 @@ def test_manifest_naming_a_data_file_outside_the_table(table_root: Path, history
     table = Table.open(str(table_root))
     with pytest.raises(UnsafePathError):
         table.to_arrow(snapshot_id=7)
-    assert rows_of(table.to_arrow(snapshot_id=8)) == history.rows[6]  # the name is never used to read 8
-    if EXPIRE is not None and ORPHANS is not None:
-        assert_maintenance_refuses(table_root, "refusing")
-        assert_one_line_error(run_cli("expire", str(table_root), "--retain-min", "1", "--time-retained", "0s"))
-    if CHECK is not None:
-        result = run_cli("check", str(table_root), "--json")
-        assert result.exit_code == 1 and json.loads(result.stdout)["ok"] is False
+    assert row_counts(table.to_arrow(snapshot_id=8)) == history.rows[6]  # the name is never used to read 8
+    assert_maintenance_refuses(table_root, "refusing")
+    assert_one_line_error(run_cli("expire", str(table_root), "--retain-min", "1", "--time-retained", "0s"))
+    assert not check_table(latest_context(table_root)).ok
+    result = run_cli("check", str(table_root), "--json")
+    assert result.exit_code == 1 and json.loads(result.stdout)["ok"] is False
 
 
 @pytest.mark.parametrize("evil", ["../../../outside.parquet", "/etc/passwd", "s3://other-bucket/manifest-1"])
@@ -385,8 +349,7 @@ def test_manifest_list_naming_a_manifest_outside_the_table(table_root: Path, evi
     age_files(table_root, 2 * DAY_S)
     with pytest.raises(UnsafePathError):
         Table.open(str(table_root)).to_arrow(snapshot_id=7)
-    if EXPIRE is not None and ORPHANS is not None:
-        assert_maintenance_refuses(table_root, "refusing")
+    assert_maintenance_refuses(table_root, "refusing")
 
 
 def test_names_are_checked_before_any_io() -> None:
@@ -416,10 +379,8 @@ def test_snapshot_id_gaps(table_root: Path, history: History, missing: list[int]
         table.to_arrow(snapshot_id=missing[0])
     check_reads(table_root, history)
     assert table.append(batch([(50, "p0")])).id == 7  # type: ignore[union-attr]
-    history.record(7, history.rows[6] + rows_of(batch([(50, "p0")])))
-    if EXPIRE is None or ORPHANS is None:
-        return
-    result = EXPIRE.expire_snapshots(Table.open(str(table_root)).context, retain_min=2, time_retained=0)
+    history.record(7, history.rows[6] + row_counts(batch([(50, "p0")])))
+    result = expire_snapshots(Table.open(str(table_root)).context, retain_min=2, time_retained=0)
     assert result.earliest_snapshot == 6
     assert check_reads(table_root, history) == [6, 7]
     # What only the vanished snapshots referenced goes to orphan cleanup. A data file whose DELETE entry was in a
@@ -461,15 +422,13 @@ def test_hints_pointing_anywhere_are_only_hints(
     (table_root / "snapshot" / "EARLIEST").write_bytes(earliest)
     table = Table.open(str(table_root))
     assert table.latest_snapshot().id == 6  # type: ignore[union-attr]
-    assert rows_of(table.to_arrow()) == history.rows[6]
+    assert row_counts(table.to_arrow()) == history.rows[6]
     assert table.append(batch([(50, "p0")])).id == 7  # type: ignore[union-attr]
     assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5, 6, 7]
-    if EXPIRE is not None:
-        result = EXPIRE.expire_snapshots(table.context, retain_min=2, time_retained=0)
-        assert result.expired_snapshot_ids == (1, 2, 3, 4, 5) and result.earliest_snapshot == 6
+    result = expire_snapshots(table.context, retain_min=2, time_retained=0)
+    assert result.expired_snapshot_ids == (1, 2, 3, 4, 5) and result.earliest_snapshot == 6
 
 
-@needs_maintenance
 def test_future_commit_times_are_young_forever(table_root: Path, history: History) -> None:
     """A snapshot stamped in the future (clock skew) counts as young: time-based expiration keeps it and what
     follows it; count-based retention still applies. Reads and as-of reads keep working."""
@@ -480,29 +439,24 @@ def test_future_commit_times_are_young_forever(table_root: Path, history: Histor
         ctx.io.write_bytes(ctx.layout.snapshot_file(snapshot_id), json_codec.snapshot_to_json(future))
     table = Table.open(str(table_root))
     assert table.snapshot_as_of(FAR_FUTURE_MS + 3).id == 3
-    assert EXPIRE.expire_snapshots(table.context, retain_min=1, time_retained=timedelta(hours=1)).expired_snapshots == 0
+    assert expire_snapshots(table.context, retain_min=1, time_retained=timedelta(hours=1)).expired_snapshots == 0
     assert check_reads(table_root, history) == [1, 2, 3, 4, 5, 6]
-    result = EXPIRE.expire_snapshots(table.context, retain_min=1, retain_max=2, time_retained=timedelta(hours=1))
+    result = expire_snapshots(table.context, retain_min=1, retain_max=2, time_retained=timedelta(hours=1))
     assert result.expired_snapshot_ids == (1, 2, 3, 4)
     assert check_reads(table_root, history) == [5, 6]
 
 
-@needs_maintenance
 def test_files_with_future_mtimes_are_never_orphans(table_root: Path) -> None:
     stray = table_root / "part=p0" / "bucket-0" / f"data-{uuid.uuid4()}-0.parquet"
     stray.write_bytes(b"written by a host whose clock is a year ahead")
-    ahead = time.time() + 365 * DAY_S
-    import os
-
-    os.utime(stray, (ahead, ahead))
+    age_path(stray, -365 * DAY_S)  # a year in the future
     result = maintenance_calls()["orphans-forced"](latest_context(table_root))
     assert result.deleted_paths == () and stray.exists()
 
 
-@needs_maintenance
 def test_corrupt_tag_stops_maintenance(table_root: Path, history: History) -> None:
     (table_root / "tag" / "tag-t2").write_bytes(b'{"version": 3, "id": 2')
-    assert rows_of(Table.open(str(table_root)).to_arrow()) == history.rows[6]
+    assert row_counts(Table.open(str(table_root)).to_arrow()) == history.rows[6]
     assert_maintenance_refuses(table_root, "tag-t2")
 
 
@@ -514,8 +468,7 @@ def test_corrupt_schema_and_missing_table(table_root: Path, tmp_path: Path) -> N
     with pytest.raises(TableNotFoundError):
         Table.open(str(tmp_path / "nothing-here"))
     assert_one_line_error(run_cli("snapshots", str(tmp_path / "nothing-here"), "--json"))
-    if ORPHANS is not None:
-        assert_one_line_error(run_cli("remove-orphans", str(tmp_path / "nothing-here")))
+    assert_one_line_error(run_cli("remove-orphans", str(tmp_path / "nothing-here")))
     assert not (tmp_path / "nothing-here").exists()
 
 
@@ -523,16 +476,14 @@ def test_corrupt_schema_and_missing_table(table_root: Path, tmp_path: Path) -> N
 BAD_DURATIONS = ["-1h", "-0", "abc", "1.5ms", "", "1 fortnight", "1h-30m", "1h30", "PT1H", "0x10s", "1e3s"]
 
 
-@needs_maintenance
 @pytest.mark.parametrize("value", [*BAD_DURATIONS, -5, timedelta(hours=-1), True, 1.5, [1]])
 def test_bad_expiration_durations_api(table_root: Path, value: Any) -> None:
-    before = disk_files(table_root)
+    before = files_under(table_root)
     with pytest.raises(ValidationError):
-        EXPIRE.expire_snapshots(latest_context(table_root), retain_min=1, time_retained=value)
-    assert disk_files(table_root) == before
+        expire_snapshots(latest_context(table_root), retain_min=1, time_retained=value)
+    assert files_under(table_root) == before
 
 
-@needs_maintenance
 @pytest.mark.parametrize(
     ("value", "force"),
     [
@@ -544,10 +495,10 @@ def test_bad_expiration_durations_api(table_root: Path, value: Any) -> None:
     ],
 )
 def test_bad_orphan_cutoffs_api(table_root: Path, value: Any, force: bool) -> None:
-    before = disk_files(table_root)
+    before = files_under(table_root)
     with pytest.raises(ValidationError):
-        ORPHANS.remove_orphan_files(latest_context(table_root), older_than=value, force=force)
-    assert disk_files(table_root) == before
+        remove_orphan_files(latest_context(table_root), older_than=value, force=force)
+    assert files_under(table_root) == before
 
 
 @pytest.mark.parametrize(
@@ -569,34 +520,30 @@ def test_bad_duration_and_retention_options_refused_at_create(tmp_path: Path, ke
     assert not (tmp_path / "t" / "schema").exists()
 
 
-@needs_maintenance
 @pytest.mark.parametrize("value", BAD_DURATIONS)
 def test_bad_durations_cli(table_root: Path, value: str) -> None:
-    before = disk_files(table_root)
+    before = files_under(table_root)
     assert_one_line_error(run_cli("expire", str(table_root), f"--time-retained={value}", "--json"))
     assert_one_line_error(run_cli("remove-orphans", str(table_root), f"--older-than={value}", "--json"))
-    assert disk_files(table_root) == before
+    assert files_under(table_root) == before
 
 
-@needs_maintenance
 @pytest.mark.parametrize("value", ["9" * 30 + "d", "99999999999999999999ms"])
 def test_absurdly_long_durations_keep_everything_or_fail_cleanly(table_root: Path, value: str) -> None:
-    before = disk_files(table_root)
+    before = files_under(table_root)
     for name, flag in (("expire", "--time-retained"), ("remove-orphans", "--older-than")):
         result = run_cli(name, str(table_root), f"{flag}={value}", "--json")
         if result.exit_code:
             assert_one_line_error(result)
-    assert before <= disk_files(table_root)
+    assert before <= files_under(table_root)
 
 
-@needs_maintenance
 def test_orphan_cutoff_under_an_hour_needs_force_cli(table_root: Path) -> None:
     assert_one_line_error(run_cli("remove-orphans", str(table_root), "--older-than", "59min"), "1 h minimum")
 
 
 # --- 6. one table, two URL schemes ----------------------------------------------------------------------------------
 @pytest.mark.s3
-@needs_maintenance
 def test_s3_and_s3a_address_the_same_table(s3_root: tuple[str, dict[str, Any]]) -> None:
     url, options = s3_root
     assert url.startswith("s3://")
@@ -609,7 +556,7 @@ def test_s3_and_s3a_address_the_same_table(s3_root: tuple[str, dict[str, Any]]) 
     assert via_s3a.location == url
     assert via_s3a.append(batch([(3, "p0")])).id == 2  # type: ignore[union-attr]
     assert [s.id for s in Table.open(f"s3n://{rest}/", options).snapshots()] == [1, 2]
-    assert rows_of(Table.open(url, options).to_arrow()) == rows_of(batch([(1, "p0"), (2, "p1"), (3, "p0")]))
+    assert row_counts(Table.open(url, options).to_arrow()) == row_counts(batch([(1, "p0"), (2, "p1"), (3, "p0")]))
 
     io, layout = table.context.io, table.context.layout
     orphan = f"part=p0/bucket-0/data-{uuid.uuid4()}-0.parquet"
@@ -623,13 +570,13 @@ def test_s3_and_s3a_address_the_same_table(s3_root: tuple[str, dict[str, Any]]) 
     for path in sentinels:
         io.write_bytes(path, b"sentinel")
     future = int(time.time() * 1000) + 60_000
-    result = ORPHANS.remove_orphan_files(
+    result = remove_orphan_files(
         Table.open(f"s3a://{rest}", options).context, older_than=timedelta(0), force=True, now_ms=future
     )
     assert result.deleted_paths == (orphan,)
-    expired = EXPIRE.expire_snapshots(Table.open(f"s3a://{rest}", options).context, retain_min=1, time_retained=0)
+    expired = expire_snapshots(Table.open(f"s3a://{rest}", options).context, retain_min=1, time_retained=0)
     assert expired.expired_snapshot_ids == (1,)
-    assert rows_of(Table.open(url, options).to_arrow()) == rows_of(batch([(1, "p0"), (2, "p1"), (3, "p0")]))
+    assert row_counts(Table.open(url, options).to_arrow()) == row_counts(batch([(1, "p0"), (2, "p1"), (3, "p0")]))
     assert all(io.read_bytes(path) == b"sentinel" for path in sentinels)
     assert Table.open(url, options).context.layout.root == via_s3a.context.layout.root == layout.root
 

@@ -11,7 +11,6 @@ Processes start through the spawn context, wait on a barrier, and stop on an eve
 
 from __future__ import annotations
 
-import importlib
 import json
 import multiprocessing
 import time
@@ -22,23 +21,18 @@ from typing import Any
 
 import pytest
 from support.faults import FaultyFileIO, faulty_context
+from support.tables import DAY_S, age_files, files_under, reachable_files, row_counts
 
-from tableformat.errors import SnapshotNotFoundError
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.errors import CommitError, SnapshotNotFoundError
 from tableformat.table import Table
 
-from .kit import DAY_S, SCHEMA, age_files, batch, disk_files, reachable_files, rows_of
+from .kit import SCHEMA, batch
 
 SPAWN = multiprocessing.get_context("spawn")
 JOIN_TIMEOUT_S = 240
 WRITER_BASE = 1_000_000
-
-
-def _has(module: str) -> bool:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
 
 
 def writer_row(writer: int, commit: int) -> tuple[int, str]:
@@ -83,7 +77,7 @@ def test_eight_processes_times_25_appends_on_s3(s3_root: tuple[str, dict[str, An
     table = Table.open(url, options)
     snapshots = table.snapshots()
     assert [s.id for s in snapshots] == list(range(1, writers * commits + 1))  # 0 lost, 0 duplicated
-    assert rows_of(table.to_arrow()) == Counter(writer_row(w, c) for w in range(writers) for c in range(commits))
+    assert row_counts(table.to_arrow()) == Counter(writer_row(w, c) for w in range(writers) for c in range(commits))
     assert Counter(s.commit_user for s in snapshots).most_common()[0][1] == commits  # one snapshot per commit
     assert len({s.commit_user for s in snapshots}) == writers
 
@@ -105,8 +99,6 @@ def _report(path: Path, document: dict[str, Any]) -> None:
 
 def _writer(root: str, writer: int, commits: int, barrier: Any, out: str) -> None:
     """Appends; writer 0 also expires after every commit, as the post-commit hook does (a second expirer)."""
-    from tableformat.cleanup.snapshots import expire_snapshots
-
     table = Table.open(root)
     barrier.wait(timeout=120)
     ids, errors = [], []
@@ -123,8 +115,6 @@ def _writer(root: str, writer: int, commits: int, barrier: Any, out: str) -> Non
 
 
 def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.snapshots import expire_snapshots
-
     ctx = Table.open(root).context
     barrier.wait(timeout=120)
     runs, expired, errors = 0, [], []
@@ -143,8 +133,6 @@ def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
 
 
 def _orphan_cleaner(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.orphans import remove_orphan_files
-
     ctx = Table.open(root).context
     barrier.wait(timeout=120)
     runs, deleted, errors = 0, [], []
@@ -194,7 +182,7 @@ def _reader(root: str, barrier: Any, stop: Any, out: str) -> None:
         nonlocal reads
         try:
             snapshot = store.read_snapshot(snapshot_id)
-            rows = rows_of(table.to_arrow(snapshot_id=snapshot_id))
+            rows = row_counts(table.to_arrow(snapshot_id=snapshot_id))
         except Exception as exc:
             if store.snapshot_exists(snapshot_id):
                 violations.append(f"{what} {snapshot_id} still exists but its read failed: {type(exc).__name__}: {exc}")
@@ -216,7 +204,7 @@ def _reader(root: str, barrier: Any, stop: Any, out: str) -> None:
             for snapshot_id in range(earliest, latest + 1):
                 read(snapshot_id, "snapshot")
         try:
-            problem = _check_rows(rows_of(table.to_arrow(tag="keep")), len(INITIAL), 3)
+            problem = _check_rows(row_counts(table.to_arrow(tag="keep")), len(INITIAL), 3)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if problem:
@@ -230,14 +218,7 @@ def _traceback_of(process: Any) -> str:
     return f"{process.name} exited with {process.exitcode}"
 
 
-@pytest.mark.skipif(
-    not (_has("tableformat.cleanup.snapshots") and _has("tableformat.cleanup.orphans")),
-    reason="expiration and orphan cleanup modules are not there yet",
-)
 def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -> None:
-    from tableformat.cleanup.orphans import remove_orphan_files
-    from tableformat.cleanup.snapshots import expire_snapshots
-
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     for start in range(0, len(INITIAL), 2):
@@ -247,7 +228,7 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(b"left behind by a crashed writer")
     age_files(root, 2 * DAY_S)  # old enough for the 1-day guard: live files, tag files and orphans alike
-    old_data = {p for p in disk_files(root) if p.endswith(".parquet")} - set(ORPHANS)
+    old_data = {p for p in files_under(root) if p.endswith(".parquet")} - set(ORPHANS)
     first_new = table.latest_snapshot().id + 1  # type: ignore[union-attr]
 
     writers, commits = 3, 15
@@ -280,7 +261,7 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
     assert sorted(committed) == list(range(first_new, first_new + writers * commits))
     final = Table.open(str(root))
     expected_rows = Counter(INITIAL) + Counter(writer_row(w, c) for w in range(writers) for c in range(commits))
-    assert rows_of(final.to_arrow()) == expected_rows
+    assert row_counts(final.to_arrow()) == expected_rows
 
     # Readers never failed on a snapshot that was still retained, and they really read.
     reader = results["reader"]
@@ -292,23 +273,23 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
     cleaner = results["cleaner"]
     assert cleaner["errors"] == [], cleaner
     assert set(ORPHANS) <= set(cleaner["deleted"])
-    assert old_data <= disk_files(root), f"live data deleted: {sorted(old_data - disk_files(root))}"
+    assert old_data <= files_under(root), f"live data deleted: {sorted(old_data - files_under(root))}"
     ctx = final.context
     reachable = reachable_files(ctx)
     assert not reachable & set(cleaner["deleted"]), sorted(reachable & set(cleaner["deleted"]))
-    assert reachable <= disk_files(root)
+    assert reachable <= files_under(root)
     present = {s.id for s in final.snapshots()}
-    history_rows = {sid: rows_of(final.to_arrow(snapshot_id=sid)) for sid in present}
+    history_rows = {sid: row_counts(final.to_arrow(snapshot_id=sid)) for sid in present}
     for sid, rows in history_rows.items():
         assert _check_rows(rows, final.snapshot(sid).total_record_count, sid) is None
 
     # Quiesced: one more expiration and an orphan cleanup without writers leave exactly the reachable files.
     expire_snapshots(ctx, **RETAIN)
     remove_orphan_files(ctx, older_than=timedelta(0), force=True, now_ms=int(time.time() * 1000) + 60_000)
-    assert disk_files(root) == reachable_files(Table.open(str(root)).context)
+    assert files_under(root) == reachable_files(Table.open(str(root)).context)
     table_after = Table.open(str(root))
-    assert rows_of(table_after.to_arrow()) == expected_rows
-    assert rows_of(table_after.to_arrow(tag="keep")) == Counter(INITIAL)
+    assert row_counts(table_after.to_arrow()) == expected_rows
+    assert row_counts(table_after.to_arrow(tag="keep")) == Counter(INITIAL)
 
 
 def test_reader_rule_is_not_vacuous(tmp_path: Path) -> None:
@@ -344,13 +325,10 @@ class _ExpireDuringRead(FaultyFileIO):
         return super().read_bytes(path)
 
 
-@pytest.mark.skipif(not _has("tableformat.cleanup.snapshots"), reason="expiration module is not there yet")
 @pytest.mark.parametrize("trigger", ["manifest-list-", "manifest-"])
 def test_read_of_a_snapshot_expired_meanwhile_says_so(tmp_path: Path, trigger: str) -> None:
     """A reader that picked snapshot 1 while it existed, and lost it to an expiration before reading its manifest
     list (or its manifests), gets "snapshot 1 does not exist / was expired", not "corrupt metadata"."""
-    from tableformat.cleanup.snapshots import expire_snapshots
-
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     table.append(batch(INITIAL[:2]))
@@ -383,15 +361,11 @@ class _CommitsAndExpiresFirst(FaultyFileIO):
         return super().write_if_absent(path, data)
 
 
-@pytest.mark.skipif(not _has("tableformat.cleanup.snapshots"), reason="expiration module is not there yet")
 def test_commit_whose_snapshot_id_was_expired_meanwhile_is_not_lost(tmp_path: Path) -> None:
     """A slow writer read snapshot 3 as the latest and prepares snapshot 4; meanwhile others commit 4 and 5 and an
     expiration (retain 1) deletes snapshots 1..4. Creating snapshot-4 then succeeds, but nothing descends from it:
     the writer must not report success for a commit that is not in the table. Either its rows are in the latest
     snapshot, or it fails with a CommitError and a retry with the same identifier commits them exactly once."""
-    from tableformat.cleanup.snapshots import expire_snapshots
-    from tableformat.errors import CommitError
-
     root = tmp_path / "t"
     Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     other = Table.open(str(root))
@@ -411,4 +385,4 @@ def test_commit_whose_snapshot_id_was_expired_meanwhile_is_not_lost(tmp_path: Pa
     except CommitError:
         Table.open(str(root)).append(mine, commit_user="slow-writer", commit_identifier=1)
     expected = Counter(INITIAL) + Counter([writer_row(0, 0), writer_row(1, 0), writer_row(1, 1)])
-    assert rows_of(Table.open(str(root)).to_arrow()) == expected
+    assert row_counts(Table.open(str(root)).to_arrow()) == expected

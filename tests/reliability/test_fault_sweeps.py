@@ -15,7 +15,6 @@ reports all failing points at once.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import os
 import shutil
@@ -25,42 +24,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from support.faults import FaultyFileIO, InjectedFault, faulty_context
+from support.tables import DAY_S, FAR_FUTURE_MS, age_files, files_under, reachable_files
 
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
 from tableformat.table import Table
 
-from .kit import (
-    DAY_S,
-    FAR_FUTURE_MS,
-    History,
-    Model,
-    age_files,
-    batch,
-    build_history,
-    chain,
-    check_reads,
-    copy_table,
-    disk_files,
-    reachable_files,
-)
-
-
-def _optional(name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
-EXPIRE = _optional("tableformat.cleanup.snapshots")
-ORPHANS = _optional("tableformat.cleanup.orphans")
-needs_expire = pytest.mark.skipif(EXPIRE is None, reason="tableformat.cleanup.snapshots is not there yet")
-needs_orphans = pytest.mark.skipif(ORPHANS is None, reason="tableformat.cleanup.orphans is not there yet")
+from .kit import History, Model, batch, build_history, chain, check_reads, copy_table
 
 PROFILES = {
     # Commits only; maintenance is run separately (the sweeps of expiration and orphan cleanup use this table).
@@ -164,8 +139,7 @@ def _run_faulty(root: Path, run: Callable[[TableContext], Any], point: int, mode
 
 def _orphan_cleanup_everything(root: Path) -> Any:
     """Orphan cleanup with a cutoff after every file's mtime (no writer runs in the sweeps)."""
-    assert ORPHANS is not None
-    return ORPHANS.remove_orphan_files(
+    return remove_orphan_files(
         _context(root),
         older_than=timedelta(0),
         force=True,
@@ -192,8 +166,6 @@ def _report(failures: list[str], total: int) -> None:
 def test_commit_survives_a_fault_at_every_call(
     bases: dict[str, tuple[Path, History, Model]], scratch: Path, profile: str, op_name: str
 ) -> None:
-    if profile == "inline-expire" and EXPIRE is None:
-        pytest.skip("tableformat.cleanup.snapshots is not there yet")
     base, base_history, base_model = bases[profile]
     op = COMMIT_OPS[op_name]
     base_ids = sorted(s.id for s in Table.open(str(base)).snapshots())
@@ -224,22 +196,22 @@ def test_commit_survives_a_fault_at_every_call(
             if profile == "write-only":
                 assert ids == [*base_ids, new_id], f"snapshots {ids}"
             reachable = reachable_files(_context(root))
-            assert reachable <= disk_files(root), f"referenced files missing: {sorted(reachable - disk_files(root))}"
-            if EXPIRE is not None:  # the table's own expiration finishes an interrupted inline expiration
-                EXPIRE.expire_snapshots(_context(root), parallelism=1)
+            assert reachable <= files_under(root), f"referenced files missing: {sorted(reachable - files_under(root))}"
+            # the table's own expiration finishes an interrupted inline expiration
+            expire_snapshots(_context(root), parallelism=1)
             if not sticky:  # the failed attempt's own clean-up ran: nothing may be left behind
-                left = disk_files(root) - reachable_files(_context(root))
+                left = files_under(root) - reachable_files(_context(root))
                 assert not left, f"a transient fault leaked {sorted(left)}"
-            elif ORPHANS is not None:  # a crash leaves files behind: orphan cleanup must recognise every one
+            else:  # a crash leaves files behind: orphan cleanup must recognise every one
                 _orphan_cleanup_everything(root)
-                left = disk_files(root) - reachable_files(_context(root))
+                left = files_under(root) - reachable_files(_context(root))
                 assert not left, f"orphan cleanup cannot reclaim what the crash left: {sorted(left)}"
-            if EXPIRE is not None and sticky:  # expiring everything but the latest leaks nothing either
-                EXPIRE.expire_snapshots(
+                # expiring everything but the latest leaks nothing either
+                expire_snapshots(
                     _context(root), retain_min=1, time_retained=0, limit=100, parallelism=1, now_ms=FAR_FUTURE_MS
                 )
                 assert check_reads(root, expected) == [new_id]
-                left = disk_files(root) - reachable_files(_context(root))
+                left = files_under(root) - reachable_files(_context(root))
                 assert not left, f"expiration re-run left {sorted(left)}"
         except AssertionError as exc:
             failures.append(f"{label}: {exc}")
@@ -261,22 +233,20 @@ def expire_base(bases: dict[str, tuple[Path, History, Model]], tmp_path_factory:
     return root
 
 
-@needs_expire
 def test_expiration_survives_a_fault_at_every_call(
     bases: dict[str, tuple[Path, History, Model]], expire_base: Path, scratch: Path
 ) -> None:
-    assert EXPIRE is not None
     _, history, _ = bases["write-only"]
     history = history.copy()
     history.tags["short"] = 4
 
     def run(ctx: TableContext) -> Any:
-        return EXPIRE.expire_snapshots(ctx, **EXPIRE_SETTINGS, now_ms=FAR_FUTURE_MS)
+        return expire_snapshots(ctx, **EXPIRE_SETTINGS, now_ms=FAR_FUTURE_MS)
 
     reference = copy_table(expire_base, scratch / "reference")
     done = run(_context(reference))
     assert done.expired_tags == ("short",) and done.deleted_data_files > 0
-    expected_files = disk_files(reference)
+    expected_files = files_under(reference)
     expected_history = History(history.rows, {"t2": 2})
     assert expected_files == reachable_files(_context(reference))
 
@@ -293,7 +263,7 @@ def test_expiration_survives_a_fault_at_every_call(
             assert "t2" in present, "the permanent tag vanished"
             run(_context(root))  # the re-run finishes the journal
             check_reads(root, expected_history)
-            _assert_same_files(disk_files(root), expected_files)
+            _assert_same_files(files_under(root), expected_files)
         except AssertionError as exc:
             failures.append(f"{label}: {exc}")
         finally:
@@ -335,21 +305,19 @@ def orphan_base(bases: dict[str, tuple[Path, History, Model]], tmp_path_factory:
     return root
 
 
-@needs_orphans
 def test_orphan_cleanup_survives_a_fault_at_every_call(
     bases: dict[str, tuple[Path, History, Model]], orphan_base: Path, scratch: Path
 ) -> None:
-    assert ORPHANS is not None
     _, history, _ = bases["write-only"]
 
     def run(ctx: TableContext) -> Any:
-        return ORPHANS.remove_orphan_files(ctx, parallelism=1)  # the default 1-day guard
+        return remove_orphan_files(ctx, parallelism=1)  # the default 1-day guard
 
     reference = copy_table(orphan_base, scratch / "reference")
     done = run(_context(reference))
     assert sorted(done.deleted_paths) == sorted(ORPHAN_FILES)
     assert done.skipped_unknown == (UNKNOWN_FILE,)
-    expected_files = disk_files(reference)
+    expected_files = files_under(reference)
     assert expected_files == reachable_files(_context(reference)) | {UNKNOWN_FILE}
     assert not (reference / "part=p8").exists() and not (reference / "part=p9").exists()
 
@@ -365,7 +333,7 @@ def test_orphan_cleanup_survives_a_fault_at_every_call(
             check_reads(root, history)
             run(_context(root))
             check_reads(root, history)
-            _assert_same_files(disk_files(root), expected_files)
+            _assert_same_files(files_under(root), expected_files)
         except AssertionError as exc:
             failures.append(f"{label}: {exc}")
         finally:

@@ -17,10 +17,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from support.tables import DAY_S, age_files, files_under, reachable_files, row_counts
+
 from tableformat.cleanup.check import check_table
 from tableformat.table import Table
 
-from .kit import DAY_S, SCHEMA, age_files, batch, disk_files, reachable_files, rows_of
+from .kit import SCHEMA, batch
 
 SPAWN = multiprocessing.get_context("spawn")
 SOAK_S = 30.0
@@ -85,7 +87,7 @@ def test_writer_aggressive_expiration_and_orphan_cleanup_at_once(tmp_path: Path)
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     table.append(batch(FIRST))
     age_files(root, 3 * DAY_S)  # the first data files and manifests: three days old, live to the end
-    old_live = {p for p in disk_files(root) if p.endswith(".parquet")}  # manifests get merged away meanwhile
+    old_live = {p for p in files_under(root) if p.endswith(".parquet")}  # manifests get merged away meanwhile
     barrier, stop = SPAWN.Barrier(3), SPAWN.Event()
     out = {name: str(tmp_path / f"{name}.json") for name in ("writer", "expirer", "cleaner")}
     processes = [
@@ -111,8 +113,8 @@ def test_writer_aggressive_expiration_and_orphan_cleanup_at_once(tmp_path: Path)
     assert unexpected == [] and cleaner["ok"] >= 5, cleaner
     final = Table.open(str(root))
     expected = Counter(FIRST) + Counter((i, f"p{(i - 1_000) % 2}") for i in writer["committed"])
-    assert rows_of(final.to_arrow()) == expected
-    assert old_live <= disk_files(root), f"live files deleted: {sorted(old_live - disk_files(root))}"
+    assert row_counts(final.to_arrow()) == expected
+    assert old_live <= files_under(root), f"live files deleted: {sorted(old_live - files_under(root))}"
     reachable = reachable_files(final.context)
     assert not reachable & set(cleaner["deleted"]), sorted(reachable & set(cleaner["deleted"]))
     report = check_table(final.context)

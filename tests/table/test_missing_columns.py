@@ -6,7 +6,6 @@ column; ``fill_missing_columns=True`` (CLI ``--fill-missing-columns``) writes nu
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.tables import files_under
 
 from tableformat import Table, ValidationError
 from tableformat.cli.main import cli
@@ -37,10 +37,6 @@ def table(tmp_path: Path) -> Table:
     created = Table.create(str(tmp_path / "t"), SCHEMA, partition_keys=["dt"], options={"write-only": "true"})
     created.append(pa.table({"id": [1], "name": ["a"], "score": [0.5], "dt": ["d1"]}, schema=SCHEMA))
     return created
-
-
-def files_under(root: str) -> set[str]:
-    return {str(Path(d, n).relative_to(root)) for d, _, names in os.walk(root) for n in names}
 
 
 def writes(table: Table) -> dict[str, Callable[..., Any]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from support.tables import files_under
 
 from tableformat import (
     CorruptMetadataError,
@@ -36,10 +37,6 @@ def batch(ids: list[int], dt_value: str | list[str]) -> pa.Table:
 @pytest.fixture
 def table(tmp_path: Path) -> Table:
     return Table.create(str(tmp_path / "t"), SCHEMA, partition_keys=["dt"])
-
-
-def files_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
 def test_each_operation_is_exactly_one_snapshot(table: Table) -> None:

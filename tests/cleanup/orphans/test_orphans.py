@@ -2,57 +2,29 @@
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
+from support.tables import DAY_S, ID_PART_SCHEMA, age_files, age_path, dirs_under, files_under, id_part_rows
 
 from tableformat import Table, ValidationError
 from tableformat.cleanup.orphans import OrphanResult, plan_orphan_removal, remove_orphan_files
 
-DAY = 86_400
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
-
-
-# --- fixtures and helpers (kept in this module on purpose) --------------------------------------------------------
-
-
-def rows(start: int, count: int, parts: tuple[int, ...] = (0, 1, 2, 3)) -> pa.Table:
-    ids = list(range(start, start + count))
-    return pa.table({"id": ids, "part": [parts[i % len(parts)] for i in range(count)]}, schema=SCHEMA)
+# --- fixtures and helpers of this module (files on disk and ageing: tests/support/tables.py) ------------------------
 
 
 def make_table(path: Path, **options: str) -> Table:
-    return Table.create(str(path), SCHEMA, partition_keys=["part"], options={"write-only": "true", **options})
-
-
-def files_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
-
-
-def dirs_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir()}
-
-
-def age(path: Path, days: float) -> None:
-    stamp = time.time() - days * DAY
-    os.utime(path, (stamp, stamp))
-
-
-def age_everything(root: Path, days: float = 10) -> None:
-    for path in root.rglob("*"):
-        age(path, days)
+    return Table.create(str(path), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true", **options})
 
 
 def plant(root: Path, rel: str, days: float = 10, data: bytes = b"stray") -> str:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    age(path, days)
+    age_path(path, days * DAY_S)
     return rel
 
 
@@ -78,20 +50,20 @@ class Scenario:
         self.root = root
         self.table = make_table(root)
         t = self.table
-        t.append(rows(0, 40))  # snapshot 1
-        t.append(rows(100, 40))  # snapshot 2
+        t.append(id_part_rows(0, 40))  # snapshot 1
+        t.append(id_part_rows(100, 40))  # snapshot 2
         t.create_tag("keep")  # tag on snapshot 2, which a rollback will remove
         before = files_under(root)
-        t.append(rows(200, 40))  # snapshot 3: rolled back below, never tagged
+        t.append(id_part_rows(200, 40))  # snapshot 3: rolled back below, never tagged
         self.rolled_back = {f for f in files_under(root) - before if not f.startswith("snapshot/")}
         rollback_to(root, 1, 3)
         assert len(self.rolled_back) == 4 + 3  # 4 data files, a delta manifest, base + delta manifest lists
 
         before = files_under(root)
-        t.write_files(rows(300, 10, parts=(1, 9)))  # a failed job: written, never committed; part=9 is new
+        t.write_files(id_part_rows(300, 10, parts=(1, 9)))  # a failed job: written, never committed; part=9 is new
         self.uncommitted = files_under(root) - before
         assert any(f.startswith("part=9/") for f in self.uncommitted)
-        age_everything(root, 10)
+        age_files(root, 10 * DAY_S)
 
         self.planted_old = {
             plant(root, f"part=0/bucket-0/{data_name()}"),
@@ -128,7 +100,7 @@ class Scenario:
             plant(root, "consumer/consumer-reader"),
         }
         (root / "consumer" / "consumer-reader").write_text('{"nextSnapshot": 1}')
-        age(root / "consumer" / "consumer-reader", 10)
+        age_path(root / "consumer" / "consumer-reader", 10 * DAY_S)
         self.expected = self.rolled_back | self.uncommitted | self.planted_old
 
 
@@ -192,7 +164,7 @@ def test_cutoff_protects_younger_files(scenario: Scenario) -> None:
 
 def test_table_option_sets_the_default_cutoff(tmp_path: Path) -> None:
     table = make_table(tmp_path / "t", **{"orphan-files.older-than": "20 d"})
-    table.append(rows(0, 4))
+    table.append(id_part_rows(0, 4))
     stray = plant(tmp_path / "t", f"part=0/bucket-0/{data_name()}", days=10)
     assert remove_orphan_files(table.context, dry_run=True).orphan_files == 0
     assert remove_orphan_files(table.context, older_than=timedelta(days=7), dry_run=True).deleted_paths == (stray,)
@@ -204,7 +176,7 @@ def test_table_option_sets_the_default_cutoff(tmp_path: Path) -> None:
 @pytest.mark.parametrize("older_than", [timedelta(minutes=59), timedelta(0)])
 def test_cutoff_under_one_hour_needs_force(tmp_path: Path, older_than: timedelta) -> None:
     table = make_table(tmp_path / "t")
-    table.append(rows(0, 4))
+    table.append(id_part_rows(0, 4))
     with pytest.raises(ValidationError, match="1 h minimum"):
         remove_orphan_files(table.context, older_than=older_than)
     assert remove_orphan_files(table.context, older_than=older_than, force=True).orphan_files == 0
@@ -237,7 +209,7 @@ def test_bad_parallelism_is_refused(tmp_path: Path, parallelism: int) -> None:
 def test_directories_are_never_deleted_recursively(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = make_table(root)
-    table.append(rows(0, 8))
+    table.append(id_part_rows(0, 8))
     disguised = root / "part=0" / "bucket-0" / data_name()  # a directory named like a data file
     disguised.mkdir()
     plant(root, f"part=0/bucket-0/{disguised.name}/inner")
@@ -250,9 +222,9 @@ def test_directories_are_never_deleted_recursively(tmp_path: Path) -> None:
     keep_unknown = plant(root, "part=4/bucket-0/notes.txt")
     for meta in ("tag", "consumer", "statistics", "index"):
         (root / meta).mkdir(exist_ok=True)
-    age_everything(root, 10)
+    age_files(root, 10 * DAY_S)
     for path in (empty_fresh, empty_fresh.parent):
-        age(path, 0)
+        age_path(path, 0)
     dirs_before = dirs_under(root)
 
     result = remove_orphan_files(table.context)
@@ -269,16 +241,16 @@ def test_directories_are_never_deleted_recursively(tmp_path: Path) -> None:
 def test_files_kept_by_branches(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = make_table(root)
-    table.append(rows(0, 8))
+    table.append(id_part_rows(0, 8))
     before = files_under(root)
-    table.append(rows(100, 8))  # snapshot 2: copied into a branch, then rolled back in main
+    table.append(id_part_rows(100, 8))  # snapshot 2: copied into a branch, then rolled back in main
     branch_only = {f for f in files_under(root) - before if not f.startswith("snapshot/")}
     branch = root / "branch" / "branch-dev"
     (branch / "schema").mkdir(parents=True)
     (branch / "snapshot").mkdir()
     (branch / "schema" / "schema-0").write_bytes((root / "schema" / "schema-0").read_bytes())
     (branch / "snapshot" / "snapshot-2").write_bytes((root / "snapshot" / "snapshot-2").read_bytes())
-    table.append(rows(200, 8))  # snapshot 3: branch tag only
+    table.append(id_part_rows(200, 8))  # snapshot 3: branch tag only
     tagged = files_under(root) - before - branch_only
     tagged = {f for f in tagged if not f.startswith("snapshot/")}
     (branch / "tag").mkdir()
@@ -286,7 +258,7 @@ def test_files_kept_by_branches(tmp_path: Path) -> None:
     rollback_to(root, 1, 3)
     stray = plant(root, f"part=1/bucket-0/{data_name()}")
     branch_temp = plant(root, f"branch/branch-dev/snapshot/{temp_name('snapshot-3')}")
-    age_everything(root, 10)
+    age_files(root, 10 * DAY_S)
 
     result = remove_orphan_files(table.context)
 
@@ -298,8 +270,8 @@ def test_empty_table_and_table_without_snapshots(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = make_table(root)
     assert remove_orphan_files(table.context).orphan_files == 0
-    table.write_files(rows(0, 4))  # the first commit of the table failed: its files are orphans
-    age_everything(root, 10)
+    table.write_files(id_part_rows(0, 4))  # the first commit of the table failed: its files are orphans
+    age_files(root, 10 * DAY_S)
     result = remove_orphan_files(table.context)
     assert len(result.deleted_paths) == 4
     assert files_under(root) == {"schema/schema-0"}
@@ -326,7 +298,7 @@ def test_manifests_only_a_middle_snapshot_names_are_kept(tmp_path: Path, monkeyp
     root = tmp_path / "t"
     table = make_table(root, **{"manifest.merge-min-count": "2", "manifest.full-compaction-threshold-size": "1"})
     for i in range(8):
-        table.append(rows(i * 10, 4))
+        table.append(id_part_rows(i * 10, 4))
     store = table.context.store
     middle_only = set()
     for sid in range(2, 8):
@@ -344,7 +316,7 @@ def test_manifests_only_a_middle_snapshot_names_are_kept(tmp_path: Path, monkeyp
         return original(self, name)
 
     monkeypatch.setattr(references.References, "_read_list", spy)
-    age_everything(root)
+    age_files(root, 10 * DAY_S)
     strays = {plant(root, f"manifest/manifest-{uuid.uuid4()}-0"), plant(root, f"part=1/bucket-0/{data_name()}")}
     before = files_under(root)
     result = remove_orphan_files(table.context)
@@ -357,7 +329,7 @@ def test_manifests_only_a_middle_snapshot_names_are_kept(tmp_path: Path, monkeyp
 
     read_lists.clear()  # manifests young again, one old data stray: only the selection's lists are read
     for path in (root / "manifest").iterdir():
-        os.utime(path)
+        age_path(path, 0)
     stray = plant(root, f"part=2/bucket-0/{data_name()}")
     assert remove_orphan_files(table.context).deleted_paths == (stray,)
     middle_bases = {store.read_snapshot(sid).base_manifest_list for sid in range(2, 8)}

@@ -3,32 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
-import time
 import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from support.tables import DAY_S, ID_PART_SCHEMA, age_path
 
 from tableformat import Table
 from tableformat.cli.orphans_command import remove_orphans
-
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """A one-commit table with one stray 10 days old and one 2 days old."""
     path = tmp_path / "t"
-    table = Table.create(str(path), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
-    table.append(pa.table({"id": [1, 2], "part": [0, 1]}, schema=SCHEMA))
+    table = Table.create(str(path), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    table.append(pa.table({"id": [1, 2], "part": [0, 1]}, schema=ID_PART_SCHEMA))
     for days in (10, 2):
         stray = path / "part=0" / "bucket-0" / f"data-{uuid.uuid4()}-{days}.parquet"
         stray.write_bytes(b"x" * days)
-        stamp = time.time() - days * 86_400
-        os.utime(stray, (stamp, stamp))
+        age_path(stray, days * DAY_S)
     (path / "part=0" / "bucket-0" / "notes.txt").write_text("keep me")
     return path
 

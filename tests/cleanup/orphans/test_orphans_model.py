@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import os
 import re
-import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.tables import DAY_S, ID_PART_SCHEMA, age_files, files_under
 
 from tableformat import Table
 from tableformat.cleanup.orphans import remove_orphan_files
 
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 TABLE_FILE = re.compile(r"^(data-.*\.parquet|manifest-.*|\..*\.tmp)$")
 
 OPERATIONS = st.lists(
@@ -86,20 +85,17 @@ def referenced_names(table: Table) -> set[str]:
 def test_random_histories(tmp_path_factory: object, operations: list[str], merge_min: str) -> None:
     root = Path(str(tmp_path_factory.mktemp("model"))) / f"t-{uuid.uuid4().hex[:8]}"  # type: ignore[attr-defined]
     options = {"write-only": "true", "manifest.merge-min-count": merge_min}
-    table = Table.create(str(root), SCHEMA, partition_keys=["part"], options=options)
+    table = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options=options)
     for step, op in enumerate(operations):
         apply(table, root, op, step)
     (root / "part=1" / "bucket-0").mkdir(parents=True, exist_ok=True)
     (root / "part=1" / "bucket-0" / f"data-{uuid.uuid4()}-0.parquet").write_bytes(b"stray")
-    stamp = time.time() - 10 * 86_400
-    for path in root.rglob("*"):
-        os.utime(path, (stamp, stamp))
+    age_files(root, 10 * DAY_S)
 
     used = referenced_names(table)
+    on_disk = [PurePosixPath(rel) for rel in files_under(root)]
     expected = {
-        str(p.relative_to(root))
-        for p in root.rglob("*")
-        if p.is_file() and TABLE_FILE.match(p.name) and p.name not in used and p.parts[-2] != "snapshot"
+        str(p) for p in on_disk if TABLE_FILE.match(p.name) and p.name not in used and p.parent.name != "snapshot"
     }
     result = remove_orphan_files(table.context, parallelism=3)
     assert set(result.deleted_paths) == expected, operations

@@ -8,33 +8,17 @@ the cleaner must still learn what the newer snapshot references before deleting 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
+from support.tables import DAY_S, ID_PART_SCHEMA, age_files, context_with_io, files_under, id_part_rows
 
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
-from tableformat.context import TableContext
 from tableformat.io.local import LocalFileIO
-from tableformat.layout import TableLayout
-from tableformat.store import MetadataStore
 from tableformat.table import Table
-
-DAY = 86_400
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
-
-
-def rows(start: int, count: int) -> pa.Table:
-    return pa.table({"id": list(range(start, start + count)), "part": [i % 2 for i in range(count)]}, schema=SCHEMA)
-
-
-def files_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
 class InterferingIO(LocalFileIO):
@@ -54,32 +38,24 @@ class InterferingIO(LocalFileIO):
         return super().read_bytes(path)
 
 
-def cleaner_context(root: Path, file_io: LocalFileIO) -> TableContext:
-    layout = TableLayout(str(root))
-    store = MetadataStore(file_io, layout)
-    return TableContext(location=str(root), io=file_io, layout=layout, store=store, schema=store.latest_schema())
-
-
 @pytest.mark.parametrize("trigger", ["manifest-list-", "manifest-"])
 def test_snapshots_expired_and_committed_while_references_are_read(tmp_path: Path, trigger: str) -> None:
     root = tmp_path / "t"
-    table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
-    table.append(rows(0, 4))  # snapshot 1: its files are three days old and live to the end
-    table.append(rows(4, 4))  # snapshot 2
-    stamp = time.time() - 3 * DAY
-    for path in root.rglob("*"):
-        os.utime(path, (stamp, stamp))
+    table = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    table.append(id_part_rows(0, 4, parts=(0, 1)))  # snapshot 1: its files are three days old and live to the end
+    table.append(id_part_rows(4, 4, parts=(0, 1)))  # snapshot 2
+    age_files(root, 3 * DAY_S)
     old_live = {p for p in files_under(root) if "bucket-" in p or p.startswith("manifest/manifest-")}
     old_live -= {p for p in old_live if p.startswith("manifest/manifest-list-")}
 
     def commit_and_expire() -> None:
         other = Table.open(str(root))
-        other.append(rows(8, 4))  # snapshot 3: still references every old data file and manifest
+        other.append(id_part_rows(8, 4, parts=(0, 1)))  # snapshot 3: still references every old data file and manifest
         result = expire_snapshots(other.context, retain_min=1, retain_max=1, time_retained=0)
         assert result.expired_snapshot_ids == (1, 2)  # with their manifest lists
 
     io = InterferingIO(trigger, commit_and_expire)
-    result = remove_orphan_files(cleaner_context(root, io), older_than=dt.timedelta(hours=1))
+    result = remove_orphan_files(context_with_io(root, io), older_than=dt.timedelta(hours=1))
     assert io.action is None  # the interference happened
     assert result.deleted_paths == ()
     assert old_live <= files_under(root)
@@ -91,22 +67,20 @@ def test_snapshots_expired_and_committed_while_references_are_read(tmp_path: Pat
 def test_a_tag_created_while_references_are_read_protects_its_files(tmp_path: Path) -> None:
     """A tag made on the latest snapshot, which then is expired, still counts: it appeared before deletion."""
     root = tmp_path / "t"
-    table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
-    table.append(rows(0, 4))  # 1
-    stamp = time.time() - 3 * DAY
-    for path in root.rglob("*"):
-        os.utime(path, (stamp, stamp))
+    table = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    table.append(id_part_rows(0, 4, parts=(0, 1)))  # 1
+    age_files(root, 3 * DAY_S)
     old_data = {p for p in files_under(root) if "bucket-" in p}
 
     def tag_overwrite_expire() -> None:
         other = Table.open(str(root))
         other.create_tag("keep", 1)
-        other.overwrite(rows(4, 4))  # 2: snapshot 1's files only the tag holds now
-        other.append(rows(8, 2))  # 3
+        other.overwrite(id_part_rows(4, 4, parts=(0, 1)))  # 2: snapshot 1's files only the tag holds now
+        other.append(id_part_rows(8, 2, parts=(0, 1)))  # 3
         assert other.expire_snapshots(retain_min=1, retain_max=1, time_retained=0).expired_snapshot_ids == (1, 2)
 
     io = InterferingIO("manifest-list-", tag_overwrite_expire)
-    result = remove_orphan_files(cleaner_context(root, io), older_than=dt.timedelta(hours=1))
+    result = remove_orphan_files(context_with_io(root, io), older_than=dt.timedelta(hours=1))
     assert io.action is None
     assert result.deleted_paths == ()
     assert old_data <= files_under(root)

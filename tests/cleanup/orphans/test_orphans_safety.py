@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
+from support.tables import DAY_S, ID_PART_SCHEMA, age_files, files_under, id_part_rows
 
 from tableformat import MaintenanceError, Table
 from tableformat.cleanup.kernel import deleter
@@ -22,23 +21,6 @@ from tableformat.errors import DeleteFailedError, SnapshotNotFoundError
 from tableformat.io.local import LocalFileIO
 from tableformat.store import MetadataStore
 
-DAY = 86_400
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
-
-
-def rows(start: int, count: int) -> pa.Table:
-    return pa.table({"id": list(range(start, start + count)), "part": [i % 4 for i in range(count)]}, schema=SCHEMA)
-
-
-def files_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
-
-
-def age_everything(root: Path, days: float = 10) -> None:
-    stamp = time.time() - days * DAY
-    for path in root.rglob("*"):
-        os.utime(path, (stamp, stamp))
-
 
 def stray_name() -> str:
     return f"data-{uuid.uuid4()}-0.parquet"
@@ -48,12 +30,12 @@ def stray_name() -> str:
 def table(tmp_path: Path) -> Table:
     """Three appends, a tag and one old stray data file (the only orphan)."""
     root = tmp_path / "t"
-    t = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    t = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     for i in range(3):
-        t.append(rows(i * 100, 8))
+        t.append(id_part_rows(i * 100, 8))
     t.create_tag("v2", 2)
     (root / "part=0" / "bucket-0" / stray_name()).write_bytes(b"stray")
-    age_everything(root)
+    age_files(root, 10 * DAY_S)
     return t
 
 
@@ -229,8 +211,8 @@ def test_snapshot_vanishing_while_read_is_skipped(table: Table, monkeypatch: pyt
 def test_commit_landing_after_the_listing_keeps_its_files(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
     """Candidates are listed first: a commit after the listing is seen when references are read (Paimon #3074)."""
     root = root_of(table)
-    pending = table.write_files(rows(900, 4))  # written long ago by a slow job ...
-    age_everything(root)
+    pending = table.write_files(id_part_rows(900, 4))  # written long ago by a slow job ...
+    age_files(root, 10 * DAY_S)
     written = {str(Path(f.path).relative_to(root)) for f in pending}
     original = orphan_plan._discard_referenced
 
@@ -249,7 +231,7 @@ def test_roots_that_never_settle_abort(table: Table, monkeypatch: pytest.MonkeyP
     original = MetadataStore.snapshot_ids
 
     def growing(self: MetadataStore) -> list[int]:
-        table.append(rows(int(time.time_ns() % 1_000_000), 1))  # a commit lands between every two listings
+        table.append(id_part_rows(int(time.time_ns() % 1_000_000), 1))  # a commit lands between every two listings
         return original(self)
 
     monkeypatch.setattr(MetadataStore, "snapshot_ids", growing)
@@ -285,12 +267,12 @@ def test_deletes_in_batches_and_reports_only_confirmed_deletions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "t"
-    t = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
-    t.append(rows(0, 4))
+    t = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    t.append(id_part_rows(0, 4))
     strays = {f"part=1/bucket-0/{stray_name()}" for _ in range(7)}
     for rel in strays:
         (root / rel).write_bytes(b"x")
-    age_everything(root)
+    age_files(root, 10 * DAY_S)
     calls: list[int] = []
     original = LocalFileIO.delete_files
     refused = sorted(strays)[0]

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.tables import FAR_FUTURE_MS, branch_from_snapshot, branch_from_tag, files_under, rows_of
 
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.snapshots import expire_snapshots
@@ -20,25 +21,6 @@ from tableformat.scan.reader import DataReader
 from tableformat.table import Table
 
 EVERYTHING = {"retain_min": 1, "retain_max": 1, "time_retained": 0, "limit": 1000}
-
-
-def branch_from_tag(root: Path, branch: str, tag: str, snapshot_id: int) -> None:
-    """What pypaimon's create_branch(branch, tag) writes: the tag, its snapshot and schema-0, copied."""
-    home = root / "branch" / f"branch-{branch}"
-    for sub in ("tag", "snapshot", "schema"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(root / "tag" / f"tag-{tag}", home / "tag" / f"tag-{tag}")
-    shutil.copyfile(root / "snapshot" / f"snapshot-{snapshot_id}", home / "snapshot" / f"snapshot-{snapshot_id}")
-    shutil.copyfile(root / "schema" / "schema-0", home / "schema" / "schema-0")
-
-
-def branch_from_snapshot(root: Path, branch: str, snapshot_id: int) -> None:
-    """A branch holding a copy of a main snapshot (Paimon Java's create_branch from a snapshot)."""
-    home = root / "branch" / f"branch-{branch}"
-    for sub in ("snapshot", "schema"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(root / "snapshot" / f"snapshot-{snapshot_id}", home / "snapshot" / f"snapshot-{snapshot_id}")
-    shutil.copyfile(root / "schema" / "schema-0", home / "schema" / "schema-0")
 
 
 def branch_rows(table: Table, branch: str) -> dict[str, list[tuple[int, int]]]:
@@ -51,12 +33,8 @@ def branch_rows(table: Table, branch: str) -> dict[str, list[tuple[int, int]]]:
     result = {}
     for label, snapshot in roots.items():
         data = reader.read_all(table.plan_files(snapshot))
-        result[label] = sorted(zip(data.column("id").to_pylist(), data.column("part").to_pylist()))
+        result[label] = rows_of(data)
     return result
-
-
-def files_under(path: Path) -> set[str]:
-    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
 
 
 def released_table(kit) -> tuple[Table, Path, list[tuple[int, int]]]:
@@ -65,7 +43,7 @@ def released_table(kit) -> tuple[Table, Path, list[tuple[int, int]]]:
     table = kit.table()
     table.append(kit.rows(6))  # snapshot 1
     table.create_tag("release", 1, time_retained=dt.timedelta(seconds=1))
-    release = kit.rows_of(table.to_arrow(tag="release"))
+    release = rows_of(table.to_arrow(tag="release"))
     root = kit.root(table)
     branch_from_tag(root, "b1", "release", 1)
     table.overwrite(kit.rows(4))  # snapshot 2: every file of snapshot 1 retired
@@ -75,9 +53,9 @@ def released_table(kit) -> tuple[Table, Path, list[tuple[int, int]]]:
 
 def test_expiration_keeps_what_a_branch_created_from_a_tag_uses(kit) -> None:
     table, root, release = released_table(kit)
-    release_files = {p for p in kit.disk_files(root) if "bucket-" in p}
+    release_files = {p for p in files_under(root) if "bucket-" in p}
     branch_before = files_under(root / "branch")
-    result = expire_snapshots(table.context, **EVERYTHING, now_ms=kit.FAR_FUTURE_MS)
+    result = expire_snapshots(table.context, **EVERYTHING, now_ms=FAR_FUTURE_MS)
     assert result.expired_snapshot_ids == (1, 2)
     # The tag's time ran out, but branch b1 was created from it: kept, and said so.
     assert result.expired_tags == ()
@@ -85,7 +63,7 @@ def test_expiration_keeps_what_a_branch_created_from_a_tag_uses(kit) -> None:
     assert [t.name for t in table.tags()] == ["release"]
     assert not any(p.startswith("branch/") for p in result.deleted_paths)
     assert files_under(root / "branch") == branch_before
-    assert release_files <= kit.disk_files(root)
+    assert release_files <= files_under(root)
     assert branch_rows(table, "b1") == {"snapshot 1": release, "tag release": release}
     assert check_table(table.context).ok
 
@@ -95,11 +73,11 @@ def test_expiration_after_the_tag_was_deleted_by_hand_still_keeps_the_branch_fil
     (root / "tag" / "tag-release").unlink()  # as pypaimon's delete_tag or an operator would
     snapshot_1 = table.context.store.branch_store("b1").read_snapshot(1)
     kept_lists = {f"manifest/{n}" for n in snapshot_1.manifest_lists()}
-    before = kit.disk_files(root)
-    result = expire_snapshots(table.context, **EVERYTHING, now_ms=kit.FAR_FUTURE_MS)
+    before = files_under(root)
+    result = expire_snapshots(table.context, **EVERYTHING, now_ms=FAR_FUTURE_MS)
     assert result.expired_snapshot_ids == (1, 2)
     deleted = set(result.deleted_paths)
-    assert deleted == before - kit.disk_files(root)
+    assert deleted == before - files_under(root)
     assert not any("bucket-" in p for p in deleted)  # every retired file is still the branch's
     assert not deleted & kept_lists
     assert {"snapshot/snapshot-1", "snapshot/snapshot-2"} <= deleted
@@ -111,8 +89,8 @@ def test_dry_run_equals_the_real_run_with_branches(kit, tmp_path: Path) -> None:
     table, root, _ = released_table(kit)
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)
-    planned = expire_snapshots(Table.open(str(copy)).context, **EVERYTHING, now_ms=kit.FAR_FUTURE_MS, dry_run=True)
-    done = expire_snapshots(table.context, **EVERYTHING, now_ms=kit.FAR_FUTURE_MS)
+    planned = expire_snapshots(Table.open(str(copy)).context, **EVERYTHING, now_ms=FAR_FUTURE_MS, dry_run=True)
+    done = expire_snapshots(table.context, **EVERYTHING, now_ms=FAR_FUTURE_MS)
     assert planned.deleted_paths and set(planned.deleted_paths) == set(done.deleted_paths)
     assert planned.notes == done.notes
 
@@ -123,10 +101,10 @@ def test_branch_from_a_snapshot_protects_its_files_from_expiration(kit) -> None:
     table.append(kit.rows(4))  # 2
     root = kit.root(table)
     branch_from_snapshot(root, "dev", 2)
-    expected = kit.rows_of(table.to_arrow(snapshot_id=2))
+    expected = rows_of(table.to_arrow(snapshot_id=2))
     table.drop_partitions([{"part": 0}])  # 3
     table.overwrite(kit.rows(2))  # 4
-    result = expire_snapshots(table.context, **EVERYTHING, now_ms=kit.FAR_FUTURE_MS)
+    result = expire_snapshots(table.context, **EVERYTHING, now_ms=FAR_FUTURE_MS)
     assert result.expired_snapshot_ids == (1, 2, 3)
     assert not any("bucket-" in p for p in result.deleted_paths)
     assert branch_rows(table, "dev") == {"snapshot 2": expected}
@@ -146,10 +124,10 @@ def test_deleting_a_tag_a_branch_was_created_from_is_refused(kit) -> None:
 def test_unreadable_branch_metadata_deletes_nothing(kit) -> None:
     table, root, _ = released_table(kit)
     (root / "branch" / "branch-b1" / "snapshot" / "snapshot-1").write_bytes(b"{not json")
-    before = kit.disk_files(root)
+    before = files_under(root)
     with pytest.raises(MaintenanceError, match="nothing was deleted"):
-        expire_snapshots(table.context, **EVERYTHING, now_ms=kit.FAR_FUTURE_MS)
-    assert kit.disk_files(root) == before
+        expire_snapshots(table.context, **EVERYTHING, now_ms=FAR_FUTURE_MS)
+    assert files_under(root) == before
 
 
 def test_branch_created_during_expiration_is_honoured(kit) -> None:
@@ -159,12 +137,12 @@ def test_branch_created_during_expiration_is_honoured(kit) -> None:
 
     table = kit.table()
     table.append(kit.rows(4))  # 1
-    expected = kit.rows_of(table.to_arrow(snapshot_id=1))
+    expected = rows_of(table.to_arrow(snapshot_id=1))
     table.overwrite(kit.rows(4))  # 2
     table.append(kit.rows(2))  # 3
     root = kit.root(table)
     config = ExpireConfig.resolve(table.context.options, retain_min=1, retain_max=1, time_retained=0, limit=1000)
-    plan = plan_expiration(table.context, config, kit.FAR_FUTURE_MS)
+    plan = plan_expiration(table.context, config, FAR_FUTURE_MS)
     assert any("bucket-" in f.path for f in plan.data_files)
     branch_from_snapshot(root, "late", 1)
     result = execute_expiration(table.context, plan, config=config)

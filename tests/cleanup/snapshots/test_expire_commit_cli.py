@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from support.tables import files_under, reachable_files
 
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cli.expire_command import expire
@@ -22,7 +23,7 @@ def test_commits_expire_per_the_options(kit) -> None:
         table.append(kit.rows(2))
     assert [s.id for s in table.snapshots()] == [4, 5, 6]
     assert (kit.root(table) / "snapshot" / "EARLIEST").read_text() == "4"
-    assert kit.disk_files(kit.root(table)) == kit.reachable_files(table.context)
+    assert files_under(kit.root(table)) == reachable_files(table.context)
 
 
 def test_write_only_disables_expire_on_commit(kit) -> None:
@@ -59,12 +60,12 @@ def history(kit, count: int = 5):
 def test_cli_json_and_dry_run(kit) -> None:
     table = history(kit)
     root = str(kit.root(table))
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     dry = run(root, "--retain-min", "1", "--time-retained", "0s", "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
     planned = json.loads(dry.output)
     assert planned["dry_run"] is True and planned["expired_snapshots"] == 5
-    assert kit.disk_files(kit.root(table)) == before
+    assert files_under(kit.root(table)) == before
     real = run(root, "--retain-min", "1", "--time-retained", "0s", "--json", "--parallelism", "2")
     assert real.exit_code == 0, real.output
     done = json.loads(real.output)
@@ -87,7 +88,7 @@ def test_cli_text_output_and_limit(kit) -> None:
 def test_cli_bad_input_is_a_usage_error(kit) -> None:
     table = history(kit)
     root = str(kit.root(table))
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     for args in (
         ["--retain-min", "0"],
         ["--retain-min", "5", "--retain-max", "2"],
@@ -99,10 +100,10 @@ def test_cli_bad_input_is_a_usage_error(kit) -> None:
         result = CliRunner().invoke(expire, [root, *args])
         assert result.exit_code == 2, (args, result.output)
         assert "Traceback" not in result.output
-    assert kit.disk_files(kit.root(table)) == before
+    assert files_under(kit.root(table)) == before
     result = CliRunner().invoke(expire, [root, "--retain-min", "20"])  # valid: nothing to expire
     assert result.exit_code == 0
-    assert kit.disk_files(kit.root(table)) == before | {"snapshot/EARLIEST"}
+    assert files_under(kit.root(table)) == before | {"snapshot/EARLIEST"}
 
 
 def test_cli_table_errors_exit_1(kit, tmp_path) -> None:

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.tables import FAR_FUTURE_MS, context_with_io, files_under, reachable_files, rows_of, tree_bytes
 
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cleanup.snapshots.journal import list_journals
@@ -34,17 +35,12 @@ def build(kit) -> Table:
     return table
 
 
-def state(root: Path) -> dict[str, bytes]:
-    """Every file's content, except the journal-free snapshot dir temp files (none expected)."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def readable(kit, root: Path, rows: dict[int, list[tuple[int, int]]], tags: dict[str, list[tuple[int, int]]]) -> None:
+def readable(root: Path, rows: dict[int, list[tuple[int, int]]], tags: dict[str, list[tuple[int, int]]]) -> None:
     table = Table.open(str(root))
     for snapshot in table.snapshots():
-        assert kit.rows_of(table.to_arrow(snapshot_id=snapshot.id)) == rows[snapshot.id]
+        assert rows_of(table.to_arrow(snapshot_id=snapshot.id)) == rows[snapshot.id]
     for tag in table.tags():
-        assert kit.rows_of(table.to_arrow(tag=tag.name)) == tags[tag.name]
+        assert rows_of(table.to_arrow(tag=tag.name)) == tags[tag.name]
 
 
 @pytest.fixture
@@ -52,12 +48,12 @@ def scenario(kit, tmp_path: Path):
     table = build(kit)
     base = kit.root(table)
     rows = kit.snapshot_rows(table)
-    tags = {t.name: kit.rows_of(table.to_arrow(tag=t.name)) for t in table.tags()}
+    tags = {t.name: rows_of(table.to_arrow(tag=t.name)) for t in table.tags()}
     reference = tmp_path / "reference"
     shutil.copytree(base, reference)
-    result = expire_snapshots(Table.open(str(reference)).context, **SETTINGS, now_ms=kit.FAR_FUTURE_MS)
+    result = expire_snapshots(Table.open(str(reference)).context, **SETTINGS, now_ms=FAR_FUTURE_MS)
     assert result.deleted_data_files > 0 and result.deleted_manifests > 0 and result.expired_tags == ("short",)
-    return base, rows, tags, state(reference), result
+    return base, rows, tags, tree_bytes(reference), result
 
 
 def test_crash_at_every_delete_then_rerun(kit, tmp_path, scenario) -> None:
@@ -66,17 +62,17 @@ def test_crash_at_every_delete_then_rerun(kit, tmp_path, scenario) -> None:
     for point in range(1, total + 2):
         copy = tmp_path / f"crash-{point}"
         shutil.copytree(base, copy)
-        ctx = kit.context_with_io(copy, kit.CrashingIO(crash_at_delete=point))
+        ctx = context_with_io(copy, kit.CrashingIO(crash_at_delete=point))
         parallelism = 1 if point % 2 else 3
         try:
-            expire_snapshots(ctx, **SETTINGS, parallelism=parallelism, now_ms=kit.FAR_FUTURE_MS)
+            expire_snapshots(ctx, **SETTINGS, parallelism=parallelism, now_ms=FAR_FUTURE_MS)
             crashed = False
         except kit.Crash:
             crashed = True
         assert crashed == (point <= total), point
-        readable(kit, copy, rows, tags)
-        again = expire_snapshots(Table.open(str(copy)).context, **SETTINGS, now_ms=kit.FAR_FUTURE_MS)
-        assert state(copy) == expected, point
+        readable(copy, rows, tags)
+        again = expire_snapshots(Table.open(str(copy)).context, **SETTINGS, now_ms=FAR_FUTURE_MS)
+        assert tree_bytes(copy) == expected, point
         if crashed:
             assert len(again.completed_journals) == 1
         shutil.rmtree(copy)
@@ -89,11 +85,11 @@ def test_crash_at_journal_and_hint_writes(kit, tmp_path, scenario, point) -> Non
     shutil.copytree(base, copy)
     with pytest.raises(kit.Crash):
         expire_snapshots(
-            kit.context_with_io(copy, kit.CrashingIO(crash_at_write=point)), **SETTINGS, now_ms=kit.FAR_FUTURE_MS
+            context_with_io(copy, kit.CrashingIO(crash_at_write=point)), **SETTINGS, now_ms=FAR_FUTURE_MS
         )
-    readable(kit, copy, rows, tags)
-    expire_snapshots(Table.open(str(copy)).context, **SETTINGS, now_ms=kit.FAR_FUTURE_MS)
-    assert state(copy) == expected
+    readable(copy, rows, tags)
+    expire_snapshots(Table.open(str(copy)).context, **SETTINGS, now_ms=FAR_FUTURE_MS)
+    assert tree_bytes(copy) == expected
 
 
 def test_dry_run_after_a_crash_lists_what_the_rerun_deletes(kit, tmp_path, scenario) -> None:
@@ -102,12 +98,12 @@ def test_dry_run_after_a_crash_lists_what_the_rerun_deletes(kit, tmp_path, scena
     shutil.copytree(base, copy)
     with pytest.raises(kit.Crash):
         expire_snapshots(
-            kit.context_with_io(copy, kit.CrashingIO(crash_at_delete=8)), **SETTINGS, now_ms=kit.FAR_FUTURE_MS
+            context_with_io(copy, kit.CrashingIO(crash_at_delete=8)), **SETTINGS, now_ms=FAR_FUTURE_MS
         )
     ctx = Table.open(str(copy)).context
     assert len(list_journals(ctx)) == 1
-    dry = expire_snapshots(ctx, **SETTINGS, dry_run=True, now_ms=kit.FAR_FUTURE_MS)
-    real = expire_snapshots(ctx, **SETTINGS, now_ms=kit.FAR_FUTURE_MS)
+    dry = expire_snapshots(ctx, **SETTINGS, dry_run=True, now_ms=FAR_FUTURE_MS)
+    real = expire_snapshots(ctx, **SETTINGS, now_ms=FAR_FUTURE_MS)
     assert sorted(dry.deleted_paths) == sorted(real.deleted_paths)
     assert dry.completed_journals == real.completed_journals != ()
     assert list_journals(ctx) == []
@@ -119,9 +115,9 @@ def test_rerun_counts_the_journal_against_the_limit(kit, tmp_path) -> None:
         table.append(kit.rows(2))
     root = kit.root(table)
     with pytest.raises(kit.Crash):
-        expire_snapshots(kit.context_with_io(root, kit.CrashingIO(crash_at_delete=2)), retain_min=1, time_retained=0,
-                         limit=3, now_ms=kit.FAR_FUTURE_MS)
-    again = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=3, now_ms=kit.FAR_FUTURE_MS)
+        expire_snapshots(context_with_io(root, kit.CrashingIO(crash_at_delete=2)), retain_min=1, time_retained=0,
+                         limit=3, now_ms=FAR_FUTURE_MS)
+    again = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=3, now_ms=FAR_FUTURE_MS)
     assert again.expired_snapshot_ids[-1] == 3 and set(again.expired_snapshot_ids) <= {1, 2, 3}
     assert [s.id for s in table.snapshots()] == list(range(4, 11))
 
@@ -129,8 +125,8 @@ def test_rerun_counts_the_journal_against_the_limit(kit, tmp_path) -> None:
 def crash_after_journal(kit, table: Table) -> Path:
     with pytest.raises(kit.Crash):
         expire_snapshots(
-            kit.context_with_io(kit.root(table), kit.CrashingIO(crash_at_delete=1)),
-            retain_min=1, time_retained=0, limit=100, now_ms=kit.FAR_FUTURE_MS,
+            context_with_io(kit.root(table), kit.CrashingIO(crash_at_delete=1)),
+            retain_min=1, time_retained=0, limit=100, now_ms=FAR_FUTURE_MS,
         )
     journals = list_journals(table.context)
     assert len(journals) == 1
@@ -149,10 +145,10 @@ def test_unreadable_journal_stops_before_deleting(kit) -> None:
     table = small(kit)
     journal = crash_after_journal(kit, table)
     journal.write_bytes(b"{not json")
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     with pytest.raises(MaintenanceError, match=journal.name):
-        expire_snapshots(table.context, retain_min=1, time_retained=0, now_ms=kit.FAR_FUTURE_MS)
-    assert kit.disk_files(kit.root(table)) == before
+        expire_snapshots(table.context, retain_min=1, time_retained=0, now_ms=FAR_FUTURE_MS)
+    assert files_under(kit.root(table)) == before
 
 
 @pytest.mark.parametrize("field, bad", [("manifests", "schema/schema-0"), ("dataFiles", "../../etc/passwd"),
@@ -163,10 +159,10 @@ def test_tampered_journal_is_refused(kit, field, bad) -> None:
     document = json.loads(journal.read_bytes())
     document[field].append([bad, 1, []] if field == "dataFiles" else [bad, 1])
     journal.write_text(json.dumps(document))
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     with pytest.raises(MaintenanceError, match="unsafe"):
-        expire_snapshots(table.context, retain_min=1, time_retained=0, now_ms=kit.FAR_FUTURE_MS)
-    assert kit.disk_files(kit.root(table)) == before
+        expire_snapshots(table.context, retain_min=1, time_retained=0, now_ms=FAR_FUTURE_MS)
+    assert files_under(kit.root(table)) == before
 
 
 def test_journal_of_a_changed_table_is_discarded(kit) -> None:
@@ -175,7 +171,7 @@ def test_journal_of_a_changed_table_is_discarded(kit) -> None:
     document = json.loads(journal.read_bytes())
     document["fingerprints"][0][1] = "manifest-list-someone-else-0"  # as if snapshot ids were reused
     journal.write_text(json.dumps(document))
-    result = expire_snapshots(table.context, retain_min=1, time_retained=0, now_ms=kit.FAR_FUTURE_MS)
+    result = expire_snapshots(table.context, retain_min=1, time_retained=0, now_ms=FAR_FUTURE_MS)
     assert result.completed_journals == ()
     assert list_journals(table.context) == []
-    assert kit.disk_files(kit.root(table)) == kit.reachable_files(table.context)
+    assert files_under(kit.root(table)) == reachable_files(table.context)

@@ -7,6 +7,7 @@ import shutil
 import threading
 
 import pytest
+from support.tables import FAR_FUTURE_MS, files_under, reachable_files, rows_of
 
 from tableformat.cleanup.snapshots import execute_expiration, expire_snapshots, plan_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
@@ -17,7 +18,7 @@ EVERYTHING = {"retain_min": 1, "time_retained": 0, "limit": 1000}
 
 
 def expire(kit, table: Table, **kwargs):
-    return expire_snapshots(table.context, **{**EVERYTHING, "now_ms": kit.FAR_FUTURE_MS, **kwargs})
+    return expire_snapshots(table.context, **{**EVERYTHING, "now_ms": FAR_FUTURE_MS, **kwargs})
 
 
 def data_paths(table: Table, snapshot_id: int, part: int | None = None) -> set[str]:
@@ -31,10 +32,10 @@ def data_paths(table: Table, snapshot_id: int, part: int | None = None) -> set[s
 
 def assert_exact(kit, table: Table, before: set[str], result) -> None:
     """Deleted = exactly what the result reports; what is left = exactly what retained snapshots and tags need."""
-    after = kit.disk_files(kit.root(table))
+    after = files_under(kit.root(table))
     assert set(result.deleted_paths) == before - after
     assert len(result.deleted_paths) == len(set(result.deleted_paths))
-    assert after == kit.reachable_files(table.context)
+    assert after == reachable_files(table.context)
 
 
 def test_append_only_deletes_metadata_only(kit) -> None:
@@ -42,7 +43,7 @@ def test_append_only_deletes_metadata_only(kit) -> None:
     for _ in range(12):
         table.append(kit.rows(4))
     expired = [table.snapshot(i) for i in range(1, 12)]
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     rows = kit.snapshot_rows(table)
     result = expire(kit, table)
     assert result.expired_snapshot_ids == tuple(range(1, 12))
@@ -62,7 +63,7 @@ def test_overwrite_history_deletes_replaced_files(kit) -> None:
     replaced = data_paths(table, 2, part=0)
     table.overwrite(kit.rows(3, parts=(0,)), {"part": 0})
     table.append(kit.rows(2))
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     rows = kit.snapshot_rows(table)
     result = expire(kit, table, retain_min=2)
     assert result.expired_snapshot_ids == (1, 2)
@@ -83,7 +84,7 @@ def test_drop_partition_frees_its_files_only_when_the_drop_expires(kit) -> None:
     assert first.expired_snapshot_ids == (1, 2, 3, 4, 5)
     assert {p for p in first.deleted_paths if "bucket-" in p} == dropped
     assert not any((kit.root(table) / p).exists() for p in dropped)
-    assert kit.disk_files(kit.root(table)) == kit.reachable_files(table.context)
+    assert files_under(kit.root(table)) == reachable_files(table.context)
 
 
 def test_bytes_and_counts_match_the_files(kit) -> None:
@@ -92,7 +93,7 @@ def test_bytes_and_counts_match_the_files(kit) -> None:
         table.append(kit.rows(4))
     table.drop_partitions([{"part": 0}])
     root = kit.root(table)
-    sizes = {p: (root / p).stat().st_size for p in kit.disk_files(root)}
+    sizes = {p: (root / p).stat().st_size for p in files_under(root)}
     result = expire(kit, table)
     assert result.deleted_bytes == sum(sizes[p] for p in result.deleted_paths)
     assert result.deleted_data_files == sum(1 for p in result.deleted_paths if "bucket-" in p) == 3
@@ -109,7 +110,7 @@ def test_merged_manifests_are_deleted_once_unreferenced(kit) -> None:
     table.overwrite(kit.rows(2, parts=(1,)), {"part": 1})
     for _ in range(3):
         table.append(kit.rows(2))
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     rows = kit.snapshot_rows(table)
     result = expire(kit, table, retain_min=2)
     assert result.deleted_manifests > 0
@@ -123,28 +124,28 @@ def test_tags_protect_their_files_then_expire_by_time(kit) -> None:
         table.append(kit.rows(4))
     table.create_tag("keep", 2)
     table.create_tag("ttl", 3, time_retained=dt.timedelta(hours=1))
-    tag_rows = {name: kit.rows_of(table.to_arrow(tag=name)) for name in ("keep", "ttl")}
+    tag_rows = {name: rows_of(table.to_arrow(tag=name)) for name in ("keep", "ttl")}
     table.drop_partitions([{"part": 0}])  # snapshot 5
     table.append(kit.rows(2, parts=(1,)))
     dropped = data_paths(table, 4, part=0)
     protected = data_paths(table, 3, part=0)
     kept = data_paths(table, 2)
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     # Tags still young: everything both tags hold survives.
     result = expire_snapshots(table.context, **{**EVERYTHING, "now_ms": table.snapshot(6).time_millis + 1})
     assert result.expired_snapshot_ids == (1, 2, 3, 4, 5)
     assert result.expired_tags == ()
     assert {p for p in result.deleted_paths if "bucket-" in p} == dropped - protected
-    assert {name: kit.rows_of(table.to_arrow(tag=name)) for name in ("keep", "ttl")} == tag_rows
+    assert {name: rows_of(table.to_arrow(tag=name)) for name in ("keep", "ttl")} == tag_rows
     assert_exact(kit, table, before, result)
     # Far later the ttl tag has expired: its tag file and the files only it held go.
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     result = expire(kit, table)
     assert result.expired_tags == ("ttl",)
     assert "tag/tag-ttl" in result.deleted_paths
     assert {p for p in result.deleted_paths if "bucket-" in p} == protected - kept
     assert [t.name for t in table.tags()] == ["keep"]
-    assert kit.rows_of(table.to_arrow(tag="keep")) == tag_rows["keep"]
+    assert rows_of(table.to_arrow(tag="keep")) == tag_rows["keep"]
     assert_exact(kit, table, before, result)
 
 
@@ -156,9 +157,9 @@ def test_dry_run_lists_exactly_what_the_real_run_deletes(kit, tmp_path) -> None:
             table.drop_partitions([{"part": 1}])
     table.create_tag("t", 2)
     root = kit.root(table)
-    before = kit.disk_files(root)
+    before = files_under(root)
     dry = expire(kit, table, retain_min=2, dry_run=True)
-    assert dry.dry_run and kit.disk_files(root) == before
+    assert dry.dry_run and files_under(root) == before
     real = expire(kit, table, retain_min=2)
     assert not real.dry_run
     assert sorted(dry.deleted_paths) == sorted(real.deleted_paths)
@@ -206,10 +207,10 @@ def test_unreadable_delta_manifest_deletes_nothing(kit) -> None:
     drop = table.snapshot(4)
     manifest = table.context.store.read_manifest_list(drop.delta_manifest_list)[0].file_name
     corrupt(table.context.layout.manifest_file(manifest))
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     with pytest.raises(MaintenanceError, match=manifest):
         expire(kit, table)
-    assert kit.disk_files(kit.root(table)) == before
+    assert files_under(kit.root(table)) == before
 
 
 def test_unreadable_manifest_list_deletes_nothing(kit) -> None:
@@ -218,10 +219,10 @@ def test_unreadable_manifest_list_deletes_nothing(kit) -> None:
         table.append(kit.rows(2))
     name = table.snapshot(2).base_manifest_list
     (kit.root(table) / "manifest" / name).unlink()
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     with pytest.raises(MaintenanceError, match=name):
         expire(kit, table)
-    assert kit.disk_files(kit.root(table)) == before
+    assert files_under(kit.root(table)) == before
 
 
 def test_unreadable_tag_deletes_nothing(kit) -> None:
@@ -231,10 +232,10 @@ def test_unreadable_tag_deletes_nothing(kit) -> None:
     table.create_tag("t", 2)
     table.drop_partitions([{"part": 1}])
     corrupt(table.context.layout.tag_file("t"))
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     with pytest.raises(MaintenanceError, match="tag-t"):
         expire(kit, table)
-    assert kit.disk_files(kit.root(table)) == before
+    assert files_under(kit.root(table)) == before
 
 
 def test_empty_partition_directories_are_removed_when_enabled(kit) -> None:
@@ -265,15 +266,15 @@ def test_tag_created_after_planning_is_honoured(kit) -> None:
     table.drop_partitions([{"part": 0}])
     table.append(kit.rows(2, parts=(1,)))
     config = ExpireConfig(retain_min=1, retain_max=100, time_retained_ms=0, limit=100)
-    plan = plan_expiration(table.context, config, kit.FAR_FUTURE_MS)
+    plan = plan_expiration(table.context, config, FAR_FUTURE_MS)
     assert 3 in plan.expired_snapshots
     table.create_tag("late", 3)  # between planning and deleting
-    expected = kit.rows_of(table.to_arrow(tag="late"))
+    expected = rows_of(table.to_arrow(tag="late"))
     late_files = data_paths(table, 3)
     result = execute_expiration(table.context, plan, config=config)
-    assert kit.rows_of(table.to_arrow(tag="late")) == expected
+    assert rows_of(table.to_arrow(tag="late")) == expected
     assert not set(result.deleted_paths) & late_files
-    assert kit.disk_files(kit.root(table)) == kit.reachable_files(table.context)
+    assert files_under(kit.root(table)) == reachable_files(table.context)
 
 
 def test_two_expirers_racing_keep_every_retained_file(kit) -> None:
@@ -284,7 +285,7 @@ def test_two_expirers_racing_keep_every_retained_file(kit) -> None:
             table.drop_partitions([{"part": i % 2}])
     table.create_tag("t", 7)
     rows = kit.snapshot_rows(table)
-    tag_rows = kit.rows_of(table.to_arrow(tag="t"))
+    tag_rows = rows_of(table.to_arrow(tag="t"))
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -303,5 +304,5 @@ def test_two_expirers_racing_keep_every_retained_file(kit) -> None:
     assert not errors
     expire(kit, table, retain_min=4)  # finishes whatever a racing run left
     assert kit.snapshot_rows(table) == {i: rows[i] for i in range(max(rows) - 3, max(rows) + 1)}
-    assert kit.rows_of(table.to_arrow(tag="t")) == tag_rows
-    assert kit.disk_files(kit.root(table)) == kit.reachable_files(table.context)
+    assert rows_of(table.to_arrow(tag="t")) == tag_rows
+    assert files_under(kit.root(table)) == reachable_files(table.context)

@@ -14,6 +14,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.tables import FAR_FUTURE_MS, files_under, reachable_files, rows_of
 
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.model.snapshot import Consumer
@@ -54,13 +55,13 @@ class Model:
         table, kit = self.table, self.kit
         if kind == "append":
             data = kit.rows(len(op[1]), parts=op[1])
-            self.committed(table.append(data), self.rows + kit.rows_of(data))
+            self.committed(table.append(data), self.rows + rows_of(data))
         elif kind == "overwrite":
             parts = PARTS if op[1] is None else (op[1],)
             data = kit.rows(2, parts=parts)
             kept = [r for r in self.rows if op[1] is not None and r[1] != op[1]]
             spec = None if op[1] is None else {"part": op[1]}
-            self.committed(table.overwrite(data, spec), kept + kit.rows_of(data))
+            self.committed(table.overwrite(data, spec), kept + rows_of(data))
         elif kind == "drop":
             self.committed(table.drop_partitions([{"part": op[1]}]), [r for r in self.rows if r[1] != op[1]])
         elif kind in ("tag", "consumer"):
@@ -79,9 +80,9 @@ class Model:
             self.expire(*op[1:])
 
     def expire(self, retain_min: int, extra: int | None, limit: int, far: bool) -> None:
-        table, kit = self.table, self.kit
+        table = self.table
         before = [s.id for s in table.snapshots()]
-        now = kit.FAR_FUTURE_MS if far else int(time.time() * 1000) + 1
+        now = FAR_FUTURE_MS if far else int(time.time() * 1000) + 1
         retained = 0 if far else 86_400_000
         result = expire_snapshots(
             table.context,
@@ -103,15 +104,15 @@ class Model:
             assert result.earliest_snapshot == after[0]
             assert (kit.root(table) / "snapshot" / "EARLIEST").read_text() == str(after[0])
         for snapshot_id in after:
-            assert kit.rows_of(table.to_arrow(snapshot_id=snapshot_id)) == self.by_snapshot[snapshot_id]
+            assert rows_of(table.to_arrow(snapshot_id=snapshot_id)) == self.by_snapshot[snapshot_id]
         present = {t.name for t in table.tags()}
         assert present <= set(self.tags)
         assert set(result.expired_tags) == set(self.tags) - present
         for name in set(self.tags) - present:
             del self.tags[name]
         for name, rows in self.tags.items():
-            assert kit.rows_of(table.to_arrow(tag=name)) == rows
-        assert kit.disk_files(kit.root(table)) == kit.reachable_files(table.context)
+            assert rows_of(table.to_arrow(tag=name)) == rows
+        assert files_under(kit.root(table)) == reachable_files(table.context)
 
 
 @settings(

@@ -6,6 +6,7 @@ import datetime as dt
 import os
 
 import pytest
+from support.tables import FAR_FUTURE_MS, files_under, reachable_files
 
 from tableformat.cleanup.snapshots import expire_snapshots, plan_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
@@ -33,7 +34,7 @@ def ids(table: Table) -> list[int]:
 
 def test_retain_min_keeps_the_newest(kit) -> None:
     table = history(kit, 10)
-    result = expire_snapshots(table.context, retain_min=3, time_retained=0, limit=100, now_ms=kit.FAR_FUTURE_MS)
+    result = expire_snapshots(table.context, retain_min=3, time_retained=0, limit=100, now_ms=FAR_FUTURE_MS)
     assert result.expired_snapshot_ids == (1, 2, 3, 4, 5, 6, 7)
     assert result.expired_snapshots == 7
     assert result.earliest_snapshot == 8
@@ -66,8 +67,8 @@ def test_successor_time_rule(kit) -> None:
 
 def test_limit_caps_each_run(kit) -> None:
     table = history(kit, 10)
-    first = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=3, now_ms=kit.FAR_FUTURE_MS)
-    second = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=3, now_ms=kit.FAR_FUTURE_MS)
+    first = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=3, now_ms=FAR_FUTURE_MS)
+    second = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=3, now_ms=FAR_FUTURE_MS)
     assert first.expired_snapshot_ids == (1, 2, 3)
     assert second.expired_snapshot_ids == (4, 5, 6)
     assert ids(table) == [7, 8, 9, 10]
@@ -76,9 +77,9 @@ def test_limit_caps_each_run(kit) -> None:
 def test_table_options_are_the_defaults(kit) -> None:
     table = history(kit, 8, **{"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms",
                                "snapshot.expire.limit": "4"})
-    result = expire_snapshots(table.context, now_ms=kit.FAR_FUTURE_MS)
+    result = expire_snapshots(table.context, now_ms=FAR_FUTURE_MS)
     assert result.expired_snapshot_ids == (1, 2, 3, 4)
-    result = expire_snapshots(table.context, limit=50, now_ms=kit.FAR_FUTURE_MS)  # a per-call override
+    result = expire_snapshots(table.context, limit=50, now_ms=FAR_FUTURE_MS)  # a per-call override
     assert result.expired_snapshot_ids == (5, 6)
     assert ids(table) == [7, 8]
 
@@ -98,7 +99,7 @@ def test_duration_strings_and_timedeltas(kit) -> None:
 def test_consumer_clamps_the_range(kit) -> None:
     table = history(kit, 10)
     table.context.store.write_consumer(Consumer(consumer_id="reader", next_snapshot=4))
-    result = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=100, now_ms=kit.FAR_FUTURE_MS)
+    result = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=100, now_ms=FAR_FUTURE_MS)
     assert result.expired_snapshot_ids == (1, 2, 3)
     assert [c.consumer_id for c in table.context.store.consumers()] == ["reader"]
 
@@ -123,27 +124,27 @@ def test_gap_in_ids_never_stalls(kit) -> None:
     table = history(kit, 12)
     gone = table.snapshot(5)
     os.remove(table.context.layout.snapshot_file(5))
-    result = expire_snapshots(table.context, retain_min=3, time_retained=0, limit=100, now_ms=kit.FAR_FUTURE_MS)
+    result = expire_snapshots(table.context, retain_min=3, time_retained=0, limit=100, now_ms=FAR_FUTURE_MS)
     assert result.expired_snapshot_ids == (1, 2, 3, 4, 6, 7, 8, 9)
     assert ids(table) == [10, 11, 12]
     # Only the lists of the manually deleted snapshot are left behind (orphan cleanup's job).
     root = kit.root(table)
-    assert kit.disk_files(root) - kit.reachable_files(table.context) == {
+    assert files_under(root) - reachable_files(table.context) == {
         f"manifest/{gone.base_manifest_list}",
         f"manifest/{gone.delta_manifest_list}",
     }
     assert expire_snapshots(table.context, retain_min=1, time_retained=0, limit=100,
-                            now_ms=kit.FAR_FUTURE_MS).expired_snapshot_ids == (10, 11)
+                            now_ms=FAR_FUTURE_MS).expired_snapshot_ids == (10, 11)
 
 
 def test_wide_gap_with_a_small_limit_moves_on(kit) -> None:
     table = history(kit, 12)
     for i in range(2, 9):
         os.remove(table.context.layout.snapshot_file(i))
-    first = expire_snapshots(table.context, retain_min=2, time_retained=0, limit=2, now_ms=kit.FAR_FUTURE_MS)
+    first = expire_snapshots(table.context, retain_min=2, time_retained=0, limit=2, now_ms=FAR_FUTURE_MS)
     assert first.expired_snapshot_ids == (1,)
     assert first.earliest_snapshot == 9
-    second = expire_snapshots(table.context, retain_min=2, time_retained=0, limit=2, now_ms=kit.FAR_FUTURE_MS)
+    second = expire_snapshots(table.context, retain_min=2, time_retained=0, limit=2, now_ms=FAR_FUTURE_MS)
     assert second.expired_snapshot_ids == (9, 10)
     assert ids(table) == [11, 12]
 
@@ -152,7 +153,7 @@ def test_nothing_to_expire_writes_a_missing_earliest(kit) -> None:
     table = history(kit, 3)
     earliest = kit.root(table) / "snapshot" / "EARLIEST"
     assert not earliest.exists()
-    result = expire_snapshots(table.context, now_ms=kit.FAR_FUTURE_MS)  # retain min 10 by default
+    result = expire_snapshots(table.context, now_ms=FAR_FUTURE_MS)  # retain min 10 by default
     assert result.expired_snapshots == 0
     assert result.earliest_snapshot == 1
     assert earliest.read_text() == "1"
@@ -181,7 +182,7 @@ def test_empty_table(kit) -> None:
 )
 def test_invalid_settings_touch_nothing(kit, kwargs) -> None:
     table = history(kit, 4, **{"snapshot.num-retained.max": "15"})
-    before = kit.disk_files(kit.root(table))
+    before = files_under(kit.root(table))
     with pytest.raises(ValidationError):
         expire_snapshots(table.context, **kwargs)
-    assert kit.disk_files(kit.root(table)) == before
+    assert files_under(kit.root(table)) == before

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from click.testing import CliRunner
+from support.tables import DAY_S, age_path
 
 from tableformat import Table
 from tableformat.cli.main import cli
@@ -22,8 +21,7 @@ def test_remove_orphans_engine_spark(spark: Any, tmp_path: Path) -> None:
     table.append(pa.table({"id": [1, 2], "dt": ["a", "b"]}))
     stray = root / "dt=a" / "bucket-0" / f"data-{uuid.uuid4()}-0.parquet"
     stray.write_bytes(b"x" * 10)
-    old = time.time() - 3 * 86_400
-    os.utime(stray, (old, old))
+    age_path(stray, 3 * DAY_S)
     result = CliRunner().invoke(cli, ["remove-orphans", str(root), "--engine", "spark", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)

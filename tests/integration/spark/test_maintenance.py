@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 import uuid
@@ -16,6 +15,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from spark_support import data_files_on_disk
+from support.tables import DAY_S, age_files, paths_under
 
 from tableformat import MaintenanceError, Table
 from tableformat.cleanup.orphans import remove_orphan_files as local_remove_orphan_files
@@ -75,21 +75,6 @@ def _plant(table_dir: Path, rel: str, size: int = 10) -> str:
     return rel
 
 
-def _age_tree(root: Path, mtime_s: float) -> None:
-    for directory, dirs, files in os.walk(root, topdown=False):
-        for name in files + dirs:
-            os.utime(os.path.join(directory, name), (mtime_s, mtime_s))
-    os.utime(root, (mtime_s, mtime_s))
-
-
-def _tree(root: Path) -> set[str]:
-    return {
-        os.path.relpath(os.path.join(d, n), root) + ("/" if n in dirs else "")
-        for d, dirs, files in os.walk(root)
-        for n in files + dirs
-    }
-
-
 def test_distributed_orphan_cleanup_deletes_exactly_what_the_local_cleaner_deletes(spark: Any, tmp_path: Path) -> None:
     source = tmp_path / "source"
     table = Table.create(str(source), pa.schema([("id", pa.int64()), ("dt", pa.string())]), partition_keys=["dt"])
@@ -106,7 +91,7 @@ def test_distributed_orphan_cleanup_deletes_exactly_what_the_local_cleaner_delet
         _plant(source, f"snapshot/.snapshot-9.{uuid.uuid4()}.tmp", 50),
     }
     unknown = {_plant(source, "dt=a/bucket-0/notes.txt"), _plant(source, "manifest/README")}
-    _age_tree(source, (now_ms - 2 * DAY_MS) / 1000)  # everything old: referenced files must survive by reference
+    age_files(source, 2 * DAY_S)  # everything old: referenced files must survive by reference
     young = _plant(source, f"dt=c/bucket-0/data-{uuid.uuid4()}-0.parquet")  # unreferenced but fresh: kept
     local_copy, spark_copy = tmp_path / "local", tmp_path / "spark"
     shutil.copytree(source, local_copy)
@@ -115,7 +100,7 @@ def test_distributed_orphan_cleanup_deletes_exactly_what_the_local_cleaner_delet
     guard = timedelta(days=1)
     local = local_remove_orphan_files(Table.open(str(local_copy)).context, older_than=guard, now_ms=now_ms)
     preview = remove_orphan_files(spark, str(spark_copy), older_than=guard, dry_run=True, now_ms=now_ms)
-    assert _tree(spark_copy) == _tree(source)  # the dry run deleted nothing
+    assert paths_under(spark_copy) == paths_under(source)  # the dry run deleted nothing
     run = run_distributed_orphan_cleanup(spark, str(spark_copy), older_than=guard, parallelism=2, now_ms=now_ms)
     distributed = run.result
     # executors listed every directory the census walked (the root, snapshot/ schema/ tag/ manifest/, 4 partitions,
@@ -130,8 +115,8 @@ def test_distributed_orphan_cleanup_deletes_exactly_what_the_local_cleaner_delet
     assert set(distributed.skipped_unknown) == set(local.skipped_unknown) == unknown
     assert distributed.removed_dirs == local.removed_dirs == ("dt=zz/bucket-0", "dt=zz")
     assert distributed.failed == local.failed == ()
-    assert _tree(spark_copy) == _tree(local_copy)
-    assert young in _tree(spark_copy)
+    assert paths_under(spark_copy) == paths_under(local_copy)
+    assert young in paths_under(spark_copy)
     after = Table.open(str(spark_copy))
     assert sorted(r["id"] for r in after.to_arrow().to_pylist()) == [1, 2, 4, 5]
     assert sorted(r["id"] for r in after.to_arrow(tag="t1").to_pylist()) == [1, 2, 4]
