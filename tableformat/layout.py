@@ -34,7 +34,8 @@ EXPIRE_JOURNAL_PREFIX = ".expire-journal-"
 """Expiration journals: ``snapshot/.expire-journal-<plan id>`` (cleanup/snapshots/journal.py)."""
 BRANCH_PREFIX = "branch-"
 
-_TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
+_TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
+"""Matched in full (``fullmatch``: a trailing newline does not pass, as it would with ``$``)."""
 _UNSAFE_IN_NAME = re.compile(r"[/\\\x00:]")
 """A directory separator (either kind), NUL or a scheme/drive colon."""
 
@@ -48,7 +49,7 @@ def check_file_name(name: str, *, what: str = "file name") -> str:
 
 def check_tag_name(name: str) -> str:
     """Tag names become file names: letters, digits, '_', '.', '-' only."""
-    if not _TAG_NAME.match(name) or name.isdigit():
+    if not _TAG_NAME.fullmatch(name) or name.isdigit():
         raise UnsafePathError(
             f"invalid tag name {name!r}: use letters, digits, '_', '.', '-' (not only digits, at most 200 chars)"
         )
@@ -142,9 +143,10 @@ class TableLayout:
     def relative(self, path: str) -> str:
         """A path inside the root, relative to it."""
         prefix = self.root.rstrip("/") + "/"
-        if not path.startswith(prefix):
+        rest = path[len(prefix) :]
+        if not path.startswith(prefix) or any(part in ("", ".", "..") for part in rest.split("/")):
             raise UnsafePathError(f"{path!r} is not inside the table root {self.root!r}")
-        return path[len(prefix) :]
+        return rest
 
 
 def parse_id(name: str, prefix: str) -> int | None:

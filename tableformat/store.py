@@ -274,7 +274,7 @@ class MetadataStore:
     # --- tags and consumers ----------------------------------------------------------------------------------
     def tag_names(self) -> list[str]:
         names = [n[len(TAG_PREFIX) :] for n in self.io.list_names(self.layout.tag_dir) if n.startswith(TAG_PREFIX)]
-        return sorted(n for n in names if n and not n.endswith(".tmp"))
+        return sorted(n for n in names if n)  # temp files of atomic writes start with '.', not with the prefix
 
     def read_tag(self, name: str) -> Tag:
         path = self.layout.tag_file(name)
@@ -352,7 +352,7 @@ class MetadataStore:
     def consumers(self) -> list[Consumer]:
         result = []
         for info in self.io.list_dir(self.layout.consumer_dir):
-            if not info.name.startswith(CONSUMER_PREFIX) or info.name.endswith(".tmp") or info.is_dir:
+            if not info.name.startswith(CONSUMER_PREFIX) or info.is_dir:  # temp files start with '.'
                 continue
             consumer_id = info.name[len(CONSUMER_PREFIX) :]
             try:

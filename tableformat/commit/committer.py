@@ -243,10 +243,18 @@ class Committer:
                 self._discard(written)
             return _Lost()
         if self._created_below_the_frontier(snapshot, request):
-            # The id had been taken and expired while this attempt was prepared: snapshot-N was free again, but
-            # newer snapshots do not descend from ours. Nothing of this attempt is part of the table.
+            # snapshot-N was free, but newer snapshots exist that do not descend from ours: nothing of this attempt
+            # is part of the table.
             self.store.io.delete_files([self.store.layout.snapshot_file(snapshot.id)])
             self._discard(written)
+            if self.store.snapshot_exists(snapshot.id - 1):
+                # A gap in the ids below newer snapshots and a stale LATEST hint just before it made N look free
+                # (hint writes are best effort): correct the hint from the listing and re-plan on the real latest.
+                ids = self.store.snapshot_ids()
+                if ids:
+                    self.store.write_hint("LATEST", ids[-1])
+                return _Lost()
+            # The id had been taken and expired while this attempt was prepared (ABA).
             raise CommitConflictError(
                 f"snapshot id {snapshot.id} had already been used and expired while this commit was prepared "
                 "(retention shorter than the commit took); nothing was committed, retry the commit"
@@ -257,11 +265,12 @@ class Committer:
     def _created_below_the_frontier(self, snapshot: Snapshot, request: CommitRequest) -> bool:
         """True if snapshot-N re-used an id that was committed and expired while this attempt was prepared (ABA).
 
-        Expiration deletes snapshots in ascending order and never the latest, so while our base N-1 exists the id
-        was free for the first time (one existence check, the usual case). Otherwise the smallest newer snapshot
-        decides: one that descends from ours carries this commit in its commit log.
+        Expiration deletes snapshots in ascending order and never the latest, so while our base N-1 exists and no
+        snapshot N+1 does, the id was free for the first time (two existence checks, the usual case). Otherwise the
+        smallest newer snapshot decides: one that descends from ours carries this commit in its commit log. (N+1
+        can exist already when the ids have a gap at N and a stale LATEST hint pointed just before it.)
         """
-        if self.store.snapshot_exists(snapshot.id - 1):
+        if self.store.snapshot_exists(snapshot.id - 1) and not self.store.snapshot_exists(snapshot.id + 1):
             return False
         newer = [i for i in self.store.snapshot_ids() if i > snapshot.id]
         if not newer:

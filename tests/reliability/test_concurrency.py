@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.faults import FaultyFileIO, faulty_context
+from support.faults import FaultyFileIO, InterferingFileIO, faulty_context
 from support.tables import DAY_S, age_files, files_under, reachable_files, row_counts
 
 from tableformat.cleanup.orphans import remove_orphan_files
@@ -307,24 +307,6 @@ def test_reader_rule_is_not_vacuous(tmp_path: Path) -> None:
     assert "still exists but its read failed" in report["violations"][0]
 
 
-class _ExpireDuringRead(FaultyFileIO):
-    """Counts nothing; runs ``action`` once, just before the first read of a file whose name starts with ``trigger``
-    (``manifest-`` means a manifest, not a manifest list)."""
-
-    def __init__(self, inner: Any, trigger: str, action: Any) -> None:
-        super().__init__(inner)
-        self.trigger = trigger
-        self.action = action
-
-    def read_bytes(self, path: str) -> bytes:
-        name = path.rsplit("/", 1)[-1]
-        hit = name.startswith(self.trigger) and not (self.trigger == "manifest-" and name.startswith("manifest-list-"))
-        if self.action is not None and hit:
-            action, self.action = self.action, None
-            action()
-        return super().read_bytes(path)
-
-
 @pytest.mark.parametrize("trigger", ["manifest-list-", "manifest-"])
 def test_read_of_a_snapshot_expired_meanwhile_says_so(tmp_path: Path, trigger: str) -> None:
     """A reader that picked snapshot 1 while it existed, and lost it to an expiration before reading its manifest
@@ -340,7 +322,7 @@ def test_read_of_a_snapshot_expired_meanwhile_says_so(tmp_path: Path, trigger: s
         assert 1 in result.expired_snapshot_ids
 
     ctx = Table.open(str(root)).context
-    reader = Table(faulty_context(ctx, _ExpireDuringRead(ctx.io, trigger, expire)))
+    reader = Table(faulty_context(ctx, InterferingFileIO(ctx.io, trigger, expire)))
     with pytest.raises(SnapshotNotFoundError, match="snapshot 1"):
         reader.to_arrow(snapshot_id=1)
 

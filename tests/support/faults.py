@@ -148,6 +148,25 @@ class FaultyFileIO(ForwardingFileIO):
         raise self._fault(first + failing, op, paths[failing])
 
 
+class InterferingFileIO(FaultyFileIO):
+    """Fails nothing; runs ``action`` (what another process does meanwhile: a commit, an expiration) once, just
+    before the first read of a file whose name starts with ``trigger`` (``manifest-`` means a manifest, not a
+    manifest list)."""
+
+    def __init__(self, inner: Any, trigger: str, action: Any) -> None:
+        super().__init__(inner)
+        self.trigger = trigger
+        self.action = action
+
+    def read_bytes(self, path: str) -> bytes:
+        name = path.rsplit("/", 1)[-1]
+        hit = name.startswith(self.trigger) and not (self.trigger == "manifest-" and name.startswith("manifest-list-"))
+        if self.action is not None and hit:
+            action, self.action = self.action, None
+            action()
+        return super().read_bytes(path)
+
+
 def faulty_context(ctx: TableContext, faulty: FileIO) -> TableContext:
     """A copy of ``ctx`` whose FileIO (and metadata store's FileIO) is ``faulty``."""
     return TableContext(

@@ -8,10 +8,10 @@ the cleaner must still learn what the newer snapshot references before deleting 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.faults import InterferingFileIO
 from support.tables import DAY_S, ID_PART_SCHEMA, age_files, context_with_io, files_under, id_part_rows
 
 from tableformat.cleanup.check import check_table
@@ -19,23 +19,6 @@ from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.io.local import LocalFileIO
 from tableformat.table import Table
-
-
-class InterferingIO(LocalFileIO):
-    """Runs ``action`` once, just before the first read of a file whose name starts with ``trigger``
-    (``manifest-`` means a manifest, not a manifest list)."""
-
-    def __init__(self, trigger: str, action: Callable[[], None]) -> None:
-        self.trigger = trigger
-        self.action: Callable[[], None] | None = action
-
-    def read_bytes(self, path: str) -> bytes:
-        name = path.rsplit("/", 1)[-1]
-        hit = name.startswith(self.trigger) and not (self.trigger == "manifest-" and name.startswith("manifest-list-"))
-        if self.action is not None and hit:
-            action, self.action = self.action, None
-            action()
-        return super().read_bytes(path)
 
 
 @pytest.mark.parametrize("trigger", ["manifest-list-", "manifest-"])
@@ -54,7 +37,7 @@ def test_snapshots_expired_and_committed_while_references_are_read(tmp_path: Pat
         result = expire_snapshots(other.context, retain_min=1, retain_max=1, time_retained=0)
         assert result.expired_snapshot_ids == (1, 2)  # with their manifest lists
 
-    io = InterferingIO(trigger, commit_and_expire)
+    io = InterferingFileIO(LocalFileIO(), trigger, commit_and_expire)
     result = remove_orphan_files(context_with_io(root, io), older_than=dt.timedelta(hours=1))
     assert io.action is None  # the interference happened
     assert result.deleted_paths == ()
@@ -79,7 +62,7 @@ def test_a_tag_created_while_references_are_read_protects_its_files(tmp_path: Pa
         other.append(id_part_rows(8, 2, parts=(0, 1)))  # 3
         assert other.expire_snapshots(retain_min=1, retain_max=1, time_retained=0).expired_snapshot_ids == (1, 2)
 
-    io = InterferingIO("manifest-list-", tag_overwrite_expire)
+    io = InterferingFileIO(LocalFileIO(), "manifest-list-", tag_overwrite_expire)
     result = remove_orphan_files(context_with_io(root, io), older_than=dt.timedelta(hours=1))
     assert io.action is None
     assert result.deleted_paths == ()
