@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from support.faults import FaultyFileIO, InterferingFileIO, faulty_context
+from support.processes import join_all
 from support.tables import DAY_S, age_files, files_under, reachable_files, row_counts
 
 from tableformat.cleanup.orphans import remove_orphan_files
@@ -37,18 +38,6 @@ WRITER_BASE = 1_000_000
 
 def writer_row(writer: int, commit: int) -> tuple[int, str]:
     return (WRITER_BASE * (writer + 1) + commit, f"w{writer % 3}")
-
-
-def _join_all(processes: list[Any]) -> None:
-    deadline = time.monotonic() + JOIN_TIMEOUT_S
-    for process in processes:
-        process.join(timeout=max(1.0, deadline - time.monotonic()))
-    hung = [p.name for p in processes if p.is_alive()]
-    for process in processes:
-        if process.is_alive():
-            process.kill()
-            process.join(timeout=10)
-    assert not hung, f"processes still running after {JOIN_TIMEOUT_S} s: {hung}"
 
 
 # --- (a) 8 processes x 25 appends on S3 ---------------------------------------------------------------------------
@@ -72,7 +61,7 @@ def test_eight_processes_times_25_appends_on_s3(s3_root: tuple[str, dict[str, An
     ]
     for process in processes:
         process.start()
-    _join_all(processes)
+    join_all(processes, JOIN_TIMEOUT_S)
     assert [p.exitcode for p in processes] == [0] * writers
     table = Table.open(url, options)
     snapshots = table.snapshots()
@@ -247,10 +236,10 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
     for process in workers + others:
         process.start()
     try:
-        _join_all(workers)
+        join_all(workers, JOIN_TIMEOUT_S)
     finally:
         stop.set()
-        _join_all(others)
+        join_all(others, JOIN_TIMEOUT_S)
     assert [p.exitcode for p in workers + others] == [0] * (writers + 3), [_traceback_of(p) for p in workers + others]
     results = {name: json.loads(Path(path).read_text()) for name, path in out.items()}
     written = [json.loads((tmp_path / f"w{w}.json").read_text()) for w in range(writers)]

@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from support.processes import join_all
 from support.tables import DAY_S, age_files, files_under, reachable_files, row_counts
 
 from tableformat.cleanup.check import check_table
@@ -97,14 +98,8 @@ def test_writer_aggressive_expiration_and_orphan_cleanup_at_once(tmp_path: Path)
     ]
     for process in processes:
         process.start()
-    deadline = time.monotonic() + JOIN_TIMEOUT_S + SOAK_S
-    for process in processes:
-        process.join(timeout=max(1.0, deadline - time.monotonic()))
-    hung = [p.name for p in processes if p.is_alive()]
-    for process in processes:
-        if process.is_alive():
-            process.kill()
-    assert not hung and [p.exitcode for p in processes] == [0, 0, 0], (hung, [p.exitcode for p in processes])
+    join_all(processes, JOIN_TIMEOUT_S + SOAK_S)
+    assert [p.exitcode for p in processes] == [0, 0, 0], [p.exitcode for p in processes]
     writer, expirer, cleaner = (json.loads(Path(out[n]).read_text()) for n in ("writer", "expirer", "cleaner"))
 
     assert writer["errors"] == [] and len(writer["committed"]) >= 20, writer
