@@ -109,8 +109,24 @@ def demo(directory: str | None) -> None:
     click.echo(f"\nexplore it: tablefmt snapshots {path}   |   tablefmt files {path}   |   tablefmt check {path}")
 
 
+def show_partition_expiration(table: Table) -> None:
+    """Days older than 4 days (judged at the end of the demo week) are dropped as one mark-delete snapshot."""
+    click.echo("\npartition expiration: keep 4 days of events (judged at 2026-11-08 00:00, the end of the demo week)")
+    week_end_ms = int(dt.datetime(2026, 11, 8).timestamp() * 1000)
+    planned = table.maintenance.expire_partitions("4d", dry_run=True, now_ms=week_end_ms)
+    days = [p["day"] for p in planned.expired_partitions]
+    click.echo(f"  dry run: would drop {days} ({planned.files} files, {planned.rows} rows)")
+    done = table.maintenance.expire_partitions("4d", now_ms=week_end_ms)
+    click.echo(
+        f"  dropped {[p['day'] for p in done.expired_partitions]} in snapshot(s) {list(done.snapshot_ids)}; "
+        f"latest reads {table.to_arrow().num_rows} rows; their {done.bytes} bytes are freed by expiration once no "
+        "snapshot or tag holds them (the end-of-week tag still does)"
+    )
+
+
 def run_maintenance_demo(table: Table, path: str) -> None:
-    """Show expiration and orphan cleanup on the demo table."""
+    """Show partition expiration, snapshot expiration and orphan cleanup on the demo table."""
+    show_partition_expiration(table)
     click.echo("\nexpiration: keep the newest 2 snapshots (time-retained 0 s for the demo)")
     planned = table.expire_snapshots(retain_min=2, time_retained="0s", limit=100, dry_run=True)
     click.echo(

@@ -84,10 +84,12 @@ def test_demo_builds_the_sample_table(tmp_path: Path) -> None:
     code, out, err = run("demo", str(tmp_path / "demo"))
     assert code == 0, err
     table = Table.open(str(tmp_path / "demo" / "events"))
-    assert table.to_arrow().num_rows == 1260
+    assert table.to_arrow().num_rows == 860
     assert [t.name for t in table.tags()] == ["end-of-week"]
     assert "latest: 1260 rows" in out
-    assert "expired 7 snapshots (earliest is now 8)" in out
+    assert "dropped ['2026-11-02', '2026-11-03'] in snapshot(s) [10]; latest reads 860 rows" in out
+    assert "expired 8 snapshots (earliest is now 9)" in out
     assert "deleted 1 file(s)" in out and "check: ok=True, 0 orphan file(s)" in out
-    assert [s.id for s in table.snapshots()] == [8, 9]
+    assert [s.id for s in table.snapshots()] == [9, 10]
+    assert table.to_arrow(tag="end-of-week").num_rows == 1400
     assert table.check().ok
