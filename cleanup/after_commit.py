@@ -17,17 +17,25 @@ log = logging.getLogger(__name__)
 def run_after_commit(ctx: TableContext, now_ms: int | None = None) -> list[OperationResult]:
     """Run every after-commit operation the table's options enable, unless ``write-only=true`` (then nothing).
 
-    Errors propagate to the caller (Table._after_commit), which logs them without failing the commit: the snapshot
-    is already durable, and an interrupted expiration is finished by the next run through its journal.
+    One operation's failure does not keep the later ones from running (a misconfigured partition expiration must
+    not stop snapshot expiration); once all have run, the first error propagates to the caller
+    (Table._after_commit), which logs it without failing the commit: the snapshot is already durable, and an
+    interrupted expiration is finished by the next run through its journal.
     """
     if ctx.options.require(WRITE_ONLY):
         return []
     results: list[OperationResult] = []
     now = resolve_now(now_ms)
+    errors: list[Exception] = []
     for operation in after_commit_operations():
-        if not operation.enabled(ctx, now):
+        try:
+            if not operation.enabled(ctx, now):
+                continue
+            result = run_operation(operation, ctx, now_ms=now)
+        except Exception as exc:  # the others still run; the first error is raised below
+            log.warning("%s after commit failed: %s", operation.name, exc)
+            errors.append(exc)
             continue
-        result = run_operation(operation, ctx, now_ms=now)
         if result.deleted_paths:
             log.info(
                 "%s after commit: deleted %d file(s), %d bytes",
@@ -36,4 +44,6 @@ def run_after_commit(ctx: TableContext, now_ms: int | None = None) -> list[Opera
                 result.deleted_bytes,
             )
         results.append(result)
+    if errors:
+        raise errors[0]
     return results

@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 MAX_ROUNDS = 10
 """Listings of the roots before giving up on a table whose snapshots and tags keep changing."""
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 

@@ -160,3 +160,25 @@ def test_run_operation_validates_before_reading(swept: Table) -> None:
     with pytest.raises(ValidationError, match="max_files must be >= 1"):
         run_operation(SweepLeftovers(), swept.context, {"max_files": -1})
     assert len(list(Path(swept.context.layout.root).glob("*.leftover"))) == 3
+
+
+class BrokenSweep(SweepLeftovers):
+    """An after-commit operation whose configuration is wrong on this table."""
+
+    name = "broken-sweep"
+
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> int:
+        raise ValidationError("broken-sweep is misconfigured")
+
+
+def test_a_failing_after_commit_operation_does_not_stop_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(registry, "OPERATIONS", (BrokenSweep(), *registry.OPERATIONS, SweepLeftovers()))
+    table = Table.create(str(tmp_path / "t"), SCHEMA)
+    (tmp_path / "t" / "x.leftover").write_bytes(b"L")
+    with pytest.raises(ValidationError, match="broken-sweep is misconfigured"):
+        after_commit.run_after_commit(table.context)
+    assert list((tmp_path / "t").glob("*.leftover")) == []  # the operation after the failing one still ran
+    table.append(pa.table({"id": [1]}, schema=SCHEMA))  # the commit succeeds; the hook's failure is only logged
+    assert table.to_arrow().num_rows == 1
