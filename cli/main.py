@@ -23,6 +23,7 @@ from tableformat.cli.common import (
 )
 from tableformat.cli.demo_command import demo
 from tableformat.cli.expire_command import expire
+from tableformat.cli.maintain_command import maintain
 from tableformat.cli.operation_commands import add_operation_commands
 from tableformat.cli.orphans_command import check, remove_orphans
 from tableformat.errors import UnknownOptionError, ValidationError
@@ -268,6 +269,7 @@ cli.add_command(demo)
 cli.add_command(expire)
 cli.add_command(remove_orphans)
 cli.add_command(check)
+cli.add_command(maintain)
 add_operation_commands(cli)  # every other registered maintenance operation
 
 

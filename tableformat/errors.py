@@ -105,3 +105,7 @@ class CommitStateUnknownError(TableFormatError):
 
 class MaintenanceError(TableFormatError):
     """Expiration or orphan cleanup stopped; the message says why and that nothing unsafe was deleted."""
+
+
+class LeaseLostError(MaintenanceError):
+    """A maintainer's lease on a table expired or was taken over: it stops before its next delete or write."""

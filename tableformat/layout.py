@@ -33,6 +33,10 @@ CHANGELOG_PREFIX = "changelog-"
 EXPIRE_JOURNAL_PREFIX = ".expire-journal-"
 """Expiration journals: ``snapshot/.expire-journal-<plan id>`` (cleanup/snapshots/journal.py)."""
 BRANCH_PREFIX = "branch-"
+MAINTAIN_DIR = ".tablefmt"
+"""The maintainer's lease and state (``tablefmt maintain``): hidden, so that no reader or cleaner takes it for data."""
+LEASE_PREFIX = "lease-"
+MAINTAIN_STATE = "maintain-state"
 
 _TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
 """Matched in full (``fullmatch``: a trailing newline does not pass, as it would with ``$``)."""
@@ -134,6 +138,17 @@ class TableLayout:
 
     def changelog_file(self, key: str) -> str:
         return self.join("changelog", CHANGELOG_PREFIX + check_file_name(key, what="changelog id"))
+
+    @property
+    def maintain_dir(self) -> str:
+        return self.join(MAINTAIN_DIR)
+
+    def lease_file(self, generation: int) -> str:
+        return self.join(MAINTAIN_DIR, f"{LEASE_PREFIX}{generation}")
+
+    @property
+    def maintain_state_file(self) -> str:
+        return self.join(MAINTAIN_DIR, MAINTAIN_STATE)
 
     def branch(self, name: str) -> TableLayout:
         """The metadata root of branch ``name`` (``branch/branch-<name>``): its own snapshots, tags and schemas; it

@@ -268,6 +268,23 @@ ORPHAN_OLDER_THAN = _register(
         "Orphan cleanup only deletes unreferenced files older than this (minimum 1 h unless forced).",
     )
 )
+ORPHAN_CHECK_INTERVAL = _register(
+    Option(
+        "orphan-files.check-interval",
+        DURATION,
+        86_400_000,
+        "How often `tablefmt maintain` runs orphan cleanup on the table (tablefmt's own; commits never run it).",
+    )
+)
+MAINTAIN_INTERVAL = _register(
+    Option(
+        "maintenance.check-interval",
+        DURATION,
+        3_600_000,
+        "How often `tablefmt maintain` re-checks snapshot expiration (tag and consumer expiry included) on a table "
+        "that did not change; any new snapshot makes it due at once (tablefmt's own).",
+    )
+)
 
 
 # --- partition expiration ----------------------------------------------------------------------------------------
@@ -335,6 +352,7 @@ PARTITION_EXPIRATION_BATCH_SIZE = _register(
         minimum=1,
     )
 )
+
 
 @dataclass(frozen=True, slots=True)
 class TableOptions:

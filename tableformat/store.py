@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tableformat.codec import avro_codec, avro_projection, journal_codec, json_codec
+from tableformat.codec import avro_codec, avro_projection, journal_codec, json_codec, maintain_codec
 from tableformat.codec.binary_row import decode_row, encode_row
 from tableformat.errors import (
     CorruptMetadataError,
@@ -27,6 +27,7 @@ from tableformat.layout import (
     EARLIEST,
     EXPIRE_JOURNAL_PREFIX,
     LATEST,
+    LEASE_PREFIX,
     MANIFEST_LIST_PREFIX,
     MANIFEST_PREFIX,
     SCHEMA_PREFIX,
@@ -36,6 +37,7 @@ from tableformat.layout import (
     TableLayout,
     parse_id,
 )
+from tableformat.model.maintain import Lease, MaintainState
 from tableformat.model.manifest import EMPTY_STATS, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
@@ -321,6 +323,47 @@ class MetadataStore:
 
     def delete_expire_journal(self, path: str) -> None:
         self.io.delete_files([path])
+
+    # --- the maintainer's lease and state (tablefmt maintain) --------------------------------------------------
+    def lease_generations(self) -> list[int]:
+        """Generations of the lease files present, ascending (temp files of an interrupted create are not leases)."""
+        ids = (parse_id(name, LEASE_PREFIX) for name in self.io.list_names(self.layout.maintain_dir))
+        return sorted(i for i in ids if i is not None)
+
+    def read_lease(self, generation: int) -> Lease | None:
+        """Lease ``generation``; None when it is gone. CorruptMetadataError when it is not a lease."""
+        path = self.layout.lease_file(generation)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            return None
+        return maintain_codec.lease_from_json(data, self.io.url(path))
+
+    def lease_exists(self, generation: int) -> bool:
+        return self.io.exists(self.layout.lease_file(generation))
+
+    def create_lease(self, lease: Lease) -> bool:
+        """Create the lease file of ``lease.generation`` if absent (atomically); False when another got there first."""
+        self.io.mkdirs(self.layout.maintain_dir)
+        return self.io.write_if_absent(self.layout.lease_file(lease.generation), maintain_codec.lease_to_json(lease))
+
+    def delete_leases(self, generations: Iterable[int]) -> None:
+        paths = [self.layout.lease_file(g) for g in generations]
+        if paths:
+            self.io.delete_files(paths)
+
+    def read_maintain_state(self) -> MaintainState | None:
+        """The maintainer's state; None when there is none yet. CorruptMetadataError when unreadable as one."""
+        path = self.layout.maintain_state_file
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            return None
+        return maintain_codec.state_from_json(data, self.io.url(path))
+
+    def write_maintain_state(self, state: MaintainState) -> None:
+        self.io.mkdirs(self.layout.maintain_dir)
+        self.io.write_bytes(self.layout.maintain_state_file, maintain_codec.state_to_json(state))
 
     # --- branches --------------------------------------------------------------------------------------------
     def branch_names(self) -> list[str]:

@@ -2,10 +2,11 @@
 
 from .clock import Clock, system_clock
 from .deleter import Deleter, DeletionFile, Progress
-from .operation import Operation, Parameter, run_operation
+from .operation import Cadence, Operation, Parameter, run_operation
 from .result import OperationResult
 
 __all__ = [
+    "Cadence",
     "Clock",
     "Deleter",
     "DeletionFile",

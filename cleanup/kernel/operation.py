@@ -34,6 +34,17 @@ class Parameter:
     choices: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Cadence:
+    """When the scheduler (``tablefmt maintain``) runs an operation on a table."""
+
+    interval_ms: int
+    """Run at least this often."""
+    on_change: bool
+    """Also due as soon as the table has a new snapshot or schema (e.g. snapshot expiration: a commit may have made
+    snapshots expirable); otherwise only the interval counts (partitions and orphans age with time)."""
+
+
 C = TypeVar("C")
 P = TypeVar("P")
 R = TypeVar("R", bound=OperationResult)
@@ -48,6 +59,8 @@ class Operation(ABC, Generic[C, P, R]):
     """One line for help texts and docs."""
     parameters: tuple[Parameter, ...] = ()
     """The overrides ``configure`` accepts besides the table's options."""
+    limit_option: str = ""
+    """The table option that bounds one run (e.g. ``snapshot.expire.limit``): what to raise when it falls behind."""
     after_commit: bool = False
     """Whether the after-commit hook runs it (when the table's options enable it and ``write-only`` is false)."""
 
@@ -58,6 +71,15 @@ class Operation(ABC, Generic[C, P, R]):
     def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
         """Whether the table's options ask for this operation after commits at ``now_ms`` (default: always)."""
         return True
+
+    def configured(self, ctx: TableContext) -> bool:
+        """Whether the table's options ask for this operation at all (the scheduler skips it otherwise; e.g. partition
+        expiration without ``partition.expiration-time``). ``write-only`` does not count here."""
+        return True
+
+    def cadence(self, ctx: TableContext) -> Cadence:
+        """How often the scheduler runs it on this table (default: hourly, and after any change)."""
+        return Cadence(interval_ms=3_600_000, on_change=True)
 
     @abstractmethod
     def plan(self, ctx: TableContext, config: C, now_ms: int) -> P:

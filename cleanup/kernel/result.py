@@ -19,6 +19,9 @@ class OperationResult:
     """Empty partition and bucket directories removed (never recursively), relative to the table root."""
     notes: tuple[str, ...] = ()
     """Why a run did less than it could (a limit, a concurrent change, a tag kept for a branch, ...)."""
+    backlog: int = 0
+    """Items (snapshots, partitions, ...) that were due but left for a later run by a limit; 0 when none. The
+    scheduler brings a table with backlog back soon, and the keep-up report follows it across passes."""
 
     def summary(self) -> tuple[str, ...]:
         """The CLI's text output when the operation has its own (empty: the generic 'deleted N file(s)' lines)."""
@@ -32,4 +35,5 @@ class OperationResult:
             "deleted_bytes": self.deleted_bytes,
             "removed_dirs": list(self.removed_dirs),
             "notes": list(self.notes),
+            "backlog": self.backlog,
         }

@@ -9,9 +9,10 @@ from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.errors import ValidationError
+from tableformat.options import ORPHAN_CHECK_INTERVAL
 from tableformat.parallel import resolve_parallelism
 
-from ..kernel import Operation, Parameter, Progress, run_operation
+from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
 from .execute import dry_run_result, execute_orphan_plan
 from .model import OrphanPlan, OrphanResult, resolve_older_than_ms
 from .plan import plan_orphan_removal
@@ -37,6 +38,10 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
         Parameter("force", "flag", "allow an age guard under 1 h (only when no writer is running)"),
         Parameter("parallelism", "int", "threads for listing, reading, deleting", minimum=1),
     )
+
+    def cadence(self, ctx: TableContext) -> Cadence:
+        """Every ``orphan-files.check-interval`` (1 d): a full listing of the table is the costliest check."""
+        return Cadence(interval_ms=ctx.options.require(ORPHAN_CHECK_INTERVAL), on_change=False)
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> OrphanConfig:
         unknown = set(overrides) - {p.name for p in self.parameters}

@@ -97,6 +97,7 @@ def _result(
         rows=sum(p.rows for p in dropped),
         bytes=sum(p.bytes for p in dropped),
         notes=_notes(plan, marked),
+        backlog=plan.waiting + len(plan.expired) - len(dropped),
     )
 
 

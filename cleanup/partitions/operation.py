@@ -10,7 +10,7 @@ from tableformat.context import TableContext
 from tableformat.errors import ValidationError
 from tableformat.options import PARTITION_EXPIRATION_TIME
 
-from ..kernel import Operation, Parameter, Progress, run_operation
+from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
 from ..kernel.clock import resolve_now
 from .config import STRATEGIES, PartitionExpireConfig, check_interval_ms
 from .execute import LAST_RUN_PROPERTY, PartitionExpireResult, execute_partition_expiration, planned_result
@@ -53,6 +53,23 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> PartitionExpireConfig:
         return PartitionExpireConfig.resolve(ctx, overrides)
+
+    limit_option = "partition.expiration-max-num"
+
+    def configured(self, ctx: TableContext) -> bool:
+        """Only when ``partition.expiration-time`` is set (an invalid value counts as set: running reports it)."""
+        try:
+            return ctx.options.get(PARTITION_EXPIRATION_TIME) is not None
+        except ValidationError:
+            return True
+
+    def cadence(self, ctx: TableContext) -> Cadence:
+        """Every ``partition.expiration-check-interval`` (at least a minute); partitions age with time, not commits."""
+        try:
+            interval = check_interval_ms(ctx.options)
+        except ValidationError:
+            interval = 3_600_000
+        return Cadence(interval_ms=max(interval, 60_000), on_change=False)
 
     def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
         """After commits: only when ``partition.expiration-time`` is set and the check interval has passed."""

@@ -41,7 +41,6 @@ from .plan import ExpirePlan, PlannedFile, branch_ref, branch_roots
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExpireResult(OperationResult):
     """What an expiration did (or, for a dry run, would do). Real runs report only files actually deleted."""
@@ -120,6 +119,7 @@ def planned_result(plan: ExpirePlan) -> ExpireResult:
         expired_consumers=plan.expired_consumers,
         skipped_external_files=plan.skipped_external,
         notes=(plan.note,) if plan.note else (),
+        backlog=plan.backlog,
     )
 
 
@@ -268,6 +268,7 @@ def _complete(
         skipped_external_files=plan.skipped_external,
         removed_dirs=tuple(removed),
         notes=(plan.note,) if plan.note else (),
+        backlog=plan.backlog,
     )
 
 

@@ -11,9 +11,10 @@ from typing import Any
 from tableformat.context import TableContext
 from tableformat.data_paths import require_data_inside_root
 from tableformat.errors import MaintenanceError
+from tableformat.options import MAINTAIN_INTERVAL
 from tableformat.parallel import Workers
 
-from ..kernel import Operation, Parameter, Progress, run_operation
+from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
 from .config import Duration, ExpireConfig
 from .execute import (
     ExpireResult,
@@ -55,6 +56,12 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
         Parameter("limit", "int", "at most N snapshots per run", minimum=1),
         Parameter("parallelism", "int", "threads for reads and deletes", minimum=1),
     )
+
+    limit_option = "snapshot.expire.limit"
+
+    def cadence(self, ctx: TableContext) -> Cadence:
+        """Every ``maintenance.check-interval`` (tags and snapshots age), and after every change."""
+        return Cadence(interval_ms=ctx.options.require(MAINTAIN_INTERVAL), on_change=True)
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> ExpireConfig:
         config = ExpireConfig.resolve(ctx.options, **overrides)

@@ -101,6 +101,9 @@ class ExpirePlan:
     empty_dir_candidates: tuple[str, ...] = ()
     """Bucket and partition directories (relative, deepest first) that may be empty afterwards."""
     note: str = ""
+    backlog: int = 0
+    """Snapshots left expirable by ``snapshot.expire.limit`` (at most this many: the time rule is not read past the
+    limit); 0 when the limit did not stop the run."""
 
     @property
     def is_empty(self) -> bool:
@@ -203,6 +206,7 @@ class _Planner:
         self._started = False
         self._pending_ids: set[str] = set()
         self._snapshots: dict[int, tuple[Snapshot, int] | None] = {}
+        self._backlog = 0
 
     # --- state that can change under us ----------------------------------------------------------------------
     def changed_underneath(self) -> bool:
@@ -282,6 +286,9 @@ class _Planner:
         span = self._expired_range(earliest, end, latest)
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
         plan = self._files(span, protecting, branches, expired_tags, stale_tags, dead, cutoff)
+        if self._backlog:
+            plan = replace(plan, backlog=self._backlog)
+            notes.append(f"stopped at snapshot.expire.limit={self.config.limit}: up to {self._backlog} more expirable")
         return replace(plan, note="; ".join(notes)) if notes else plan
 
     def _select_end(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> int:
@@ -290,7 +297,7 @@ class _Planner:
         max_exclusive = latest - config.retain_min + 1
         if consumer_next is not None:
             max_exclusive = min(max_exclusive, consumer_next)
-        max_exclusive = min(max_exclusive, earliest + limit)
+        unlimited, max_exclusive = max_exclusive, min(max_exclusive, earliest + limit)
         if max_exclusive <= earliest:
             return earliest
         threshold = self.now - config.time_retained_ms
@@ -306,6 +313,7 @@ class _Planner:
                 break
             candidate = current
             current = self._next_existing(current + 1, latest)
+        self._backlog = max(0, unlimited - max_exclusive)
         return max_exclusive
 
     def _expired_range(self, earliest: int, end: int, latest: int) -> _Range:

@@ -1,0 +1,162 @@
+"""Does retention keep up with ingest? (seed 000's open question, answered with numbers.)
+
+Ingest comes from the snapshot history: every snapshot committed since the last count (compactions excluded) is read
+once, with its delta manifests: rows and bytes added, rows removed (partition drops, overwrites, record expiry).
+Reclaimed bytes are what the maintainer deleted. Both are kept per hour in the table's maintain state over the
+keep-up window. Backlog is what the operations report left due by their limits; a backlog that grew over the last
+three passes, or commits arriving faster than a run's limit can expire them, is "falling behind", with the option
+to raise named.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tableformat.model.maintain import HourStats, MaintainState
+from tableformat.model.manifest import FileKind
+from tableformat.model.snapshot import CommitKind, Snapshot
+from tableformat.store import MetadataStore
+
+HOUR_MS = 3_600_000
+MAX_SNAPSHOTS_COUNTED = 1000
+"""Snapshots read per pass for the ingest count (newest first); older ones in the window are left uncounted."""
+TREND_PASSES = 3
+
+
+def _hour(ms: int) -> int:
+    return ms - ms % HOUR_MS
+
+
+def _snapshot_stats(store: MetadataStore, snapshot: Snapshot) -> HourStats:
+    rows = size = dropped = 0
+    for meta in store.read_manifest_list(snapshot.delta_manifest_list):
+        for entry in store.read_manifest(meta.file_name):
+            if entry.kind == FileKind.ADD:
+                rows += entry.file.row_count
+                size += entry.file.file_size
+            else:
+                dropped += entry.file.row_count
+    return HourStats(
+        hour_ms=_hour(snapshot.time_millis), commits=1, ingest_rows=rows, ingest_bytes=size, dropped_rows=dropped
+    )
+
+
+def _add(a: HourStats, b: HourStats) -> HourStats:
+    return replace(
+        a,
+        commits=a.commits + b.commits,
+        ingest_rows=a.ingest_rows + b.ingest_rows,
+        ingest_bytes=a.ingest_bytes + b.ingest_bytes,
+        dropped_rows=a.dropped_rows + b.dropped_rows,
+        reclaimed_bytes=a.reclaimed_bytes + b.reclaimed_bytes,
+    )
+
+
+def merge_hours(
+    hours: Iterable[HourStats], more: Iterable[HourStats], now_ms: int, window_ms: int
+) -> tuple[HourStats, ...]:
+    """Hour buckets summed by hour, those older than the window dropped, oldest first."""
+    by_hour: dict[int, HourStats] = {}
+    for stats in (*hours, *more):
+        current = by_hour.get(stats.hour_ms)
+        by_hour[stats.hour_ms] = stats if current is None else _add(current, stats)
+    start = _hour(now_ms - window_ms)
+    return tuple(by_hour[h] for h in sorted(by_hour) if h >= start)
+
+
+def count_ingest(
+    store: MetadataStore, counted_id: int, latest_id: int | None, now_ms: int, window_ms: int
+) -> tuple[list[HourStats], int]:
+    """Stats of the snapshots after ``counted_id`` up to ``latest_id`` inside the window (newest first, at most
+    MAX_SNAPSHOTS_COUNTED), and the new counted id. Snapshots already expired are skipped."""
+    if latest_id is None or latest_id <= counted_id:
+        return [], counted_id
+    found = []
+    start = now_ms - window_ms
+    for snapshot_id in range(latest_id, counted_id, -1):
+        if len(found) >= MAX_SNAPSHOTS_COUNTED:
+            break
+        snapshot = store.try_read_snapshot(snapshot_id)
+        if snapshot is None or snapshot.time_millis < start:
+            break
+        if snapshot.commit_kind != CommitKind.COMPACT:
+            found.append(_snapshot_stats(store, snapshot))
+    return found, latest_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeepUp:
+    """One table's keep-up figures (rates per hour over the window actually covered)."""
+
+    window_hours: float
+    commits_per_hour: float
+    ingest_rows_per_hour: float
+    ingest_bytes_per_hour: float
+    dropped_rows_per_hour: float
+    reclaimed_bytes_per_hour: float
+    backlog: Mapping[str, int]
+    backlog_trend: tuple[int, ...]
+    falling_behind: bool
+    advice: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "window_hours": round(self.window_hours, 3),
+            "commits_per_hour": round(self.commits_per_hour, 3),
+            "ingest_rows_per_hour": round(self.ingest_rows_per_hour, 3),
+            "ingest_bytes_per_hour": round(self.ingest_bytes_per_hour, 3),
+            "dropped_rows_per_hour": round(self.dropped_rows_per_hour, 3),
+            "reclaimed_bytes_per_hour": round(self.reclaimed_bytes_per_hour, 3),
+            "backlog": dict(self.backlog),
+            "backlog_trend": list(self.backlog_trend),
+            "falling_behind": self.falling_behind,
+            "advice": list(self.advice),
+        }
+
+
+def assess(
+    state: MaintainState,
+    now_ms: int,
+    window_ms: int,
+    limits: Mapping[str, tuple[str, int]],
+    retry_ms: int,
+) -> KeepUp:
+    """The keep-up figures of ``state``. ``limits``: operation -> (limit option, its value) for the operations
+    that have one; ``retry_ms``: how soon a table with backlog comes back (bounds runs per hour)."""
+    hours = [h for h in state.hours if h.hour_ms >= _hour(now_ms - window_ms)]
+    covered = max(1.0, (now_ms - hours[0].hour_ms) / HOUR_MS) if hours else 1.0
+    total = HourStats(hour_ms=0)
+    for h in hours:
+        total = _add(total, h)
+    backlog = {name: op.backlog for name, op in state.operations.items() if op.backlog}
+    trend = state.backlog_history[-TREND_PASSES:]
+    advice = []
+    growing = len(trend) == TREND_PASSES and all(a < b for a, b in itertools.pairwise(trend)) and trend[0] > 0
+    if growing:
+        advice.append(f"backlog grew over the last {TREND_PASSES} passes ({' -> '.join(map(str, trend))})")
+    commits_per_hour = total.commits / covered
+    runs_per_hour = HOUR_MS / max(retry_ms, 1)
+    for name, left in backlog.items():
+        option, value = limits.get(name, ("", 0))
+        if not option:
+            continue
+        outpaced = state.operations[name].on_change and commits_per_hour > value * runs_per_hour
+        if growing or outpaced:
+            advice.append(
+                f"{name} left {left} due with {option}={value}: raise {option} (or run maintenance more often)"
+            )
+    return KeepUp(
+        window_hours=covered,
+        commits_per_hour=commits_per_hour,
+        ingest_rows_per_hour=total.ingest_rows / covered,
+        ingest_bytes_per_hour=total.ingest_bytes / covered,
+        dropped_rows_per_hour=total.dropped_rows / covered,
+        reclaimed_bytes_per_hour=total.reclaimed_bytes / covered,
+        backlog=backlog,
+        backlog_trend=tuple(trend),
+        falling_behind=bool(advice),
+        advice=tuple(advice),
+    )

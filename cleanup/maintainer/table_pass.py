@@ -1,0 +1,341 @@
+"""One maintainer pass over one table: probe cheaply, and when anything is due, lease the table and run it.
+
+The probe is three small requests: the maintain state (``.tablefmt/maintain-state``), the LATEST hint, and the
+``schema/`` listing. With a state, an unchanged table (same latest snapshot, same schema) runs only the operations
+whose interval has passed; nothing else is read. When something is due, the table is leased, probed again under
+the lease (another maintainer may have just done the work: then nothing runs), and the due operations run in the
+registry's order through a FileIO that checks the lease before every change. Each operation's failure is reported
+and the later ones still run. The state is written last, by the lease holder.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.errors import CorruptMetadataError, LeaseLostError, TableFormatError
+from tableformat.io.factory import open_location
+from tableformat.io.guarded import GuardedFileIO
+from tableformat.layout import LATEST, TableLayout
+from tableformat.model.maintain import HourStats, MaintainState, OperationState
+from tableformat.options import REGISTRY
+from tableformat.store import MetadataStore
+
+from ..kernel import Cadence, Operation, OperationResult, run_operation
+from ..kernel.clock import Clock, system_clock
+from ..registry import OPERATIONS
+from .config import MaintainSettings
+from .keep_up import KeepUp, assess, count_ingest, merge_hours
+from .lease import TableLease
+from .targets import TableTarget
+
+log = logging.getLogger(__name__)
+
+BACKLOG_HISTORY = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What three small reads tell about a table."""
+
+    state: MaintainState | None
+    latest_id: int | None
+    schema_id: int | None
+
+    @property
+    def changed(self) -> bool:
+        state = self.state
+        return state is None or state.latest_snapshot_id != self.latest_id or self.latest_id is None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableReport:
+    """What one pass did on one table."""
+
+    table: str
+    location: str
+    operations: tuple[tuple[str, OperationResult], ...] = ()
+    errors: tuple[tuple[str, str], ...] = ()
+    """(operation or '' for the table itself, one-line error)."""
+    skipped: str = ""
+    """Why nothing ran ('' when something ran): nothing due, leased by another maintainer, ..."""
+    keep_up: KeepUp | None = None
+    next_due_ms: int | None = None
+    """The earliest time an operation of this table is due again (None: unknown, e.g. after an error)."""
+    last_success_ms: int | None = None
+    """When a pass last ran on the table without error (from its maintain state; None: never)."""
+    watch_changes: bool = False
+    """Whether an operation of this table is due on any change (the watcher then polls it)."""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def reclaimed_bytes(self) -> int:
+        return sum(r.deleted_bytes for _, r in self.operations if not r.dry_run)
+
+    @property
+    def backlog(self) -> int:
+        return sum(r.backlog for _, r in self.operations)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "location": self.location,
+            "operations": {name: result.to_json() for name, result in self.operations},
+            "ok": self.ok,
+            "error": "; ".join(f"{op}: {msg}" if op else msg for op, msg in self.errors) or None,
+            "skipped": self.skipped or None,
+            "keep_up": None if self.keep_up is None else self.keep_up.to_json(),
+            "next_due_ms": self.next_due_ms,
+            "last_success_ms": self.last_success_ms,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def probe(store: MetadataStore) -> Probe:
+    """The state, the LATEST hint and the newest schema id (an unreadable state counts as none)."""
+    try:
+        state = store.read_maintain_state()
+    except CorruptMetadataError as exc:
+        log.warning("ignoring an unreadable maintain state: %s", exc)
+        state = None
+    latest = store.read_hint(LATEST)
+    schema_ids = store.schema_ids()
+    return Probe(state, latest, schema_ids[-1] if schema_ids else None)
+
+
+def _operations(settings: MaintainSettings) -> list[Operation[Any, Any, Any]]:
+    return [op for op in OPERATIONS if op.name in settings.operations]
+
+
+def due_names(settings: MaintainSettings, found: Probe, now_ms: int) -> list[str]:
+    """The operations due now, judged from the probe alone (a new schema makes every operation due: options may
+    have changed, and whether each is configured is decided once the table is open)."""
+    state = found.state
+    if state is None or state.schema_id != found.schema_id:
+        return [op.name for op in _operations(settings)]
+    due = []
+    for op in _operations(settings):
+        known = state.operations.get(op.name)
+        if known is None or now_ms >= known.next_due_ms or (known.on_change and found.changed):
+            due.append(op.name)
+    return due
+
+
+def _with_overrides(ctx: TableContext, overrides: Mapping[str, str]) -> TableContext:
+    if not overrides:
+        return ctx
+    schema = replace(ctx.schema, options={**ctx.schema.options, **overrides})
+    return TableContext(location=ctx.location, io=ctx.io, layout=ctx.layout, store=ctx.store, schema=schema)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+@dataclass(slots=True)
+class _Run:
+    """The running account of one table's pass."""
+
+    ran: list[tuple[str, OperationResult]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    states: dict[str, OperationState] = field(default_factory=dict)
+
+
+def _run_operations(
+    ctx: TableContext,
+    due: list[str],
+    before: MaintainState | None,
+    settings: MaintainSettings,
+    clock: Clock,
+    dry_run: bool,
+) -> _Run:
+    run = _Run(states=dict(before.operations) if before else {})
+    for op in _operations(settings):
+        if op.name not in due:
+            continue
+        now = clock()
+        try:
+            configured, cadence = op.configured(ctx), op.cadence(ctx)
+        except TableFormatError as exc:
+            configured, cadence = True, Cadence(interval_ms=settings.poll_interval_ms, on_change=True)
+            log.debug("cadence of %s: %s", op.name, exc)
+        if not configured:
+            run.states[op.name] = OperationState(
+                last_run_ms=now, next_due_ms=now + cadence.interval_ms, on_change=False
+            )
+            continue
+        previous = run.states.get(op.name, OperationState())
+        try:
+            result = run_operation(op, ctx, {}, dry_run=dry_run, now_ms=now)
+        except LeaseLostError:
+            raise
+        except Exception as exc:  # one operation's failure must not stop the others
+            log.debug("%s failed on %s", op.name, ctx.location, exc_info=True)
+            run.errors.append((op.name, _one_line(exc)))
+            run.states[op.name] = replace(
+                previous,
+                last_run_ms=now,
+                next_due_ms=now + settings.poll_interval_ms,
+                failures=previous.failures + 1,
+                last_error=_one_line(exc),
+                on_change=cadence.on_change,
+            )
+            continue
+        run.ran.append((op.name, result))
+        wait = settings.backlog_retry_ms if result.backlog else cadence.interval_ms
+        run.states[op.name] = OperationState(
+            last_run_ms=now, next_due_ms=now + wait, backlog=result.backlog, on_change=cadence.on_change
+        )
+    return run
+
+
+def _limits(ctx: TableContext, settings: MaintainSettings) -> dict[str, tuple[str, int]]:
+    limits = {}
+    for op in _operations(settings):
+        option = REGISTRY.get(op.limit_option) if op.limit_option else None
+        if option is not None:
+            try:
+                value = ctx.options.require(option)
+            except TableFormatError:
+                continue
+            if isinstance(value, int):
+                limits[op.name] = (op.limit_option, value)
+    return limits
+
+
+def _new_state(
+    found: Probe, run: _Run, ingest: tuple[list[HourStats], int], settings: MaintainSettings, now_ms: int
+) -> MaintainState:
+    before = found.state or MaintainState()
+    fresh, counted = ingest
+    reclaimed = sum(r.deleted_bytes for _, r in run.ran if not r.dry_run)
+    hour = now_ms - now_ms % 3_600_000
+    fresh.append(HourStats(hour_ms=hour, reclaimed_bytes=reclaimed))
+    backlog = sum(op.backlog for op in run.states.values())
+    return MaintainState(
+        latest_snapshot_id=found.latest_id,
+        schema_id=found.schema_id,
+        counted_snapshot_id=counted,
+        operations=run.states,
+        hours=merge_hours(before.hours, fresh, now_ms, settings.keep_up_window_ms),
+        backlog_history=(*before.backlog_history, backlog)[-BACKLOG_HISTORY:],
+        last_success_ms=now_ms if not run.errors else before.last_success_ms,
+    )
+
+
+def _next_due(state: MaintainState) -> tuple[int | None, bool]:
+    dues = [op.next_due_ms for op in state.operations.values()]
+    return (min(dues) if dues else None), any(op.on_change for op in state.operations.values())
+
+
+def _skipped(
+    target: TableTarget, reason: str, started: float, state: MaintainState | None = None, **more: Any
+) -> TableReport:
+    next_due, on_change = _next_due(state) if state is not None else (None, False)
+    return TableReport(
+        table=target.name,
+        location=target.location,
+        skipped=reason,
+        next_due_ms=next_due,
+        watch_changes=on_change,
+        last_success_ms=(state.last_success_ms or None) if state is not None else None,
+        seconds=time.perf_counter() - started,
+        **more,
+    )
+
+
+def maintain_table(
+    target: TableTarget,
+    settings: MaintainSettings,
+    *,
+    owner: str,
+    clock: Clock = system_clock,
+    dry_run: bool = False,
+) -> TableReport:
+    """One pass over one table (see the module doc). Never raises for the table's own problems: they are in the
+    report's ``errors``; a dry run takes no lease and writes nothing."""
+    started = time.perf_counter()
+    try:
+        file_io, root = open_location(target.location, dict(settings.storage_options))
+        store = MetadataStore(file_io, TableLayout(root))
+        found = probe(store)
+        if found.schema_id is None:
+            return _skipped(target, "the table is gone (no schema)", started)
+        if not due_names(settings, found, clock()):
+            return _skipped(target, "nothing due", started, found.state)
+        if dry_run:
+            return _pass(target, settings, store, found, clock, None, started)
+        lease = TableLease(store, owner, settings.lease_duration_ms, clock)
+        if not lease.acquire():
+            holder = lease.holder
+            who = "another maintainer" if holder is None else f"{holder.host} (pid {holder.pid})"
+            return _skipped(target, f"leased by {who}", started, found.state)
+        try:
+            return _pass(target, settings, store, probe(store), clock, lease, started)
+        finally:
+            lease.release()
+    except Exception as exc:  # a failing table must not stop the others
+        log.debug("maintaining %s failed", target.location, exc_info=True)
+        return TableReport(
+            table=target.name,
+            location=target.location,
+            errors=(("", _one_line(exc)),),
+            seconds=time.perf_counter() - started,
+        )
+
+
+def _pass(
+    target: TableTarget,
+    settings: MaintainSettings,
+    store: MetadataStore,
+    found: Probe,
+    clock: Clock,
+    lease: TableLease | None,
+    started: float,
+) -> TableReport:
+    now = clock()
+    due = due_names(settings, found, now)
+    if not due:
+        return _skipped(target, "nothing due (another maintainer has just run it)", started, found.state)
+    file_io = store.io if lease is None else GuardedFileIO(store.io, lease.check)
+    guarded = MetadataStore(file_io, store.layout)
+    ctx = TableContext(
+        location=target.location, io=file_io, layout=store.layout, store=guarded, schema=guarded.latest_schema()
+    )
+    ctx = _with_overrides(ctx, settings.overrides_for(target))
+    before = found.state or MaintainState()
+    # counted before the operations run: expiration may remove the snapshots that are to be counted
+    ingest = count_ingest(ctx.store, before.counted_snapshot_id, found.latest_id, now, settings.keep_up_window_ms)
+    try:
+        run = _run_operations(ctx, due, found.state, settings, clock, dry_run=lease is None)
+    except LeaseLostError as exc:
+        return TableReport(
+            table=target.name,
+            location=target.location,
+            errors=(("", _one_line(exc)),),
+            seconds=time.perf_counter() - started,
+        )
+    state = _new_state(found, run, ingest, settings, clock())
+    if lease is not None:
+        guarded.write_maintain_state(state)
+    next_due, on_change = _next_due(state)
+    return TableReport(
+        table=target.name,
+        location=target.location,
+        operations=tuple(run.ran),
+        errors=tuple(run.errors),
+        keep_up=assess(state, clock(), settings.keep_up_window_ms, _limits(ctx, settings), settings.backlog_retry_ms),
+        next_due_ms=next_due,
+        watch_changes=on_change,
+        last_success_ms=state.last_success_ms or None,
+        seconds=time.perf_counter() - started,
+    )

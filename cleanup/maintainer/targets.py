@@ -1,0 +1,93 @@
+"""What ``tablefmt maintain TARGET...`` maintains: a table, or every table of a Paimon filesystem warehouse.
+
+A warehouse is ``WAREHOUSE/<db>.db/<table>/`` with ``schema/`` in each table (Paimon's filesystem catalog), local or
+on an object store; a ``<db>.db`` directory may be given alone. Discovery runs on every pass, so tables created or
+dropped meanwhile are picked up. Nothing here reads a file: it lists directories only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tableformat.errors import ValidationError
+from tableformat.io.factory import open_location
+from tableformat.io.fileio import FileIO
+from tableformat.layout import SCHEMA_PREFIX, TableLayout, parse_id
+
+DATABASE_SUFFIX = ".db"
+
+
+@dataclass(frozen=True, slots=True)
+class TableTarget:
+    """One table to maintain."""
+
+    name: str
+    """``db.table`` for a table found in a warehouse; the location as given for a table named directly."""
+    location: str
+    """The table root as a URL (``s3://bucket/wh/db.db/t`` or a local path)."""
+
+
+def _schema_ids(file_io: FileIO, root: str) -> list[int]:
+    ids = (parse_id(name, SCHEMA_PREFIX) for name in file_io.list_names(TableLayout(root).schema_dir))
+    return sorted(i for i in ids if i is not None)
+
+
+def _subdirs(file_io: FileIO, path: str) -> list[str]:
+    return sorted(info.name for info in file_io.list_dir(path) if info.is_dir and not info.name.startswith((".", "_")))
+
+
+def _tables_of_database(file_io: FileIO, db_path: str, db_name: str) -> list[TableTarget]:
+    found = []
+    for name in _subdirs(file_io, db_path):
+        root = f"{db_path.rstrip('/')}/{name}"
+        if _schema_ids(file_io, root):
+            found.append(TableTarget(name=f"{db_name}.{name}", location=file_io.url(root)))
+    return found
+
+
+def discover(target: str, storage_options: Mapping[str, Any] | None = None) -> list[TableTarget]:
+    """The tables ``target`` names: itself when it is a table, else the tables of its databases.
+
+    ValidationError when it is neither a table nor a warehouse or database holding at least one ``*.db``/table
+    directory (a typo must not silently maintain nothing).
+    """
+    file_io, root = open_location(target, dict(storage_options or {}))
+    if _schema_ids(file_io, root):
+        return [TableTarget(name=target.rstrip("/"), location=target.rstrip("/"))]
+    base = root.rstrip("/").rsplit("/", 1)[-1]
+    if base.endswith(DATABASE_SUFFIX):
+        return _tables_of_database(file_io, root, base[: -len(DATABASE_SUFFIX)])
+    databases = [d for d in _subdirs(file_io, root) if d.endswith(DATABASE_SUFFIX)]
+    if not databases:
+        raise ValidationError(f"{target}: neither a table (no schema/) nor a warehouse (no <db>.db directory)")
+    tables: list[TableTarget] = []
+    for db in databases:
+        tables += _tables_of_database(file_io, f"{root.rstrip('/')}/{db}", db[: -len(DATABASE_SUFFIX)])
+    return tables
+
+
+def discover_all(
+    targets: Iterable[str],
+    storage_options: Mapping[str, Any] | None = None,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+) -> list[TableTarget]:
+    """Every table of every target, filtered by the include/exclude globs (matched against name and location),
+    each once, in a stable order."""
+    seen: dict[str, TableTarget] = {}
+    for target in targets:
+        for table in discover(target, storage_options):
+            if include and not any(matches(pattern, table) for pattern in include):
+                continue
+            if any(matches(pattern, table) for pattern in exclude):
+                continue
+            seen.setdefault(table.location, table)
+    return list(seen.values())
+
+
+def matches(pattern: str, table: TableTarget) -> bool:
+    """Whether a glob names the table (``db.*``, ``*.events``, or a location glob)."""
+    return fnmatch.fnmatchcase(table.name, pattern) or fnmatch.fnmatchcase(table.location, pattern)
