@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from tableformat.io.factory import open_location
+
 from ..kernel.clock import Clock, system_clock
 from .config import MaintainSettings
 from .lease import new_owner
-from .table_pass import TableReport, maintain_table
+from .table_pass import Opener, TableReport, maintain_table
 from .targets import TableTarget, discover_all
 
 log = logging.getLogger(__name__)
@@ -91,11 +93,13 @@ class Maintainer:
         *,
         clock: Clock = system_clock,
         dry_run: bool = False,
+        opener: Opener = open_location,
     ) -> None:
         self.targets = tuple(targets)
         self.settings = settings
         self.clock = clock
         self.dry_run = dry_run
+        self.opener = opener
         self.owner = new_owner()
 
     def discover(self) -> list[TableTarget]:
@@ -107,7 +111,9 @@ class Maintainer:
         return tables
 
     def maintain(self, table: TableTarget) -> TableReport:
-        return maintain_table(table, self.settings, owner=self.owner, clock=self.clock, dry_run=self.dry_run)
+        return maintain_table(
+            table, self.settings, owner=self.owner, clock=self.clock, dry_run=self.dry_run, opener=self.opener
+        )
 
     def run_once(
         self, tables: Iterable[TableTarget] | None = None, sink: ReportSink | None = None

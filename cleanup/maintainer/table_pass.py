@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, LeaseLostError, TableFormatError
 from tableformat.io.factory import open_location
+from tableformat.io.fileio import FileIO
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
@@ -36,6 +37,9 @@ from .targets import TableTarget
 log = logging.getLogger(__name__)
 
 BACKLOG_HISTORY = 10
+
+Opener = Callable[[str, dict[str, Any]], tuple[FileIO, str]]
+"""How a table location becomes a FileIO and root (``open_location``; tests wrap it to count or fail calls)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,12 +264,13 @@ def maintain_table(
     owner: str,
     clock: Clock = system_clock,
     dry_run: bool = False,
+    opener: Opener = open_location,
 ) -> TableReport:
     """One pass over one table (see the module doc). Never raises for the table's own problems: they are in the
     report's ``errors``; a dry run takes no lease and writes nothing."""
     started = time.perf_counter()
     try:
-        file_io, root = open_location(target.location, dict(settings.storage_options))
+        file_io, root = opener(target.location, dict(settings.storage_options))
         store = MetadataStore(file_io, TableLayout(root))
         found = probe(store)
         if found.schema_id is None:
@@ -314,9 +319,15 @@ def _pass(
     ctx = _with_overrides(ctx, settings.overrides_for(target))
     before = found.state or MaintainState()
     # counted before the operations run: expiration may remove the snapshots that are to be counted
-    ingest = count_ingest(ctx.store, before.counted_snapshot_id, found.latest_id, now, settings.keep_up_window_ms)
+    try:
+        ingest = count_ingest(ctx.store, before.counted_snapshot_id, found.latest_id, now, settings.keep_up_window_ms)
+        ingest_error = None
+    except (TableFormatError, OSError) as exc:  # reported after the operations, which still run
+        ingest, ingest_error = ([], before.counted_snapshot_id), ("keep-up", _one_line(exc))
     try:
         run = _run_operations(ctx, due, found.state, settings, clock, dry_run=lease is None)
+        if ingest_error is not None:
+            run.errors.append(ingest_error)
     except LeaseLostError as exc:
         return TableReport(
             table=target.name,

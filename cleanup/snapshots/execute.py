@@ -95,6 +95,7 @@ def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | No
         removed_dirs=tuple(d for r in results for d in r.removed_dirs),
         completed_journals=tuple(j for r in results for j in r.completed_journals),
         notes=tuple(n for r in results for n in r.notes),
+        backlog=results[-1].backlog if results else 0,  # the new plan's: journals carried are done
     )
 
 

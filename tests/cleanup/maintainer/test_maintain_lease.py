@@ -1,0 +1,139 @@
+"""The maintenance lease: one maintainer per table, takeover only after expiry, renewal, and a maintainer that
+lost its lease stops before its next delete. Fake clocks; real files; a real killed process."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+from maintain_kit import FakeClock, make_table, snapshot_ids, table_files, wrapping_opener
+
+from tableformat.cleanup.maintainer import MaintainSettings, TableLease, TableTarget, maintain_table
+from tableformat.cleanup.maintainer.lease import CLOCK_SKEW_MS
+from tableformat.context import TableContext
+from tableformat.errors import LeaseLostError
+from tableformat.io.fileio import FileIO
+from tableformat.io.forwarding import ForwardingFileIO
+
+MINUTE = 60_000
+DURATION = 10 * MINUTE
+
+
+def _lease(root: Path, owner: str, clock: FakeClock) -> TableLease:
+    return TableLease(TableContext.load(str(root)).store, owner, DURATION, clock, host="host-" + owner)
+
+
+def _leases(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / ".tablefmt").iterdir() if p.name.startswith("lease-"))
+
+
+def test_one_holder_at_a_time_takeover_only_after_expiry_and_skew(tmp_path: Path) -> None:
+    make_table(tmp_path / "t", 1)
+    clock = FakeClock()
+    a, b = _lease(tmp_path / "t", "a", clock), _lease(tmp_path / "t", "b", clock)
+    assert a.acquire() and _leases(tmp_path / "t") == ["lease-0"]
+    assert not b.acquire() and b.holder is not None and b.holder.owner == "a"
+    clock.advance(DURATION + CLOCK_SKEW_MS - 1)
+    assert not b.acquire()  # expired, but within the clock-skew margin
+    clock.advance(1)
+    assert b.acquire() and _leases(tmp_path / "t") == ["lease-1"]
+    try:
+        a.check()
+        raise AssertionError("a still believes it holds the lease")
+    except LeaseLostError as exc:
+        assert "expired" in str(exc)
+
+
+def test_renewal_at_half_time_keeps_the_lease_and_a_takeover_is_noticed(tmp_path: Path) -> None:
+    make_table(tmp_path / "t", 1)
+    clock = FakeClock()
+    a, b = _lease(tmp_path / "t", "a", clock), _lease(tmp_path / "t", "b", clock)
+    assert a.acquire()
+    clock.advance(DURATION // 2)
+    a.check()  # renews: a new generation, the old one deleted
+    assert _leases(tmp_path / "t") == ["lease-1"] and a.held is not None and a.held.generation == 1
+    clock.advance(DURATION // 2 + 1)  # past the first expiry, within the renewed one
+    a.check()
+    assert not b.acquire()
+    # b takes over once a's renewed lease has expired; a (stalled meanwhile) notices before its next change
+    clock.advance(DURATION + CLOCK_SKEW_MS)
+    assert b.acquire()
+    a.clock = lambda: a.held.acquired_ms + 1 if a.held else 0  # a stalled clock: its own lease looks valid
+    try:
+        a.check()
+        raise AssertionError("a did not notice the takeover")
+    except LeaseLostError as exc:
+        assert "taken over" in str(exc)
+
+
+def test_release_lets_the_next_maintainer_in_at_once(tmp_path: Path) -> None:
+    make_table(tmp_path / "t", 1)
+    clock = FakeClock()
+    a, b = _lease(tmp_path / "t", "a", clock), _lease(tmp_path / "t", "b", clock)
+    assert a.acquire()
+    a.release()
+    assert _leases(tmp_path / "t") == ["lease-1"]  # the released marker
+    assert b.acquire() and _leases(tmp_path / "t") == ["lease-2"]
+
+
+def _hold_and_die(root: str, now_ms: int) -> None:
+    lease = TableLease(TableContext.load(root).store, "killed", DURATION, lambda: now_ms, host="dead-host")
+    assert lease.acquire()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_killed_maintainers_lease_blocks_until_it_expires_then_the_next_run_takes_over(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    make_table(root, 6)
+    clock = FakeClock()
+    process = multiprocessing.get_context("spawn").Process(target=_hold_and_die, args=(str(root), clock.now))
+    process.start()
+    process.join(60)
+    assert process.exitcode == -signal.SIGKILL
+    target = TableTarget(name="t", location=str(root))
+    blocked = maintain_table(target, MaintainSettings(), owner="next", clock=clock)
+    assert blocked.skipped.startswith("leased by dead-host (pid ") and blocked.operations == ()
+    assert snapshot_ids(root) == [1, 2, 3, 4, 5, 6]
+    clock.advance(DURATION + CLOCK_SKEW_MS)
+    taken = maintain_table(target, MaintainSettings(), owner="next", clock=clock)
+    assert taken.ok and [name for name, _ in taken.operations] == ["expire", "remove-orphans"]
+    assert snapshot_ids(root) == [5, 6]
+
+
+class _SlowDeletes(ForwardingFileIO):
+    """Each delete request takes ``step`` ms of the fake clock (a maintainer stalled mid-run)."""
+
+    def __init__(self, inner: FileIO, clock: FakeClock, step: int) -> None:
+        super().__init__(inner)
+        self.clock, self.step, self.batches = clock, step, 0
+
+    def delete_files(self, paths):  # type: ignore[no-untyped-def]
+        self.batches += 1
+        self.clock.advance(self.step)
+        return self.inner.delete_files(paths)
+
+
+def test_a_maintainer_that_loses_its_lease_stops_before_its_next_delete_and_a_rerun_finishes(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    make_table(root, 12, **{"file-operation.thread-num": "1"})
+    clean = tmp_path / "clean"
+    make_table(clean, 0)
+    clock = FakeClock()
+    slow: list[_SlowDeletes] = []
+
+    def wrap(inner: FileIO) -> FileIO:
+        slow.append(_SlowDeletes(inner, clock, DURATION + 1))  # the lease is gone after the first delete
+        return slow[-1]
+
+    settings = MaintainSettings(operations=("expire",))
+    target = TableTarget(name="t", location=str(root))
+    report = maintain_table(target, settings, owner="slow", clock=clock, opener=wrapping_opener(wrap))
+    assert not report.ok and "lease" in report.errors[0][1] and "expired" in report.errors[0][1]
+    # the journal write went through (before the stall), one snapshot delete batch ran, then the guard refused
+    assert slow[0].batches == 1
+    clock.advance(CLOCK_SKEW_MS)
+    rerun = maintain_table(target, settings, owner="next", clock=clock)
+    assert rerun.ok and snapshot_ids(root) == [11, 12]
+    assert {f for f in table_files(root) if f.startswith("snapshot/.expire-journal")} == set()
