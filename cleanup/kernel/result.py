@@ -23,6 +23,11 @@ class OperationResult:
     """Items (snapshots, partitions, ...) that were due but left for a later run by a limit; 0 when none. The
     scheduler brings a table with backlog back soon, and the keep-up report follows it across passes."""
 
+    def failures(self) -> tuple[str, ...]:
+        """'path: reason' of what the run could not do although it did not raise (e.g. deletes that failed): the
+        scheduler retries the operation soon instead of at its interval."""
+        return ()
+
     def summary(self) -> tuple[str, ...]:
         """The CLI's text output when the operation has its own (empty: the generic 'deleted N file(s)' lines)."""
         return ()

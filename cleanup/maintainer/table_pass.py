@@ -37,6 +37,8 @@ from .targets import TableTarget
 log = logging.getLogger(__name__)
 
 BACKLOG_HISTORY = 10
+NEVER = 2**62
+"""The due time of an operation the table's options do not ask for."""
 
 Opener = Callable[[str, dict[str, Any]], tuple[FileIO, str]]
 """How a table location becomes a FileIO and root (``open_location``; tests wrap it to count or fail calls)."""
@@ -172,10 +174,8 @@ def _run_operations(
         except TableFormatError as exc:
             configured, cadence = True, Cadence(interval_ms=settings.poll_interval_ms, on_change=True)
             log.debug("cadence of %s: %s", op.name, exc)
-        if not configured:
-            run.states[op.name] = OperationState(
-                last_run_ms=now, next_due_ms=now + cadence.interval_ms, on_change=False
-            )
+        if not configured:  # until the options change (a new schema makes every operation due again)
+            run.states[op.name] = OperationState(last_run_ms=now, next_due_ms=NEVER, on_change=False)
             continue
         previous = run.states.get(op.name, OperationState())
         try:
@@ -195,9 +195,22 @@ def _run_operations(
             )
             continue
         run.ran.append((op.name, result))
-        wait = settings.backlog_retry_ms if result.backlog else cadence.interval_ms
+        failures = result.failures()
+        if failures:
+            run.errors.append((op.name, f"{len(failures)} file(s) could not be deleted, e.g. {failures[0]}"))
+        wait = (
+            settings.poll_interval_ms
+            if failures
+            else settings.backlog_retry_ms
+            if result.backlog
+            else cadence.interval_ms
+        )
         run.states[op.name] = OperationState(
-            last_run_ms=now, next_due_ms=now + wait, backlog=result.backlog, on_change=cadence.on_change
+            last_run_ms=now,
+            next_due_ms=now + wait,
+            backlog=result.backlog,
+            on_change=cadence.on_change,
+            failures=previous.failures + 1 if failures else 0,
         )
     return run
 
@@ -237,7 +250,7 @@ def _new_state(
 
 
 def _next_due(state: MaintainState) -> tuple[int | None, bool]:
-    dues = [op.next_due_ms for op in state.operations.values()]
+    dues = [op.next_due_ms for op in state.operations.values() if op.next_due_ms < NEVER]
     return (min(dues) if dues else None), any(op.on_change for op in state.operations.values())
 
 

@@ -82,6 +82,9 @@ class OrphanResult(OperationResult):
     """Roots of other tables inside this one's data directories: never entered (see OrphanPlan)."""
     plan: OrphanPlan | None = field(default=None, repr=False, compare=False)
 
+    def failures(self) -> tuple[str, ...]:
+        return self.failed
+
     def to_json(self) -> dict[str, Any]:
         """The --json document."""
         return {

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from tableformat.io.factory import open_location
-from tableformat.io.fileio import FileIO, FileInfo
+from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.table import Table
 

@@ -120,7 +120,11 @@ def test_a_failing_table_is_reported_and_the_others_are_still_maintained(tmp_pat
     tables = make_warehouse(tmp_path / "wh", LAYOUT, commits=6)
     (tables["sales.returns"] / "snapshot" / "snapshot-3").write_text("{not json")
     reports = Maintainer([str(tmp_path / "wh")], MaintainSettings(), clock=FakeClock()).run_once()
-    assert [(r.table, r.ok) for r in reports] == [("sales.orders", True), ("sales.returns", False), ("web.clicks", True)]
+    assert [(r.table, r.ok) for r in reports] == [
+        ("sales.orders", True),
+        ("sales.returns", False),
+        ("web.clicks", True),
+    ]
     failed = reports[1]
     # expiration reads snapshot-3 and stops; orphan cleanup has no candidate old enough, so it reads no root;
     # the keep-up count reads every snapshot of the window. The table's failure is reported, the rest ran.
