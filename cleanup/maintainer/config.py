@@ -31,7 +31,7 @@ from typing import Any
 
 from tableformat.codec.maintain_codec import config_from_toml
 from tableformat.durations import parse_duration_ms
-from tableformat.errors import TableFormatError, ValidationError
+from tableformat.errors import TableFormatError, UnknownOptionError, ValidationError
 from tableformat.io.storage_options import storage_options_from_items
 from tableformat.options import TableOptions, check_option_keys
 
@@ -106,6 +106,9 @@ def _table_options(path: str, value: Any) -> tuple[tuple[str, Mapping[str, str]]
         try:
             check_option_keys(texts, allow_unknown=False)
             TableOptions(texts).validate()
+        except UnknownOptionError as exc:
+            hint = "overrides must be options tablefmt applies (docs/options.md)"
+            raise _fail(path, f"tables.{pattern}", exc.describe(hint)) from None
         except TableFormatError as exc:
             raise _fail(path, f"tables.{pattern}", str(exc)) from None
         result.append((str(pattern), texts))
