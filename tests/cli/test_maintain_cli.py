@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.warehouses import make_warehouse, snapshot_ids
 
 from tableformat.cli.main import cli
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "cleanup" / "maintainer"))
-from maintain_kit import make_warehouse, snapshot_ids  # noqa: E402
 
 LAYOUT = {"sales": ["orders", "returns"], "web": ["clicks"]}
 

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from maintain_kit import FakeClock, make_table, table_files, wrapping_opener
 from support.faults import FaultyFileIO
 from support.tables import age_path
+from support.warehouses import FakeClock, make_table, table_files, wrapping_opener
 
 from tableformat.cleanup.maintainer import MaintainSettings, TableTarget, maintain_table
 from tableformat.cleanup.maintainer.lease import CLOCK_SKEW_MS

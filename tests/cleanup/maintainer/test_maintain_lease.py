@@ -8,7 +8,7 @@ import os
 import signal
 from pathlib import Path
 
-from maintain_kit import FakeClock, make_table, snapshot_ids, table_files, wrapping_opener
+from support.warehouses import FakeClock, make_table, snapshot_ids, table_files, wrapping_opener
 
 from tableformat.cleanup.maintainer import MaintainSettings, TableLease, TableTarget, maintain_table
 from tableformat.cleanup.maintainer.lease import CLOCK_SKEW_MS

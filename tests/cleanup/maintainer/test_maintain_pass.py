@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from maintain_kit import RETAIN, FakeClock, append, counting_opener, make_table, make_warehouse, snapshot_ids
+from support.warehouses import RETAIN, FakeClock, append, counting_opener, make_table, make_warehouse, snapshot_ids
 
 from tableformat.cleanup.maintainer import Maintainer, MaintainSettings, settings_from_mapping
 from tableformat.table import Table

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pyarrow as pa
-from maintain_kit import SCHEMA, make_warehouse, snapshot_ids
+from support.warehouses import SCHEMA, make_warehouse, snapshot_ids
 
 from tableformat.table import Table
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from maintain_kit import FakeClock, append, counting_opener, make_table
+from support.warehouses import FakeClock, append, counting_opener, make_table
 
 from tableformat.cleanup.maintainer import DueQueue, Maintainer, MaintainSettings, TableTarget
 from tableformat.table import Table
