@@ -17,15 +17,15 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tableformat.io.factory import open_location
 
 from ..kernel.clock import Clock, system_clock
 from .config import MaintainSettings
 from .lease import new_owner
-from .table_pass import Opener, TableReport, maintain_table
-from .targets import TableTarget, discover_all
+from .table_pass import TableReport, maintain_table
+from .targets import Opener, TableTarget, discover_all
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class Maintainer:
         """The tables of the targets now (ValidationError for a target that is neither table nor warehouse, or a
         config glob matching no table)."""
         settings = self.settings
-        tables = discover_all(self.targets, settings.storage_options, settings.include, settings.exclude)
+        tables = discover_all(self.targets, settings.storage_options, settings.include, settings.exclude, self.opener)
         settings.check_globs(tables)
         return tables
 
@@ -180,4 +180,4 @@ class Maintainer:
             queue.discard(location)
         for location, table in current.items():
             if location not in queue and location not in busy:
-                queue.push(table, now_ms)
+                queue.push(replace(table, schema_id=None), now_ms)  # visited later: its pass lists schema/ itself

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, LeaseLostError, TableFormatError
 from tableformat.io.factory import open_location
-from tableformat.io.fileio import FileIO
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
@@ -32,16 +31,13 @@ from ..registry import OPERATIONS
 from .config import MaintainSettings
 from .keep_up import KeepUp, assess, count_ingest, merge_hours
 from .lease import TableLease
-from .targets import TableTarget
+from .targets import Opener, TableTarget
 
 log = logging.getLogger(__name__)
 
 BACKLOG_HISTORY = 10
 NEVER = 2**62
 """The due time of an operation the table's options do not ask for."""
-
-Opener = Callable[[str, dict[str, Any]], tuple[FileIO, str]]
-"""How a table location becomes a FileIO and root (``open_location``; tests wrap it to count or fail calls)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +101,19 @@ class TableReport:
         }
 
 
-def probe(store: MetadataStore) -> Probe:
-    """The state, the LATEST hint and the newest schema id (an unreadable state counts as none)."""
+def probe(store: MetadataStore, schema_id: int | None = None) -> Probe:
+    """The state, the LATEST hint and the newest schema id (``schema_id``: as discovery just listed it; None: list
+    ``schema/`` here). An unreadable state counts as none."""
     try:
         state = store.read_maintain_state()
     except CorruptMetadataError as exc:
         log.warning("ignoring an unreadable maintain state: %s", exc)
         state = None
     latest = store.read_hint(LATEST)
-    schema_ids = store.schema_ids()
-    return Probe(state, latest, schema_ids[-1] if schema_ids else None)
+    if schema_id is None:
+        schema_ids = store.schema_ids()
+        schema_id = schema_ids[-1] if schema_ids else None
+    return Probe(state, latest, schema_id)
 
 
 def _operations(settings: MaintainSettings) -> list[Operation[Any, Any, Any]]:
@@ -285,7 +284,7 @@ def maintain_table(
     try:
         file_io, root = opener(target.location, dict(settings.storage_options))
         store = MetadataStore(file_io, TableLayout(root))
-        found = probe(store)
+        found = probe(store, target.schema_id)
         if found.schema_id is None:
             return _skipped(target, "the table is gone (no schema)", started)
         if not due_names(settings, found, clock()):

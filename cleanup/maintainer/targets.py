@@ -8,8 +8,8 @@ dropped meanwhile are picked up. Nothing here reads a file: it lists directories
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from tableformat.errors import ValidationError
@@ -28,6 +28,12 @@ class TableTarget:
     """``db.table`` for a table found in a warehouse; the location as given for a table named directly."""
     location: str
     """The table root as a URL (``s3://bucket/wh/db.db/t`` or a local path)."""
+    schema_id: int | None = field(default=None, compare=False)
+    """The newest schema id seen by discovery (saves the pass its own listing of ``schema/``); None: unknown."""
+
+
+Opener = Callable[[str, dict[str, Any]], tuple[FileIO, str]]
+"""How a location becomes a FileIO and root (``open_location``; tests and benches wrap it to count calls)."""
 
 
 def _schema_ids(file_io: FileIO, root: str) -> list[int]:
@@ -43,20 +49,24 @@ def _tables_of_database(file_io: FileIO, db_path: str, db_name: str) -> list[Tab
     found = []
     for name in _subdirs(file_io, db_path):
         root = f"{db_path.rstrip('/')}/{name}"
-        if _schema_ids(file_io, root):
-            found.append(TableTarget(name=f"{db_name}.{name}", location=file_io.url(root)))
+        schema_ids = _schema_ids(file_io, root)
+        if schema_ids:
+            found.append(TableTarget(name=f"{db_name}.{name}", location=file_io.url(root), schema_id=schema_ids[-1]))
     return found
 
 
-def discover(target: str, storage_options: Mapping[str, Any] | None = None) -> list[TableTarget]:
+def discover(
+    target: str, storage_options: Mapping[str, Any] | None = None, opener: Opener = open_location
+) -> list[TableTarget]:
     """The tables ``target`` names: itself when it is a table, else the tables of its databases.
 
     ValidationError when it is neither a table nor a warehouse or database holding at least one ``*.db``/table
     directory (a typo must not silently maintain nothing).
     """
-    file_io, root = open_location(target, dict(storage_options or {}))
-    if _schema_ids(file_io, root):
-        return [TableTarget(name=target.rstrip("/"), location=target.rstrip("/"))]
+    file_io, root = opener(target, dict(storage_options or {}))
+    schema_ids = _schema_ids(file_io, root)
+    if schema_ids:
+        return [TableTarget(name=target.rstrip("/"), location=target.rstrip("/"), schema_id=schema_ids[-1])]
     base = root.rstrip("/").rsplit("/", 1)[-1]
     if base.endswith(DATABASE_SUFFIX):
         return _tables_of_database(file_io, root, base[: -len(DATABASE_SUFFIX)])
@@ -74,12 +84,13 @@ def discover_all(
     storage_options: Mapping[str, Any] | None = None,
     include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
+    opener: Opener = open_location,
 ) -> list[TableTarget]:
     """Every table of every target, filtered by the include/exclude globs (matched against name and location),
     each once, in a stable order."""
     seen: dict[str, TableTarget] = {}
     for target in targets:
-        for table in discover(target, storage_options):
+        for table in discover(target, storage_options, opener):
             if include and not any(matches(pattern, table) for pattern in include):
                 continue
             if any(matches(pattern, table) for pattern in exclude):

@@ -42,10 +42,17 @@ def test_first_pass_runs_every_configured_operation_then_an_idle_pass_reads_thre
     assert [(r.table, r.skipped, r.operations) for r in second] == [(n, "nothing due", ()) for n in tables]
     per_table: dict[str, list[str]] = {}
     for kind, path in log:
-        db, table = path.split("/wh/")[1].split("/")[:2]
-        per_table.setdefault(f"{db}/{table}", []).append(kind)
-    assert per_table == {p: ["read", "read", "list"] for p in ("sales.db/orders", "sales.db/returns", "web.db/clicks")}
-    assert {p.split("/")[-1] for _, p in log} == {"maintain-state", "LATEST", "schema"}
+        parts = path.split("/wh/")[1].split("/") if "/wh/" in path else []
+        key = "/".join(parts[:2]) if len(parts) > 2 else "warehouse and databases"
+        per_table.setdefault(key, []).append(kind)
+    # discovery lists the target's schema/ (is it a table?), the warehouse, each database, and each table's
+    # schema/ (which the pass then uses); the pass reads the maintain state and the LATEST hint: 3 requests per
+    # idle table, and 4 per warehouse of any size
+    assert per_table == {
+        "warehouse and databases": ["list", "list", "list", "list"],
+        **{p: ["list", "read", "read"] for p in ("sales.db/orders", "sales.db/returns", "web.db/clicks")},
+    }
+    assert {p.split("/")[-1] for _, p in log} == {"wh", "sales.db", "web.db", "maintain-state", "LATEST", "schema"}
 
 
 def test_a_commit_makes_snapshot_expiration_due_on_that_table_only_and_intervals_bring_the_rest(
