@@ -74,7 +74,7 @@ def count_ingest(
     MAX_SNAPSHOTS_COUNTED), and the new counted id. Snapshots already expired are skipped."""
     if latest_id is None or latest_id <= counted_id:
         return [], counted_id
-    found = []
+    found: list[HourStats] = []
     start = now_ms - window_ms
     for snapshot_id in range(latest_id, counted_id, -1):
         if len(found) >= MAX_SNAPSHOTS_COUNTED:

@@ -111,6 +111,7 @@ def config_from_toml(data: bytes, path: str) -> dict[str, Any]:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        document: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+        return document
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ValidationError(f"{path}: not a TOML file: {exc}") from None
