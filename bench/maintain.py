@@ -3,10 +3,11 @@
 1. **Idle warehouse**: 1,000 small tables (3 snapshots each), already maintained once, nothing due. One
    ``tablefmt maintain --once`` pass, timed as a whole process (start-up included), and the metadata requests per
    table counted in-process (target: at most 3 per idle table). Side by side, the loops a cron job runs without the
-   maintainer: ``tablefmt expire`` per table in one process (the API in a loop: every table's expiration planned),
+   maintainer: snapshot expiration and orphan cleanup per table in one process (the API in a loop),
    and deltalake 1.6.6 ``DeltaTable(path).vacuum(dry_run=True)`` over 1,000 equivalent Delta tables.
 2. **Due work**: 100 tables with 20 expirable snapshots each, one pass with ``--parallel 2`` and ``--parallel 1`` on
-   this 2-core machine, against the per-table expiration loop.
+   this 2-core machine, against one process looping over the tables with the API (expire + remove-orphans: what
+   the pass runs on a table with everything due, without leases, state or keep-up).
 3. **Keep-up**: a table that gets 10 commits per hour with ``snapshot.expire.limit=2``, maintained hourly (fake
    clock): the keep-up report after each pass.
 
@@ -93,10 +94,14 @@ def expire_loop(paths: list[Path]) -> None:
 
 
 def loop_process(paths_file: Path) -> float:
+    """One process running, for every table, what ``maintain`` runs on a table that has it all due: snapshot
+    expiration and orphan cleanup, through the API (the fastest a hand-written cron loop gets)."""
     code = (
         "import sys; from tableformat.cleanup.snapshots import expire_snapshots; "
+        "from tableformat.cleanup.orphans import remove_orphan_files; "
         "from tableformat.context import TableContext\n"
-        "for line in open(sys.argv[1]): expire_snapshots(TableContext.load(line.strip()))"
+        "for line in open(sys.argv[1]):\n"
+        "    ctx = TableContext.load(line.strip()); expire_snapshots(ctx); remove_orphan_files(ctx)"
     )
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code, str(paths_file)], check=True)
@@ -138,7 +143,7 @@ def idle(tmp: Path, count: int, repeat: int, skip_delta: bool) -> dict[str, Any]
     listing.write_text("\n".join(map(str, paths)))
     contenders: dict[str, Callable[[], float]] = {
         "tablefmt maintain --once (idle)": lambda: whole_process("maintain", "--once", str(wh)),
-        "expire loop (tablefmt API, per table)": lambda: loop_process(listing),
+        "expire + remove-orphans loop (API)": lambda: loop_process(listing),
     }
     if not skip_delta:
         import deltalake
@@ -161,7 +166,7 @@ def due(tmp: Path, count: int, repeat: int) -> dict[str, Any]:
                "snapshot.expire.limit": "100"}  # fmt: skip
     base = tmp / "due-base"
     paths = build_warehouse(base, count, 22, options)
-    rounds: dict[str, list[float]] = {"maintain --parallel 2": [], "maintain --parallel 1": [], "expire loop": []}
+    rounds: dict[str, list[float]] = {"maintain --parallel 2": [], "maintain --parallel 1": [], "API loop": []}
     for r in range(repeat):
         order = list(rounds) if r % 2 == 0 else list(reversed(rounds))
         for name in order:
@@ -169,7 +174,7 @@ def due(tmp: Path, count: int, repeat: int) -> dict[str, Any]:
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(base, copy)
             subprocess.run(["sync"], check=False)
-            if name == "expire loop":
+            if name == "API loop":
                 listing = tmp / "due-paths.txt"
                 listing.write_text("\n".join(str(copy / p.relative_to(base)) for p in paths))
                 rounds[name].append(loop_process(listing))

@@ -31,14 +31,21 @@ def _hour(ms: int) -> int:
 
 
 def _snapshot_stats(store: MetadataStore, snapshot: Snapshot) -> HourStats:
+    """An append's rows are its delta record count and its bytes the sizes of its ADD entries (projected reads);
+    other commits (overwrites, drops) are read in full for the rows they remove."""
     rows = size = dropped = 0
-    for meta in store.read_manifest_list(snapshot.delta_manifest_list):
-        for entry in store.read_manifest(meta.file_name):
-            if entry.kind == FileKind.ADD:
-                rows += entry.file.row_count
-                size += entry.file.file_size
-            else:
-                dropped += entry.file.row_count
+    metas = store.read_manifest_list_fast(snapshot.delta_manifest_list)
+    if snapshot.commit_kind == CommitKind.APPEND and snapshot.delta_record_count is not None:
+        rows = max(0, snapshot.delta_record_count)
+        size = sum(r.file_size for m in metas for r in store.read_manifest_refs(m.file_name) if r.kind == FileKind.ADD)
+    else:
+        for meta in metas:
+            for entry in store.read_manifest(meta.file_name):
+                if entry.kind == FileKind.ADD:
+                    rows += entry.file.row_count
+                    size += entry.file.file_size
+                else:
+                    dropped += entry.file.row_count
     return HourStats(
         hour_ms=_hour(snapshot.time_millis), commits=1, ingest_rows=rows, ingest_bytes=size, dropped_rows=dropped
     )

@@ -87,6 +87,11 @@ def test_partition_expiration_runs_first_when_the_table_sets_it(tmp_path: Path) 
     dropped = dict(report.operations)["expire-partitions"]
     assert [p["dt"] for p in dropped.to_json()["expired_partitions"]] == days[:2]
     assert Table.open(str(tmp_path / "t")).to_arrow().column("dt").to_pylist() == [days[2]]
+    clock.advance(HOUR)  # the next pass counts the drop snapshot in keep-up: the two rows it removed
+    keep_up = Maintainer([str(tmp_path / "t")], MaintainSettings(), clock=clock).run_once()[0].keep_up
+    assert keep_up is not None
+    assert round(keep_up.dropped_rows_per_hour * keep_up.window_hours) == 2
+    assert round(keep_up.ingest_rows_per_hour * keep_up.window_hours) == 3
 
 
 def test_a_table_a_limit_stopped_comes_back_after_the_backlog_retry_until_done(tmp_path: Path) -> None:
