@@ -8,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 from support.warehouses import FakeClock, make_table, snapshot_ids, table_files, wrapping_opener
 
 from tableformat.cleanup.maintainer import MaintainSettings, TableLease, TableTarget, maintain_table
@@ -25,31 +26,31 @@ def _lease(root: Path, owner: str, clock: FakeClock) -> TableLease:
     return TableLease(TableContext.load(str(root)).store, owner, DURATION, clock, host="host-" + owner)
 
 
+def _two(root: Path) -> tuple[FakeClock, TableLease, TableLease]:
+    """A table at ``root`` and two maintainers' leases on it, sharing a fake clock."""
+    make_table(root, 1)
+    clock = FakeClock()
+    return clock, _lease(root, "a", clock), _lease(root, "b", clock)
+
+
 def _leases(root: Path) -> list[str]:
     return sorted(p.name for p in (root / ".tablefmt").iterdir() if p.name.startswith("lease-"))
 
 
 def test_one_holder_at_a_time_takeover_only_after_expiry_and_skew(tmp_path: Path) -> None:
-    make_table(tmp_path / "t", 1)
-    clock = FakeClock()
-    a, b = _lease(tmp_path / "t", "a", clock), _lease(tmp_path / "t", "b", clock)
+    clock, a, b = _two(tmp_path / "t")
     assert a.acquire() and _leases(tmp_path / "t") == ["lease-0"]
     assert not b.acquire() and b.holder is not None and b.holder.owner == "a"
     clock.advance(DURATION + CLOCK_SKEW_MS - 1)
     assert not b.acquire()  # expired, but within the clock-skew margin
     clock.advance(1)
     assert b.acquire() and _leases(tmp_path / "t") == ["lease-1"]
-    try:
+    with pytest.raises(LeaseLostError, match="expired"):
         a.check()
-        raise AssertionError("a still believes it holds the lease")
-    except LeaseLostError as exc:
-        assert "expired" in str(exc)
 
 
 def test_renewal_at_half_time_keeps_the_lease_and_a_takeover_is_noticed(tmp_path: Path) -> None:
-    make_table(tmp_path / "t", 1)
-    clock = FakeClock()
-    a, b = _lease(tmp_path / "t", "a", clock), _lease(tmp_path / "t", "b", clock)
+    clock, a, b = _two(tmp_path / "t")
     assert a.acquire()
     clock.advance(DURATION // 2)
     a.check()  # renews: a new generation, the old one deleted
@@ -61,17 +62,12 @@ def test_renewal_at_half_time_keeps_the_lease_and_a_takeover_is_noticed(tmp_path
     clock.advance(DURATION + CLOCK_SKEW_MS)
     assert b.acquire()
     a.clock = lambda: a.held.acquired_ms + 1 if a.held else 0  # a stalled clock: its own lease looks valid
-    try:
+    with pytest.raises(LeaseLostError, match="taken over"):
         a.check()
-        raise AssertionError("a did not notice the takeover")
-    except LeaseLostError as exc:
-        assert "taken over" in str(exc)
 
 
 def test_release_lets_the_next_maintainer_in_at_once(tmp_path: Path) -> None:
-    make_table(tmp_path / "t", 1)
-    clock = FakeClock()
-    a, b = _lease(tmp_path / "t", "a", clock), _lease(tmp_path / "t", "b", clock)
+    _clock, a, b = _two(tmp_path / "t")
     assert a.acquire()
     a.release()
     assert _leases(tmp_path / "t") == ["lease-1"]  # the released marker
