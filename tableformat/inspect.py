@@ -215,7 +215,7 @@ class TableInspector:
             return tuple((values[k] is None, values[k] if values[k] is not None else 0) for k in schema.partition_keys)
 
         keys = sorted(groups, key=order) if schema.partition_keys else list(groups)
-        value_type = pa.struct([pa.field(f.name, arrow_type_of(f.type)) for f in schema.partition_fields])
+        value_type = self._value_type()
         return pa.table(
             {
                 "partition": pa.array([self._partition_text(k) for k in keys], pa.string()),
@@ -230,16 +230,21 @@ class TableInspector:
             }
         )
 
+    def _value_type(self) -> pa.DataType:
+        return pa.struct([pa.field(f.name, arrow_type_of(f.type)) for f in self._ctx.schema.partition_fields])
+
     # --- $files ----------------------------------------------------------------------------------------------------
     def files(self, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
         """Every live data file of a snapshot (latest by default), as Paimon's ``$files``; ``file_path`` relative
         to the table root."""
         entries = self._live(self._snapshot(snapshot_id, tag))
-        paths = DataPaths(self._ctx.schema, self._ctx.partition_codec())
+        codec = self._ctx.partition_codec()
+        paths = DataPaths(self._ctx.schema, codec)
         entries.sort(key=lambda e: (self._partition_text(e.partition), e.file.creation_time_ms or 0, e.file.file_name))
         return pa.table(
             {
                 "partition": pa.array([self._partition_text(e.partition) for e in entries], pa.string()),
+                "values": pa.array([codec.values(e.partition) for e in entries], self._value_type()),
                 "bucket": pa.array([e.bucket for e in entries], pa.int32()),
                 "file_path": pa.array([paths.of_entry(e) for e in entries], pa.string()),
                 "file_format": pa.array([e.file.file_name.rpartition(".")[2] for e in entries], pa.string()),
