@@ -109,36 +109,38 @@ def _bounded(dtype: DataType) -> bool:
 
 
 def stats_guarantee(meta: DataFileMeta, file_schema: TableSchema, read_schema: TableSchema) -> pc.Expression | None:
-    """Bounds from the file's value statistics, for the read schema's columns (matched by field id, same type)."""
+    """Bounds from the file's value statistics, for the read schema's columns (matched by field id, same type); a
+    column the file's schema does not have (added later) reads as nulls only."""
+    known = {f.id for f in file_schema.fields}
+    absent = [pc.field(f.name).is_null() for f in read_schema.fields if f.id not in known]
     fields = _stats_fields(meta, file_schema)
     if fields is None:
-        return None
+        return and_all(absent)
     types = [f.type for f in fields]
     try:
         mins = decode_row(meta.value_stats.min_values, types)
         maxs = decode_row(meta.value_stats.max_values, types)
     except CorruptMetadataError:
-        return None
+        return and_all(absent)
     nulls = list(meta.value_stats.null_counts or ())
     read_by_id = {f.id: f for f in read_schema.fields}
-    terms: list[pc.Expression | None] = []
+    terms: list[pc.Expression | None] = list(absent)
     for index, field in enumerate(fields):
         target = read_by_id.get(field.id)
-        if target is None or not _bounded(field.type):
-            continue
-        if (target.type.root, target.type.params) != (field.type.root, field.type.params):
+        if target is None or (target.type.root, target.type.params) != (field.type.root, field.type.params):
             continue
         null_count = nulls[index] if index < len(nulls) else None
-        terms.append(_column_bounds(target, mins[index], maxs[index], null_count, meta.row_count))
+        if null_count is not None and null_count == meta.row_count > 0:
+            terms.append(pc.field(target.name).is_null())  # only nulls: true for any type
+        elif _bounded(field.type):
+            terms.append(_column_bounds(target, mins[index], maxs[index], null_count))
     return and_all(terms)
 
 
-def _column_bounds(
-    field: DataField, low: Any, high: Any, null_count: int | None, row_count: int
-) -> pc.Expression | None:
+def _column_bounds(field: DataField, low: Any, high: Any, null_count: int | None) -> pc.Expression | None:
     column = pc.field(field.name)
     if low is None or high is None:
-        return column.is_null() if null_count is not None and null_count == row_count else None
+        return None
     try:
         lower = column >= _literal(low, field.type)
         upper = column <= _literal(high, field.type)
