@@ -158,7 +158,7 @@ def rollback(
         target=goal.id,
         target_label=target.label,
         previous_latest=previous_latest,
-        removed_snapshots=tuple(s.id for s in reversed(newer)),
+        removed_snapshots=tuple(s.id for s in newer),
         removed_tags=tuple(t.name for t in newer_tags),
         restored_from_tag=target.tag is not None,
         notes=tuple(notes),

@@ -130,9 +130,8 @@ def alter_options(
                 _check_change(key, options.get(key), value, has_snapshots)
                 options[key] = value
         for key in removed:
-            if key in options:
-                _check_change(key, options[key], None, has_snapshots)
-                del options[key]
+            _check_change(key, options.get(key), None, has_snapshots)  # as Paimon: checked even when not set
+            options.pop(key, None)
         if options == dict(latest.options):
             return None
         table_options = TableOptions(options)
