@@ -278,4 +278,4 @@ def describe(table: str, no_sizes: bool, as_json: bool, storage_options: tuple[s
     chosen = [o for o in found.options if o.source != "default"]
     print_table(["option", "value", "source"], [[o.key, o.value, o.source] for o in chosen], fold=["value"])
     rest = len(found.options) - len(chosen)
-    click.echo(f"{rest} other option(s) at tablefmt's defaults (`tablefmt options TABLE` lists every one)")
+    click.echo(f"{rest} other option(s) at their defaults (`tablefmt options TABLE --all`)")

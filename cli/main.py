@@ -26,6 +26,7 @@ from tableformat.cli.expire_command import expire
 from tableformat.cli.inspect_commands import describe, files, partitions, snapshots
 from tableformat.cli.operation_commands import add_operation_commands
 from tableformat.cli.orphans_command import check, remove_orphans
+from tableformat.cli.render import wrap
 from tableformat.cli.steer_commands import options, rollback, tag
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.inspect import nearby_partitions
@@ -173,7 +174,7 @@ def drop_partition(table: str, partitions: tuple[str, ...], as_json: bool, stora
         )
     elif snapshot is None:
         shown = ", ".join(nearby) if nearby else "none (the table holds no data)"
-        say(f"no partition matches {' '.join(partitions)}; no snapshot written. Partitions nearby: {shown}")
+        say(wrap(f"no partition matches {' '.join(partitions)}; no snapshot written. Nearby: {shown}", indent="  "))
     else:
         say(f"committed snapshot {snapshot.id} (OVERWRITE, {-(snapshot.delta_record_count or 0)} rows dropped)")
 

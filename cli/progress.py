@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from typing import IO, Any
 
 from rich.console import Console
-from rich.logging import RichHandler
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from tableformat.io.fileio import FileInfo, FileIO
@@ -90,6 +89,21 @@ class CountingFileIO(ForwardingFileIO):
         return self.inner.open_input(path)
 
 
+class _ConsoleHandler(logging.Handler):
+    """Log records printed through the progress line's console: each one a whole line above the live line, in the
+    format the command's usual stderr handler uses."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.console.print(self.format(record), soft_wrap=True, markup=False, highlight=False, emoji=False)
+        except Exception:  # a log line must never end the command
+            self.handleError(record)
+
+
 def _stderr_is_terminal() -> bool:
     try:
         return sys.stderr.isatty()
@@ -118,9 +132,10 @@ def activity(label: str, *, enabled: bool = True, force_terminal: bool | None = 
     )
     root = logging.getLogger()
     saved = root.handlers[:]
-    level = saved[0].level if saved else logging.NOTSET
-    handler = RichHandler(console=console, show_time=False, show_path=False, markup=False, level=level)
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    handler = _ConsoleHandler(console)
+    if saved:
+        handler.setLevel(saved[0].level)
+        handler.setFormatter(saved[0].formatter or logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root.handlers = [handler]
     try:
         with progress:

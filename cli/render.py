@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,8 +99,26 @@ def print_table(
         click.echo(line.rstrip())
 
 
+def width() -> int:
+    """The output width: the terminal's, else COLUMNS, else 80."""
+    return int(console().width)
+
+
+def wrap(text: str, *, indent: str = "", first: str = "") -> str:
+    """``text`` wrapped at the output width on word boundaries (never inside a word, so paths stay whole), later
+    lines indented by ``indent``."""
+    return textwrap.fill(
+        text,
+        width=width(),
+        initial_indent=first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
 def echo_pairs(pairs: Sequence[tuple[str, Any]]) -> None:
-    """``key: value`` lines with the values aligned."""
-    width = max((len(k) for k, _ in pairs), default=0)
+    """``key: value`` lines with the values aligned (long values wrapped under themselves)."""
+    pad = max((len(k) for k, _ in pairs), default=0) + 2
     for key, value in pairs:
-        click.echo(f"{key + ':':<{width + 1}} {value}")
+        click.echo(wrap(str(value), first=f"{key + ':':<{pad}}", indent=" " * pad))

@@ -19,7 +19,7 @@ from tableformat.cli.common import (
     say,
     storage_option_flag,
 )
-from tableformat.cli.render import human_count, human_duration, iso_time, print_table
+from tableformat.cli.render import human_count, human_duration, iso_time, print_table, wrap
 from tableformat.errors import UnknownOptionError
 
 _json_flag = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -170,13 +170,17 @@ def rollback(
         return
     verb = "would remove" if dry_run else "removed"
     gone = ", ".join(str(i) for i in sorted(result.removed_snapshots)) or "none"
-    say(f"{'dry run: ' if dry_run else ''}rollback to {result.target_label}: {verb} snapshot(s) {gone}")
+    say(
+        wrap(
+            f"{'dry run: ' if dry_run else ''}rollback to {result.target_label}: {verb} snapshot(s) {gone}", indent="  "
+        )
+    )
     if result.removed_tags:
         say(f"{verb} tag(s): {', '.join(result.removed_tags)}")
     if result.restored_from_tag:
         say(f"snapshot {result.target} {'would be' if dry_run else 'was'} written back from its tag")
     for note in result.notes:
-        say(f"note: {note}")
+        say(wrap(note, first="note: ", indent="  "))
 
 
 @click.group("tag", cls=OneLineErrorGroup)
