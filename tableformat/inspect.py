@@ -27,7 +27,7 @@ from tableformat.live_set import live_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
 from tableformat.model.partition import spec_text
 from tableformat.model.snapshot import Snapshot
-from tableformat.options import FILE_OPERATION_THREAD_NUM, PARTITION_DEFAULT_NAME, REGISTRY
+from tableformat.options import PARTITION_DEFAULT_NAME, REGISTRY
 from tableformat.parallel import Workers, resolve_parallelism
 
 UTC_MS = pa.timestamp("ms", tz="UTC")
@@ -123,7 +123,7 @@ class TableInspector:
     def _live(self, snapshot: Snapshot | None) -> list[ManifestEntry]:
         if snapshot is None:
             return []
-        threads = self._ctx.options.require(FILE_OPERATION_THREAD_NUM)
+        threads = resolve_parallelism(self._ctx.options, self._ctx.io, None)
         return live_entries(self._ctx.store, snapshot, self._ctx.partition_codec(), None, threads)
 
     def _partition_text(self, partition: bytes) -> str:

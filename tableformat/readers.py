@@ -24,7 +24,8 @@ from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import normalize_spec
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
-from tableformat.options import FILE_OPERATION_THREAD_NUM, PARTITION_DEFAULT_NAME
+from tableformat.options import PARTITION_DEFAULT_NAME
+from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
 from tableformat.scan.filters import RowFilter, as_expression
 from tableformat.scan.reader import DataReader
@@ -126,7 +127,7 @@ class TableReaders:
         if partition_filter is not None:
             specs = [partition_filter] if isinstance(partition_filter, Mapping) else list(partition_filter)
             predicate = PartitionPredicate(tuple(self._spec(s) for s in specs))
-        threads = self._ctx.options.require(FILE_OPERATION_THREAD_NUM)
+        threads = resolve_parallelism(self._ctx.options, self._ctx.io, None)  # inline on local disk, as maintenance
         return live_entries(self._ctx.store, snapshot, self._ctx.partition_codec(), predicate, threads)
 
     def _reader(self, schema: TableSchema | None = None) -> DataReader:

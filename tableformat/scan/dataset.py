@@ -41,6 +41,8 @@ from tableformat.model.snapshot import Snapshot
 from tableformat.scan.filters import and_all, partition_guarantee, stats_guarantee
 from tableformat.scan.reader import DataReader
 
+_MISSING = object()
+
 
 @dataclass(frozen=True, slots=True)
 class ScanStats:
@@ -82,6 +84,7 @@ class TableScan:
         self._format = ds.ParquetFileFormat()
         self._entries = list(entries)
         self._selected: list[ManifestEntry] | None = None
+        self._guarantees: dict[bytes, object] = {}
 
     # --- which files ---------------------------------------------------------------------------------------------
     def path_of(self, entry: ManifestEntry) -> str:
@@ -97,7 +100,11 @@ class TableScan:
             return self._format.make_fragment(path, self._fs, partition_expression=guarantee)
 
     def _partition_guarantee(self, entry: ManifestEntry) -> pc.Expression | None:
-        return partition_guarantee(self._codec.values(entry.partition), self.schema)
+        cached = self._guarantees.get(entry.partition, _MISSING)
+        if cached is _MISSING:
+            cached = partition_guarantee(self._codec.values(entry.partition), self.schema)
+            self._guarantees[entry.partition] = cached
+        return cached  # type: ignore[return-value]
 
     def files(self) -> list[ManifestEntry]:
         """The entries the scan reads: every live entry, less those the row filter rules out (nothing opened)."""
