@@ -41,7 +41,8 @@ def _ms(value: Any) -> int | None:
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
-    return table.to_pylist()
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
 
 
 @click.command("snapshots", cls=OneLineErrorCommand)

@@ -179,7 +179,11 @@ class TableInspector:
         for tag in found:
             parts = [*(tag.create_time or ()), 0, 0, 0, 0, 0, 0, 0][:7]
             try:
-                created.append(dt.datetime(*parts[:6], parts[6] // 1000) if tag.create_time else None)
+                created.append(
+                    dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
+                    if tag.create_time
+                    else None
+                )
             except ValueError:
                 created.append(None)
         return pa.table(
@@ -331,7 +335,7 @@ class TableInspector:
 def nearby_partitions(table: pa.Table, spec: Mapping[str, Any], limit: int = 5) -> list[str]:
     """Partitions of a ``partitions()`` table next to a typed (partial) spec in partition order (for the message of
     a drop that matches nothing): the ones around where the spec's first key would sort, else the first ones."""
-    names = table.column("partition").to_pylist()
+    names: list[str] = table.column("partition").to_pylist()
     if not names or not spec:
         return names[:limit]
     key, wanted = next(iter(spec.items()))

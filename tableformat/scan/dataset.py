@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -84,7 +85,7 @@ class TableScan:
         self._format = ds.ParquetFileFormat()
         self._entries = list(entries)
         self._selected: list[ManifestEntry] | None = None
-        self._guarantees: dict[bytes, object] = {}
+        self._guarantees: dict[bytes, Any] = {}
 
     # --- which files ---------------------------------------------------------------------------------------------
     def path_of(self, entry: ManifestEntry) -> str:
@@ -104,7 +105,7 @@ class TableScan:
         if cached is _MISSING:
             cached = partition_guarantee(self._codec.values(entry.partition), self.schema)
             self._guarantees[entry.partition] = cached
-        return cached  # type: ignore[return-value]
+        return cached
 
     def files(self) -> list[ManifestEntry]:
         """The entries the scan reads: every live entry, less those the row filter rules out (nothing opened)."""
@@ -202,7 +203,7 @@ class _read_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
         if exc is None or not isinstance(exc, (OSError, pa.ArrowInvalid)) or isinstance(exc, StorageError):
             return False
         text = " ".join(str(exc).split())

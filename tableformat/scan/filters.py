@@ -15,7 +15,7 @@ applied to the rows read. Columns whose statistics cannot be trusted as bounds a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,7 +29,7 @@ from tableformat.model.manifest import DataFileMeta
 from tableformat.model.schema import DataField, TableSchema
 from tableformat.model.types import BINARY_ROOTS, DataType
 
-RowFilter = pc.Expression | Sequence[Any]
+RowFilter: TypeAlias = "pc.Expression | Sequence[Any]"
 """What ``filter=`` accepts: a pyarrow compute expression, or a DNF list of ``(column, op, value)`` tuples."""
 
 _NO_BOUNDS_ROOTS = frozenset({"FLOAT", "DOUBLE", "TIME", *BINARY_ROOTS})
