@@ -210,8 +210,7 @@ class TableReaders:
     ) -> pa.RecordBatchReader:
         """Like to_arrow, streaming batch by batch."""
         scan = self.scan(snapshot_id, tag, as_of=as_of, filter=filter, partition_filter=partition_filter)
-        schema = scan.arrow_schema if columns is None else pa.schema([scan.arrow_schema.field(c) for c in columns])
-        return pa.RecordBatchReader.from_batches(schema, scan.to_batches(columns))
+        return pa.RecordBatchReader.from_batches(scan.projected_schema(columns), scan.to_batches(columns))
 
     def to_pyarrow_dataset(
         self,

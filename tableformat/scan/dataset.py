@@ -179,6 +179,11 @@ class TableScan:
             raise ValidationError(f"unknown column(s) {unknown}; the table has {self.arrow_schema.names}")
         return wanted
 
+    def projected_schema(self, columns: Sequence[str] | None = None) -> pa.Schema:
+        """The schema of the rows read with ``columns`` (ValidationError for a column the table does not have)."""
+        selected = self._columns(columns)
+        return self.arrow_schema if selected is None else pa.schema([self.arrow_schema.field(c) for c in selected])
+
     def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
         """Every matching row (projected to ``columns``) in one Arrow table, files read in parallel."""
         selected = self._columns(columns)

@@ -249,3 +249,5 @@ def test_empty_table_and_batches(tmp_path: Path) -> None:
     table.append(rows(range(5), D1))
     reader = table.to_batches(columns=["id"], filter=pc.field("id") < 3)
     assert sorted(reader.read_all().column("id").to_pylist()) == [0, 1, 2]
+    with pytest.raises(ValidationError, match="unknown column"):
+        table.to_batches(columns=["nope"])
