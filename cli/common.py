@@ -7,13 +7,19 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NoReturn, TypeVar
 
 import click
 
+from tableformat.cli.progress import Activity, activity, counting
+from tableformat.context import TableContext
 from tableformat.durations import parse_duration_ms
 from tableformat.errors import TableFormatError, ValidationError
+from tableformat.io.factory import open_location
 from tableformat.io.storage_options import parse_storage_options as parse_storage_option_pairs
+from tableformat.layout import TableLayout
+from tableformat.store import MetadataStore
 from tableformat.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,14 +53,44 @@ def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
         raise click.BadParameter(str(exc), param_hint="'--storage-option'") from None
 
 
-def open_table(path: str, storage_options: Sequence[str]) -> Table:
-    """Open the table at ``path`` with CLI storage options."""
-    return Table.open(path, parse_storage_options(storage_options))
+def open_table(path: str, storage_options: Sequence[str], activity: Activity | None = None) -> Table:
+    """Open the table at ``path`` with CLI storage options (its storage calls feeding ``activity``'s progress line
+    when there is one)."""
+    options = parse_storage_options(storage_options)
+    if activity is None:
+        return Table.open(path, options)
+    file_io, root = open_location(path, options)
+    io = counting(file_io, activity)
+    layout = TableLayout(root)
+    store = MetadataStore(io, layout)
+    return Table(TableContext(location=path, io=io, layout=layout, store=store, schema=store.latest_schema()))
 
 
 def echo_json(document: Any) -> None:
     """Print one JSON document on stdout."""
     click.echo(json.dumps(document, indent=2, default=str, sort_keys=False))
+
+
+def quiet() -> bool:
+    """Whether ``tablefmt -q`` was given (no progress, no reports of what a command did; data and errors only)."""
+    context = click.get_current_context(silent=True)
+    if context is None:
+        return False
+    obj = context.find_root().obj
+    return bool(isinstance(obj, dict) and obj.get("quiet"))
+
+
+def say(message: str = "") -> None:
+    """Print a line reporting what a command did (suppressed by ``-q``)."""
+    if not quiet():
+        click.echo(message)
+
+
+@contextmanager
+def progress(label: str) -> Iterator[Activity | None]:
+    """A progress line for a long command (on a terminal, unless -q); see tableformat.cli.progress."""
+    with activity(label, enabled=not quiet()) as current:
+        yield current
 
 
 def one_line(exc: BaseException) -> str:
@@ -63,9 +99,18 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
-def fail(message: str, exit_code: int) -> NoReturn:
-    """Print ``error: MESSAGE`` as one line on stderr and end the command with ``exit_code``."""
-    click.echo(f"error: {' '.join(message.split())}", err=True)
+_JSON_ERRORS: ContextVar[bool] = ContextVar("tablefmt_json_errors", default=False)
+"""Whether the command line asked for --json: errors are then a JSON object on stdout too."""
+
+
+def fail(message: str, exit_code: int, kind: str = "Error") -> NoReturn:
+    """End the command with ``exit_code`` after one line ``error: MESSAGE`` on stderr; with ``--json`` stdout also
+    gets the error as one JSON object ``{"error": MESSAGE, "kind": KIND}`` (``kind``: the error's class, e.g.
+    ValidationError, or UsageError for a bad command line), so a program reading stdout always gets JSON."""
+    text = " ".join(message.split())
+    if _JSON_ERRORS.get():
+        click.echo(json.dumps({"error": text, "kind": kind}))
+    click.echo(f"error: {text}", err=True)
     raise click.exceptions.Exit(exit_code)
 
 
@@ -79,14 +124,16 @@ def one_line_errors() -> Iterator[None]:
     except _HELP_NOT_ERROR:
         raise
     except click.ClickException as exc:
-        fail(exc.format_message(), exc.exit_code)
+        fail(exc.format_message(), exc.exit_code, "UsageError" if exc.exit_code == 2 else type(exc).__name__)
     except click.Abort:
-        fail("aborted", 1)
+        fail("aborted", 1, "Aborted")
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): click ends quietly, no error line
     except (TableFormatError, OSError, ValueError) as exc:
-        fail(one_line(exc), 1)
+        fail(one_line(exc), 1, type(exc).__name__)
     except Exception as exc:
         log.debug("unexpected error", exc_info=True)
-        fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (tablefmt -vv logs the traceback)", 1)
+        fail(f"unexpected {type(exc).__name__}: {one_line(exc)} (tablefmt -vv logs the traceback)", 1, "InternalError")
 
 
 class _OneLineErrors:
@@ -95,6 +142,8 @@ class _OneLineErrors:
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
     ) -> click.Context:
+        asked = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+        _JSON_ERRORS.set(asked or (parent is not None and _JSON_ERRORS.get()))
         with one_line_errors():
             context: click.Context = super().make_context(info_name, args, parent, **extra)  # type: ignore[misc]
             return context

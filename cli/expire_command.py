@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import click
 
-from tableformat.cleanup.snapshots import ExpireResult, Progress
+from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.cli.common import (
     OneLineErrorCommand,
     duration_flag,
     echo_json,
     handle_errors,
     open_table,
+    progress,
+    say,
     storage_option_flag,
 )
+from tableformat.cli.progress import progress_callback
 from tableformat.errors import ValidationError
 from tableformat.options import SNAPSHOT_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MIN
 from tableformat.table import Table
@@ -47,47 +46,30 @@ def _check_retention(target: Table, retain_min: int | None, retain_max: int | No
             )
 
 
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Progress | None]:
-    """A progress bar on stderr when it is a terminal; nothing under cron or in pipes."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    state = {"shown": 0}
-    with click.progressbar(length=1, label="expiring", file=sys.stderr) as bar:
-
-        def update(done: int, total: int) -> None:
-            bar.length = max(total, 1)
-            bar.update(done - state["shown"])
-            state["shown"] = done
-
-        yield update
-
-
 def _render(result: ExpireResult) -> None:
     verb = "would delete" if result.dry_run else "deleted"
     expired = "would expire" if result.dry_run else "expired"
-    click.echo(
+    say(
         f"{expired} {result.expired_snapshots} snapshot(s); earliest snapshot is {result.earliest_snapshot}; "
         f"{verb} {result.deleted_data_files} data file(s), {result.deleted_manifests} manifest(s), "
         f"{result.deleted_manifest_lists} manifest list(s), {len(result.deleted_paths)} file(s) in all, "
         f"{result.deleted_bytes} bytes"
     )
     if result.expired_tags:
-        click.echo(f"{expired} tag(s): {', '.join(result.expired_tags)}")
+        say(f"{expired} tag(s): {', '.join(result.expired_tags)}")
     if result.expired_consumers:
-        click.echo(f"{expired} consumer(s): {', '.join(result.expired_consumers)}")
+        say(f"{expired} consumer(s): {', '.join(result.expired_consumers)}")
     if result.completed_journals:
-        click.echo(f"finished {len(result.completed_journals)} interrupted expiration(s)")
+        say(f"finished {len(result.completed_journals)} interrupted expiration(s)")
     if result.skipped_external_files:
-        click.echo(f"kept {len(result.skipped_external_files)} file(s) with external paths (never deleted)")
+        say(f"kept {len(result.skipped_external_files)} file(s) with external paths (never deleted)")
     for note in result.notes:
-        click.echo(f"note: {note}")
+        say(f"note: {note}")
     if result.dry_run:
         for path in result.deleted_paths[:_SHOWN]:
-            click.echo(f"  {path}")
+            say(f"  {path}")
         if len(result.deleted_paths) > _SHOWN:
-            click.echo(f"  ... and {len(result.deleted_paths) - _SHOWN} more (use --json for all)")
+            say(f"  ... and {len(result.deleted_paths) - _SHOWN} more (use --json for all)")
 
 
 @click.command("expire", cls=OneLineErrorCommand)
@@ -119,12 +101,18 @@ def expire(
     storage_options: tuple[str, ...],
 ) -> None:
     """Expire old snapshots of TABLE and delete the files only they used (options default to the table's)."""
-    target = open_table(table, storage_options)
-    _check_retention(target, retain_min, retain_max)
-    with _progress(not dry_run) as progress:
+    with progress("expiring") as current:
+        target = open_table(table, storage_options, current)
+        _check_retention(target, retain_min, retain_max)
         try:
             result = target.maintenance.expire_snapshots(
-                retain_min, retain_max, time_retained, limit, dry_run, parallelism=parallelism, progress=progress
+                retain_min,
+                retain_max,
+                time_retained,
+                limit,
+                dry_run,
+                parallelism=parallelism,
+                progress=progress_callback(current),
             )
         except ValidationError as exc:
             raise click.UsageError(" ".join(str(exc).split())) from None

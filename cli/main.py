@@ -1,14 +1,13 @@
-"""The ``tablefmt`` click group, its table commands (create, write, snapshots, files, drop-partition, tag) and main.
+"""The ``tablefmt`` click group, its table commands (create, write, drop-partition) and main.
 
-A thin layer over the Python API; expire, remove-orphans, check and demo live in the ``*_command.py`` modules and
-are registered on the group here.
+A thin layer over the Python API; every other command lives in a ``*_command(s).py`` module and is registered on
+the group here with one line.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
 
 import click
 import pyarrow.parquet as pq
@@ -19,16 +18,20 @@ from tableformat.cli.common import (
     handle_errors,
     open_table,
     parse_storage_options,
+    say,
     storage_option_flag,
 )
 from tableformat.cli.demo_command import demo
 from tableformat.cli.expire_command import expire
+from tableformat.cli.inspect_commands import describe, files, partitions, snapshots
 from tableformat.cli.maintain_command import maintain
 from tableformat.cli.operation_commands import add_operation_commands
 from tableformat.cli.orphans_command import check, remove_orphans
+from tableformat.cli.render import wrap
+from tableformat.cli.steer_commands import options, rollback, tag
 from tableformat.errors import UnknownOptionError, ValidationError
+from tableformat.inspect import nearby_partitions
 from tableformat.model.partition import parse_spec_text
-from tableformat.model.snapshot import Snapshot
 from tableformat.options import TableOptions, check_option_keys
 from tableformat.table import Table
 
@@ -36,23 +39,15 @@ from tableformat.table import Table
 @click.group(cls=OneLineErrorGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tablefmt")
 @click.option("-v", "--verbose", count=True, help="Log more (-v: info, -vv: debug).")
-def cli(verbose: int) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Print only data and errors: no progress, no reports, no warnings.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
     """tablefmt: Apache Paimon append tables with safe retention (expire, remove-orphans, check)."""
+    ctx.obj = {"quiet": quiet}
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    if quiet:
+        level = logging.ERROR
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-
-
-def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
-    return {
-        "id": snapshot.id,
-        "schema_id": snapshot.schema_id,
-        "commit_kind": snapshot.commit_kind.value,
-        "time_millis": snapshot.time_millis,
-        "total_record_count": snapshot.total_record_count,
-        "delta_record_count": snapshot.delta_record_count,
-        "commit_user": snapshot.commit_user,
-        "commit_identifier": snapshot.commit_identifier,
-    }
 
 
 def table_options(pairs: tuple[str, ...], allow_unknown: bool) -> dict[str, str]:
@@ -115,7 +110,7 @@ def create(
     created = Table.create(
         table, schema, keys, opts, parse_storage_options(storage_options), allow_unknown_options=allow_unknown_options
     )
-    click.echo(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
+    say(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
 
 
 @cli.command()
@@ -152,117 +147,37 @@ def write(
     else:
         snapshot = target.append(data, fill_missing_columns=fill_missing_columns)
     if snapshot is None:
-        click.echo("nothing to commit (no rows); no snapshot written")
+        say("nothing to commit (no rows); no snapshot written")
     else:
-        click.echo(f"committed snapshot {snapshot.id} ({snapshot.commit_kind.value}, {data.num_rows} rows)")
-
-
-@cli.command()
-@click.argument("table")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-@storage_option_flag
-@handle_errors
-def snapshots(table: str, as_json: bool, storage_options: tuple[str, ...]) -> None:
-    """List the snapshots of TABLE, oldest first."""
-    items = open_table(table, storage_options).snapshots()
-    if as_json:
-        echo_json([snapshot_json(s) for s in items])
-        return
-    for s in items:
-        click.echo(
-            f"{s.id:>6}  {s.commit_kind.value:<9}  rows={s.total_record_count}  delta={s.delta_record_count}  "
-            f"time_ms={s.time_millis}"
-        )
-
-
-@cli.command()
-@click.argument("table")
-@click.option("--snapshot", "snapshot_id", type=int, default=None, help="Snapshot id (default: latest).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-@storage_option_flag
-@handle_errors
-def files(table: str, snapshot_id: int | None, as_json: bool, storage_options: tuple[str, ...]) -> None:
-    """List the live data files of a snapshot of TABLE."""
-    items = open_table(table, storage_options).files(snapshot_id)
-    if as_json:
-        echo_json(
-            [
-                {
-                    "path": f.path,
-                    "partition": f.partition,
-                    "bucket": f.bucket,
-                    "row_count": f.row_count,
-                    "file_size": f.file_size,
-                }
-                for f in items
-            ]
-        )
-        return
-    for f in items:
-        click.echo(f"{f.path}  rows={f.row_count}  bytes={f.file_size}")
+        say(f"committed snapshot {snapshot.id} ({snapshot.commit_kind.value}, {data.num_rows} rows)")
 
 
 @cli.command("drop-partition")
 @click.argument("table")
 @click.argument("partitions", nargs=-1, required=True, metavar="K=V[,K=V] ...")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @storage_option_flag
 @handle_errors
-def drop_partition(table: str, partitions: tuple[str, ...], storage_options: tuple[str, ...]) -> None:
-    """Mark-delete partitions of TABLE in one snapshot (bytes are freed by `tablefmt expire`)."""
+def drop_partition(table: str, partitions: tuple[str, ...], as_json: bool, storage_options: tuple[str, ...]) -> None:
+    """Mark-delete partitions of TABLE in one snapshot (bytes are freed by `tablefmt expire`). Values as
+    `tablefmt partitions` shows them (a DATE as yyyy-MM-dd, or its day number as in the directory name)."""
     specs = [parse_spec_text(p) for p in partitions]
-    snapshot = open_table(table, storage_options).drop_partitions(specs)
-    if snapshot is None:
-        click.echo("no data in those partitions; no snapshot written")
-    else:
-        click.echo(f"committed snapshot {snapshot.id} (OVERWRITE, {-(snapshot.delta_record_count or 0)} rows dropped)")
-
-
-@cli.group()
-def tag() -> None:
-    """Create, delete and list tags (tags protect a snapshot's files from expiration)."""
-
-
-@tag.command("create")
-@click.argument("table")
-@click.argument("name")
-@click.option("--snapshot", "snapshot_id", type=int, default=None, help="Snapshot id (default: latest).")
-@storage_option_flag
-@handle_errors
-def tag_create(table: str, name: str, snapshot_id: int | None, storage_options: tuple[str, ...]) -> None:
-    """Create tag NAME on a snapshot of TABLE."""
-    created = open_table(table, storage_options).create_tag(name, snapshot_id)
-    click.echo(f"tag {created.name} -> snapshot {created.snapshot.id}")
-
-
-@tag.command("delete")
-@click.argument("table")
-@click.argument("name")
-@storage_option_flag
-@handle_errors
-def tag_delete(table: str, name: str, storage_options: tuple[str, ...]) -> None:
-    """Delete tag NAME of TABLE."""
-    open_table(table, storage_options).delete_tag(name)
-    click.echo(f"deleted tag {name}")
-
-
-@tag.command("list")
-@click.argument("table")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-@storage_option_flag
-@handle_errors
-def tag_list(table: str, as_json: bool, storage_options: tuple[str, ...]) -> None:
-    """List the tags of TABLE."""
-    items = open_table(table, storage_options).tags()
+    target = open_table(table, storage_options)
+    snapshot = target.drop_partitions(specs)
+    nearby = [] if snapshot is not None else nearby_partitions(target.inspect.partitions(), target._spec(specs[0]))
     if as_json:
         echo_json(
-            [
-                {"name": t.name, "snapshot_id": t.snapshot.id, "time_retained_seconds": t.time_retained_seconds}
-                for t in items
-            ]
+            {
+                "snapshot_id": None if snapshot is None else snapshot.id,
+                "dropped_rows": 0 if snapshot is None else -(snapshot.delta_record_count or 0),
+                "nearby_partitions": nearby,
+            }
         )
-        return
-    for t in items:
-        click.echo(f"{t.name}  -> snapshot {t.snapshot.id}")
+    elif snapshot is None:
+        shown = ", ".join(nearby) if nearby else "none (the table holds no data)"
+        say(wrap(f"no partition matches {' '.join(partitions)}; no snapshot written. Nearby: {shown}", indent="  "))
+    else:
+        say(f"committed snapshot {snapshot.id} (OVERWRITE, {-(snapshot.delta_record_count or 0)} rows dropped)")
 
 
 cli.add_command(demo)
@@ -270,6 +185,13 @@ cli.add_command(expire)
 cli.add_command(remove_orphans)
 cli.add_command(check)
 cli.add_command(maintain)
+cli.add_command(snapshots)
+cli.add_command(files)
+cli.add_command(partitions)
+cli.add_command(describe)
+cli.add_command(options)
+cli.add_command(rollback)
+cli.add_command(tag)
 add_operation_commands(cli)  # every other registered maintenance operation
 
 

@@ -15,7 +15,7 @@ import click
 
 from tableformat.cleanup.kernel import Operation, OperationResult
 from tableformat.cleanup.registry import OPERATIONS
-from tableformat.cli.common import OneLineErrorCommand, duration_flag, echo_json, handle_errors, open_table
+from tableformat.cli.common import OneLineErrorCommand, duration_flag, echo_json, handle_errors, open_table, say
 
 
 def _option(parameter: Any) -> click.Option:
@@ -64,7 +64,7 @@ def operation_command(operation: Operation[Any, Any, Any]) -> click.Command:
             echo_json(result.to_json())
         else:
             for line in _summary(operation.name, result):
-                click.echo(line)
+                say(line)
 
     params: list[click.Parameter] = [click.Argument(["table"])]
     params += [_option(p) for p in operation.parameters]

@@ -17,6 +17,8 @@ from tableformat.cli.common import (
     handle_errors,
     open_table,
     parse_storage_options,
+    progress,
+    say,
     storage_option_flag,
 )
 from tableformat.durations import format_duration_ms
@@ -38,11 +40,11 @@ def _timedelta(millis: int | None) -> timedelta | None:
 def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
     if not paths:
         return
-    click.echo(f"{title}:")
+    say(f"{title}:")
     for path in paths[:_SHOWN]:
-        click.echo(f"  {path}")
+        say(f"  {path}")
     if len(paths) > _SHOWN:
-        click.echo(f"  ... and {len(paths) - _SHOWN} more")
+        say(f"  ... and {len(paths) - _SHOWN} more")
 
 
 @click.command("remove-orphans", cls=OneLineErrorCommand)
@@ -86,17 +88,18 @@ def remove_orphans(
     if engine == "spark":
         result = _remove_orphans_on_spark(table, storage_options, spark_master, guard, dry_run, parallelism, force)
     else:
-        target = open_table(table, storage_options)
-        result = remove_orphan_files(
-            target.context, older_than=guard, dry_run=dry_run, parallelism=parallelism, force=force
-        )
+        with progress("removing orphans") as current:
+            target = open_table(table, storage_options, current)
+            result = remove_orphan_files(
+                target.context, older_than=guard, dry_run=dry_run, parallelism=parallelism, force=force
+            )
     if as_json:
         echo_json(result.to_json())
     else:
         verb = "would delete" if dry_run else "deleted"
         count = len(result.deleted_paths)
         older = "the table default" if guard is None else format_duration_ms(guard // timedelta(milliseconds=1))
-        click.echo(
+        say(
             f"{result.orphan_files} orphan file(s), {result.orphan_bytes} bytes, older than {older}; "
             f"{verb} {count} file(s), {result.deleted_bytes} bytes"
         )
@@ -105,7 +108,7 @@ def remove_orphans(
         _echo_paths("nested tables (never entered)", result.skipped_nested_tables)
         _echo_paths("could not delete", result.failed)
         if result.removed_dirs:
-            click.echo(f"{'would remove' if dry_run else 'removed'} {len(result.removed_dirs)} empty directories")
+            say(f"{'would remove' if dry_run else 'removed'} {len(result.removed_dirs)} empty directories")
     if result.failed:
         sys.exit(1)
 
@@ -159,25 +162,26 @@ def _remove_orphans_on_spark(
 @handle_errors
 def check(table: str, as_json: bool, parallelism: int | None, storage_options: tuple[str, ...]) -> None:
     """Verify that every file TABLE references exists with its recorded size; count orphans (exit 1 if not ok)."""
-    result = check_table(open_table(table, storage_options).context, parallelism=parallelism)
+    with progress("checking") as current:
+        result = check_table(open_table(table, storage_options, current).context, parallelism=parallelism)
     if as_json:
         echo_json(result.to_json())
     else:
-        click.echo(
+        say(
             f"{'ok' if result.ok else 'NOT OK'}: {result.snapshots} snapshot(s), {result.tags} tag(s), "
             f"{result.referenced_files} referenced file(s), {result.referenced_bytes} bytes"
         )
         for problem in result.missing_files[:_SHOWN]:
-            click.echo(f"  missing {problem.kind} {problem.path} (referenced by {problem.referenced_by})")
+            say(f"  missing {problem.kind} {problem.path} (referenced by {problem.referenced_by})")
         for problem in result.size_mismatches[:_SHOWN]:
-            click.echo(f"  size mismatch {problem.path}: recorded {problem.expected_size}, found {problem.actual_size}")
+            say(f"  size mismatch {problem.path}: recorded {problem.expected_size}, found {problem.actual_size}")
         for error in result.errors:
-            click.echo(f"  error: {error}")
+            say(f"  error: {error}")
         if result.external_files_skipped:
-            click.echo(f"external data files not checked: {result.external_files_skipped}")
+            say(f"external data files not checked: {result.external_files_skipped}")
         _echo_paths("nested tables (not checked, never cleaned)", result.skipped_nested_tables)
         orphans = "not counted" if result.orphan_files is None else f"{result.orphan_files}"
-        click.echo(f"orphan files: {orphans} ({result.orphan_bytes} bytes)")
-        click.echo(f"reclaimable: {result.reclaimable_bytes} bytes ({result.reclaimable_note})")
+        say(f"orphan files: {orphans} ({result.orphan_bytes} bytes)")
+        say(f"reclaimable: {result.reclaimable_bytes} bytes ({result.reclaimable_note})")
     if not result.ok:
         sys.exit(1)

@@ -174,6 +174,10 @@ class MetadataStore:
     def snapshot_bytes(self, snapshot: Snapshot) -> bytes:
         return json_codec.snapshot_to_json(snapshot)
 
+    def delete_snapshot(self, snapshot_id: int) -> bool:
+        """Delete ``snapshot/snapshot-N`` (a rollback's newer snapshots); False if it was not there."""
+        return bool(self.io.delete_files([self.layout.snapshot_file(snapshot_id)]))
+
     def write_hint(self, which: str, snapshot_id: int) -> None:
         """Best effort: a failed hint write is logged, never raised (hints are only hints)."""
         try:

@@ -8,7 +8,6 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -21,56 +20,41 @@ from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
+from tableformat.commit.rollback import RollbackResult, rollback
+from tableformat.commit.schema_change import SchemaChangeResult, alter_options
 from tableformat.context import TableContext
 from tableformat.data_paths import outside_root_reason, require_data_inside_root
 from tableformat.errors import (
     CommitStateUnknownError,
-    CorruptMetadataError,
     SnapshotNotFoundError,
     StorageError,
     TableAlreadyExistsError,
     TagError,
     ValidationError,
 )
+from tableformat.inspect import TableInspector
 from tableformat.io.factory import open_location
 from tableformat.layout import NameFactory, TableLayout
-from tableformat.live_set import PartitionPredicate, live_entries
 from tableformat.maintenance import TableMaintenance
-from tableformat.model.manifest import ManifestEntry
-from tableformat.model.partition import normalize_spec
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.options import (
     BUCKET,
     DYNAMIC_PARTITION_OVERWRITE,
-    FILE_OPERATION_THREAD_NUM,
-    PARTITION_DEFAULT_NAME,
     REGISTRY,
     SINGLE_WRITER_UNSAFE_STORE,
     TableOptions,
     check_option_keys,
 )
-from tableformat.scan.reader import DataReader
+from tableformat.readers import DataFileInfo, PartitionSpec, TableReaders
 from tableformat.store import MetadataStore
 
 log = logging.getLogger(__name__)
 
-PartitionSpec = Mapping[str, Any]
+__all__ = ["DataFileInfo", "PartitionSpec", "Table"]
 
 
-@dataclass(frozen=True, slots=True)
-class DataFileInfo:
-    """A live data file of a snapshot, as `files()` lists it."""
-
-    path: str
-    partition: dict[str, Any]
-    bucket: int
-    row_count: int
-    file_size: int
-    schema_id: int
-
-
-class Table:
+class Table(TableReaders):
     """A Paimon append table on local disk or any fsspec store (S3 via s3fs)."""
 
     def __init__(self, context: TableContext) -> None:
@@ -172,22 +156,6 @@ class Table:
         return self._ctx.options
 
     # --- writes ----------------------------------------------------------------------------------------------
-    def _refresh_schema(self) -> None:
-        latest = self._ctx.store.latest_schema()
-        if latest.id != self._ctx.schema.id:
-            self._ctx.schema = latest
-
-    def _spec(self, spec: PartitionSpec) -> dict[str, Any]:
-        if not isinstance(spec, Mapping):
-            raise ValidationError(f"a partition spec must be a mapping like {{'dt': '2024-01-01'}}, got {spec!r}")
-        schema = self._ctx.schema
-        return normalize_spec(
-            spec,
-            schema.partition_fields,
-            default_name=self.options.require(PARTITION_DEFAULT_NAME),
-            allow_partial=True,
-        )
-
     def _commit(
         self,
         request_kind: ChangeKind,
@@ -382,135 +350,6 @@ class Table:
             raise ValidationError("no partition to drop")
         return self._commit(ChangeKind.DROP, None, scope=specs)
 
-    # --- snapshots and reads ---------------------------------------------------------------------------------
-    def snapshots(self) -> list[Snapshot]:
-        """Every snapshot present, oldest first."""
-        store = self._ctx.store
-        result = []
-        for snapshot_id in store.snapshot_ids():
-            snapshot = store.try_read_snapshot(snapshot_id)
-            if snapshot is not None:
-                result.append(snapshot)
-        return result
-
-    def latest_snapshot(self) -> Snapshot | None:
-        return self._ctx.store.latest_snapshot()
-
-    def snapshot(self, snapshot_id: int) -> Snapshot:
-        return self._ctx.store.read_snapshot(snapshot_id)
-
-    def snapshot_as_of(self, timestamp: int | dt.datetime) -> Snapshot:
-        """The newest snapshot committed at or before ``timestamp`` (epoch ms or datetime)."""
-        millis = int(timestamp.timestamp() * 1000) if isinstance(timestamp, dt.datetime) else int(timestamp)
-        candidates = [s for s in self.snapshots() if s.time_millis <= millis]
-        if not candidates:
-            raise SnapshotNotFoundError(f"no snapshot at or before {millis} ms (the earliest may have been expired)")
-        return candidates[-1]
-
-    def select_snapshot(
-        self, snapshot_id: int | None = None, tag: str | None = None, as_of: int | dt.datetime | None = None
-    ) -> Snapshot | None:
-        """The snapshot a read asks for: an id, a tag, the newest at or before a time, or the latest (None: empty)."""
-        chosen = [x for x in (snapshot_id, tag, as_of) if x is not None]
-        if len(chosen) > 1:
-            raise ValidationError("give at most one of snapshot_id, tag and as_of")
-        if snapshot_id is not None:
-            return self.snapshot(snapshot_id)
-        if tag is not None:
-            return self._ctx.store.read_tag(tag).snapshot
-        if as_of is not None:
-            return self.snapshot_as_of(as_of)
-        return self.latest_snapshot()
-
-    def plan_files(
-        self, snapshot: Snapshot | None, partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None
-    ) -> list[ManifestEntry]:
-        """The live manifest entries of ``snapshot``, restricted to matching partitions when a filter is given."""
-        if snapshot is None:
-            return []
-        predicate = None
-        if partition_filter is not None:
-            specs = [partition_filter] if isinstance(partition_filter, Mapping) else list(partition_filter)
-            predicate = PartitionPredicate(tuple(self._spec(s) for s in specs))
-        threads = self.options.require(FILE_OPERATION_THREAD_NUM)
-        return live_entries(self._ctx.store, snapshot, self._ctx.partition_codec(), predicate, threads)
-
-    def _reader(self, schema: TableSchema | None = None) -> DataReader:
-        ctx = self._ctx
-        return DataReader(ctx.io, ctx.layout, schema or ctx.schema, ctx.schema_by_id, ctx.partition_codec())
-
-    def _read_schema(self, snapshot: Snapshot | None, travelled: bool) -> TableSchema:
-        """Time travel (a snapshot id, a tag or a time) reads with the schema the snapshot was committed with, as
-        Paimon (Java TimeTravelUtil, pypaimon) does; the latest read uses the latest schema."""
-        if travelled and snapshot is not None:
-            return self._ctx.schema_by_id(snapshot.schema_id)
-        return self._ctx.schema
-
-    def to_arrow(
-        self,
-        snapshot_id: int | None = None,
-        tag: str | None = None,
-        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None,
-        *,
-        as_of: int | dt.datetime | None = None,
-    ) -> pa.Table:
-        """Rows of the latest snapshot (or a snapshot id, a tag, or a point in time), optionally of some partitions."""
-        self._refresh_schema()
-        snapshot = self.select_snapshot(snapshot_id, tag, as_of)
-        travelled = snapshot_id is not None or tag is not None or as_of is not None
-        try:
-            entries = self.plan_files(snapshot, partition_filter)
-            return self._reader(self._read_schema(snapshot, travelled)).read_all(entries)
-        except (CorruptMetadataError, StorageError) as exc:
-            self._raise_if_expired(snapshot, tag, exc)
-            raise
-
-    def _raise_if_expired(self, snapshot: Snapshot | None, tag: str | None, exc: Exception) -> None:
-        """A file of a snapshot that no longer exists was missing: the snapshot was expired while being read."""
-        if snapshot is None or tag is not None or self._ctx.store.snapshot_exists(snapshot.id):
-            return
-        raise SnapshotNotFoundError(
-            f"snapshot {snapshot.id} was expired while it was being read; read a newer snapshot"
-        ) from exc
-
-    def to_batches(
-        self,
-        snapshot_id: int | None = None,
-        tag: str | None = None,
-        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None,
-        *,
-        as_of: int | dt.datetime | None = None,
-    ) -> pa.RecordBatchReader:
-        """Like to_arrow, streaming one file at a time."""
-        self._refresh_schema()
-        snapshot = self.select_snapshot(snapshot_id, tag, as_of)
-        entries = self.plan_files(snapshot, partition_filter)
-        travelled = snapshot_id is not None or tag is not None or as_of is not None
-        reader = self._reader(self._read_schema(snapshot, travelled))
-        return pa.RecordBatchReader.from_batches(reader.arrow_schema, reader.batches(entries))
-
-    def files(self, snapshot_id: int | None = None) -> list[DataFileInfo]:
-        """The live data files of a snapshot (latest by default)."""
-        snapshot = self.select_snapshot(snapshot_id)
-        try:
-            entries = self.plan_files(snapshot)
-        except (CorruptMetadataError, StorageError) as exc:
-            self._raise_if_expired(snapshot, None, exc)
-            raise
-        reader = self._reader()
-        codec = self._ctx.partition_codec()
-        return [
-            DataFileInfo(
-                path=self._ctx.io.url(reader.path_of(e)),
-                partition=dict(codec.values(e.partition)),
-                bucket=e.bucket,
-                row_count=e.file.row_count,
-                file_size=e.file.file_size,
-                schema_id=e.file.schema_id,
-            )
-            for e in entries
-        ]
-
     # --- tags ------------------------------------------------------------------------------------------------
     def create_tag(
         self, name: str, snapshot_id: int | None = None, *, time_retained: dt.timedelta | None = None
@@ -554,6 +393,43 @@ class Table:
     def tags(self) -> list[Tag]:
         """Every tag, by name."""
         return self._ctx.store.tags()
+
+    # --- steering: options and rollback ---------------------------------------------------------------------
+    def set_options(
+        self, options: Mapping[str, str], *, allow_unknown_options: bool = False
+    ) -> SchemaChangeResult:
+        """``ALTER TABLE SET``: a new schema version with these options (validated; Paimon's immutable options
+        refused once the table has snapshots). Safe against concurrent schema changes; a no-op writes nothing."""
+        return self._alter(alter_options(self._ctx.store, options, allow_unknown=allow_unknown_options))
+
+    def unset_options(self, keys: Iterable[str]) -> SchemaChangeResult:
+        """``ALTER TABLE RESET``: a new schema version without these options (back to their defaults)."""
+        return self._alter(alter_options(self._ctx.store, None, keys))
+
+    def _alter(self, result: SchemaChangeResult) -> SchemaChangeResult:
+        self._refresh_schema()
+        return result
+
+    def rollback_to(
+        self,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        as_of: int | dt.datetime | None = None,
+        dry_run: bool = False,
+    ) -> RollbackResult:
+        """Roll back to a snapshot id, a tag, or the newest snapshot at or before ``as_of`` (exactly one), as Paimon
+        does: newer snapshots and their tags are removed, their files left to orphan cleanup (tableformat.commit.
+        rollback). Refused while a branch, a consumer or an interrupted expiration needs them."""
+        time_ms = None
+        if as_of is not None:
+            time_ms = int(as_of.timestamp() * 1000) if isinstance(as_of, dt.datetime) else int(as_of)
+        return rollback(self._ctx.store, snapshot_id=snapshot_id, tag=tag, time_ms=time_ms, dry_run=dry_run)
+
+    @property
+    def inspect(self) -> TableInspector:
+        """Views of the table as pyarrow tables (snapshots, tags, partitions, files, options) and ``describe()``."""
+        return TableInspector(self._ctx)
 
     # --- maintenance -----------------------------------------------------------------------------------------
     @property

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tableformat.live_set", "tableformat.context"),
     ("tableformat.commit", "tableformat.scan"),
     ("tableformat.cleanup",),
-    ("tableformat.maintenance",),
+    ("tableformat.maintenance", "tableformat.readers", "tableformat.inspect"),
     ("tableformat.table",),
     ("tableformat.spark", "tableformat.cli", "tableformat"),
 ]

@@ -59,6 +59,7 @@ from ..kernel.clock import resolve_now
 from ..roots import References, Root
 from .config import ExpireConfig
 from .metadata import Candidate, DataPaths, MetadataCache, TagRef
+from .reason import stop_reason
 
 log = logging.getLogger(__name__)
 
@@ -281,9 +282,11 @@ class _Planner:
             earliest = max(earliest, floor)
         limit = self.config.limit - spent
         end = earliest
+        consumer_next = min((c.next_snapshot for c in alive), default=None)
         if limit > 0 and earliest <= latest:
-            end = self._select_end(earliest, latest, min((c.next_snapshot for c in alive), default=None), limit)
+            end = self._select_end(earliest, latest, consumer_next, limit)
         span = self._expired_range(earliest, end, latest)
+        notes.append(self._why(earliest, latest, span.end, consumer_next, limit))
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
         plan = self._files(span, protecting, branches, expired_tags, stale_tags, dead, cutoff)
         if self._backlog:
@@ -315,6 +318,25 @@ class _Planner:
             current = self._next_existing(current + 1, latest)
         self._backlog = max(0, unlimited - max_exclusive)
         return max_exclusive
+
+    def _why(self, earliest: int, latest: int, end: int, consumer_next: int | None, limit: int) -> str:
+        """What ended the range (printed by dry runs and real runs alike; reason.py)."""
+
+        def read(snapshot_id: int) -> Snapshot | None:
+            found = self._read(snapshot_id)
+            return None if found is None else found[0]
+
+        return stop_reason(
+            self.config,
+            ids=self._ids(),
+            earliest=earliest,
+            latest=latest,
+            end=end,
+            consumer_next=consumer_next,
+            limit=limit,
+            now_ms=self.now,
+            read=read,
+        )
 
     def _expired_range(self, earliest: int, end: int, latest: int) -> _Range:
         end_id = self._next_existing(end, latest)

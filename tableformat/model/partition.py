@@ -191,3 +191,26 @@ def partition_path(
             text = default_name
         parts.append(f"{escape_path_name(field.name)}={escape_path_name(text)}")
     return "/".join(parts)
+
+
+def display_value(value: object, dtype: DataType, *, default_name: str) -> str:
+    """A partition value as users write it (and Paimon's ``$partitions`` shows it): dates as ``yyyy-MM-dd``,
+    timestamps as ``yyyy-MM-dd HH:mm:ss[.fraction]``, booleans in lower case, null as the default partition name."""
+    if value is None:
+        return default_name
+    if dtype.root == "DATE" and isinstance(value, dt.date):
+        return value.isoformat()
+    if dtype.root in TIMESTAMP_ROOTS and isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if dtype.root == "BOOLEAN":
+        return "true" if value else "false"
+    return str(value)
+
+
+def spec_text(values: Mapping[str, object], partition_fields: Sequence[DataField], *, default_name: str) -> str:
+    """``k1=v1/k2=v2`` with display values (see display_value); the form ``tablefmt partitions`` prints."""
+    return "/".join(
+        f"{f.name}={display_value(values.get(f.name), f.type, default_name=default_name)}"
+        for f in partition_fields
+        if f.name in values
+    )

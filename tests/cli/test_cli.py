@@ -44,7 +44,10 @@ def test_create_write_snapshots_files_drop_tag(tmp_path: Path, parquet_file: Pat
     assert (code, out.strip()) == (0, "committed snapshot 2 (OVERWRITE, 1 rows dropped)")
     assert run("tag", "create", table, "v1", "--snapshot", "1")[0] == 0
     code, out, _ = run("tag", "list", table, "--json")
-    assert json.loads(out) == [{"name": "v1", "snapshot_id": 1, "time_retained_seconds": None}]
+    keys = ("name", "snapshot_id", "time_retained_seconds", "record_count")
+    assert [{k: t[k] for k in keys} for t in json.loads(out)] == [
+        {"name": "v1", "snapshot_id": 1, "time_retained_seconds": None, "record_count": 3}
+    ]
     assert run("tag", "delete", table, "v1")[0] == 0
     assert sorted(Table.open(table).to_arrow().column("id").to_pylist()) == [1, 3]
 

@@ -9,6 +9,7 @@ DEBUG log prints them in the Authorization header.)
 
 from __future__ import annotations
 
+import json
 import logging
 import traceback
 import uuid
@@ -117,7 +118,8 @@ def test_missing_bucket_is_a_clear_error_without_secrets(
         Table.open(url, s3_root[1])
     assert_clean(rendered(raised.value), secrets, "the missing-bucket error")
     result = invoke(["snapshots", url, "--json", *storage_flags(s3_root[1])])
-    assert result.exit_code == 1 and result.output.startswith("error: no table at s3://no-such-bucket-")
+    assert result.exit_code == 1 and "\nerror: no table at s3://no-such-bucket-" in result.output
+    assert json.loads(result.stdout)["kind"] == "TableNotFoundError"  # --json: the error as JSON on stdout too
     assert_clean(result.output, secrets, "the CLI output")
     assert_clean(log_text(debug_logs), secrets, "the DEBUG log records")
 

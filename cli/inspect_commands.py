@@ -1,0 +1,282 @@
+"""``tablefmt snapshots``, ``files``, ``partitions``, ``describe``: the table seen as Paimon's system tables show it
+(``table.inspect``), for people (aligned columns at 80 columns, KiB/MiB/GiB, ISO times with the local zone) and for
+machines (``--json``). Registered on the group in cli/main.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import pyarrow as pa
+
+from tableformat.cli.common import (
+    OneLineErrorCommand,
+    echo_json,
+    handle_errors,
+    open_table,
+    progress,
+    storage_option_flag,
+)
+from tableformat.cli.render import (
+    echo_pairs,
+    human_bytes,
+    human_count,
+    iso_local,
+    iso_time,
+    print_table,
+)
+
+_snapshot_flag = click.option(
+    "--snapshot", "snapshot_id", type=int, default=None, help="Snapshot id (default: latest)."
+)
+_tag_flag = click.option("--tag", default=None, help="A tag's snapshot instead of the latest.")
+_json_flag = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+def _ms(value: Any) -> int | None:
+    """A pyarrow timestamp value (datetime) as epoch milliseconds."""
+    if value is None:
+        return None
+    return int(value.timestamp() * 1000)
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
+
+
+@click.command("snapshots", cls=OneLineErrorCommand)
+@click.argument("table")
+@click.option("--no-sizes", is_flag=True, help="Skip the added/removed bytes (they read each commit's manifests).")
+@_json_flag
+@storage_option_flag
+@handle_errors
+def snapshots(table: str, no_sizes: bool, as_json: bool, storage_options: tuple[str, ...]) -> None:
+    """List the snapshots of TABLE, oldest first: kind, commit time, records, bytes added and removed."""
+    with progress("reading snapshots") as current:
+        items = _rows(open_table(table, storage_options, current).inspect.snapshots(sizes=not no_sizes))
+    if as_json:
+        echo_json([_snapshot_json(s) for s in items])
+        return
+    rows = [
+        [
+            s["snapshot_id"],
+            s["commit_kind"],
+            iso_time(_ms(s["commit_time"])),
+            human_count(s["total_record_count"]),
+            human_bytes(s.get("added_bytes")),
+            human_bytes(s.get("deleted_bytes")),
+        ]
+        for s in items
+    ]
+    print_table(
+        ["id", "kind", "committed", "records", "added", "removed"], rows, right=["id", "records", "added", "removed"]
+    )
+
+
+def _snapshot_json(s: dict[str, Any]) -> dict[str, Any]:
+    millis = _ms(s["commit_time"])
+    document = {
+        "id": s["snapshot_id"],
+        "schema_id": s["schema_id"],
+        "commit_kind": s["commit_kind"],
+        "time_millis": millis,
+        "commit_time": iso_time(millis),
+        "total_record_count": s["total_record_count"],
+        "delta_record_count": s["delta_record_count"],
+        "commit_user": s["commit_user"],
+        "commit_identifier": s["commit_identifier"],
+    }
+    for key in ("added_files", "added_bytes", "deleted_files", "deleted_bytes"):
+        if key in s:
+            document[key] = s[key]
+    return document
+
+
+@click.command("partitions", cls=OneLineErrorCommand)
+@click.argument("table")
+@_snapshot_flag
+@_tag_flag
+@_json_flag
+@storage_option_flag
+@handle_errors
+def partitions(
+    table: str, snapshot_id: int | None, tag: str | None, as_json: bool, storage_options: tuple[str, ...]
+) -> None:
+    """List the partitions of a snapshot of TABLE (latest by default) as Paimon's $partitions: values as users
+    write them (dates as yyyy-MM-dd), records, files, bytes, last update."""
+    with progress("reading partitions") as current:
+        items = _rows(open_table(table, storage_options, current).inspect.partitions(snapshot_id, tag))
+    if as_json:
+        echo_json(
+            [
+                {
+                    "partition": p["partition"],
+                    "values": p["values"],
+                    "record_count": p["record_count"],
+                    "file_count": p["file_count"],
+                    "file_size_in_bytes": p["file_size_in_bytes"],
+                    "last_update_time": None if p["last_update_time"] is None else iso_local(p["last_update_time"]),
+                }
+                for p in items
+            ]
+        )
+        return
+    rows = [
+        [
+            p["partition"],
+            human_count(p["record_count"]),
+            human_count(p["file_count"]),
+            human_bytes(p["file_size_in_bytes"]),
+            iso_local(p["last_update_time"]),
+        ]
+        for p in items
+    ]
+    print_table(
+        ["partition", "records", "files", "size", "last update"],
+        rows,
+        right=["records", "files", "size"],
+        fold=["partition"],
+    )
+    _total(
+        len(items),
+        sum(p["file_count"] for p in items),
+        sum(p["record_count"] for p in items),
+        sum(p["file_size_in_bytes"] for p in items),
+    )
+
+
+def _total(partition_count: int, files: int, records: int, size: int) -> None:
+    click.echo(
+        f"{human_count(partition_count)} partition(s), {human_count(files)} file(s), {human_count(records)} records, "
+        f"{human_bytes(size)}"
+    )
+
+
+@click.command("files", cls=OneLineErrorCommand)
+@click.argument("table")
+@_snapshot_flag
+@_tag_flag
+@click.option("--list", "full", is_flag=True, help="List every file instead of a summary per partition.")
+@_json_flag
+@storage_option_flag
+@handle_errors
+def files(
+    table: str, snapshot_id: int | None, tag: str | None, full: bool, as_json: bool, storage_options: tuple[str, ...]
+) -> None:
+    """Summarise the live data files of a snapshot of TABLE per partition (every file with --list; --json always
+    lists every file)."""
+    with progress("reading files") as current:
+        target = open_table(table, storage_options, current)
+        items = _rows(target.inspect.files(snapshot_id, tag))
+    if as_json:
+        echo_json([_file_json(target, f) for f in items])
+        return
+    if full:
+        _list_files(items)
+    else:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for f in items:
+            groups.setdefault(f["partition"], []).append(f)
+        rows = []
+        for name, group in groups.items():
+            sizes = [f["file_size_in_bytes"] for f in group]
+            rows.append(
+                [
+                    name,
+                    human_count(len(group)),
+                    human_count(sum(f["record_count"] for f in group)),
+                    human_bytes(sum(sizes)),
+                    human_bytes(min(sizes)),
+                    human_bytes(max(sizes)),
+                ]
+            )
+        print_table(
+            ["partition", "files", "records", "size", "smallest", "largest"],
+            rows,
+            right=["files", "records", "size", "smallest", "largest"],
+            fold=["partition"],
+        )
+    _total(
+        len({f["partition"] for f in items}),
+        len(items),
+        sum(f["record_count"] for f in items),
+        sum(f["file_size_in_bytes"] for f in items),
+    )
+
+
+def _list_files(items: list[dict[str, Any]]) -> None:
+    """Every file under a line per partition (and bucket): name, records, size; names stay whole at 80 columns."""
+    rows: list[list[str]] = []
+    current = None
+    for f in items:
+        head = f"{f['partition'] or '(unpartitioned)'}  bucket-{f['bucket']}"
+        if head != current:
+            current = head
+            rows.append([head, "", ""])
+        rows.append(
+            [
+                "  " + f["file_path"].rpartition("/")[2],
+                human_count(f["record_count"]),
+                human_bytes(f["file_size_in_bytes"]),
+            ]
+        )
+    print_table(["file", "records", "size"], rows, right=["records", "size"])
+
+
+def _file_json(target: Any, f: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "path": target.context.io.url(target.context.layout.join(f["file_path"])),
+        "partition": f["values"],
+        "partition_text": f["partition"],
+        "bucket": f["bucket"],
+        "row_count": f["record_count"],
+        "file_size": f["file_size_in_bytes"],
+        "schema_id": f["schema_id"],
+        "creation_time": None if f["creation_time"] is None else iso_local(f["creation_time"]),
+    }
+
+
+@click.command("describe", cls=OneLineErrorCommand)
+@click.argument("table")
+@click.option("--no-sizes", is_flag=True, help="Skip stored and reclaimable bytes (they list every file, as check).")
+@_json_flag
+@storage_option_flag
+@handle_errors
+def describe(table: str, no_sizes: bool, as_json: bool, storage_options: tuple[str, ...]) -> None:
+    """Describe TABLE: schema, partition keys, options (effective values and where they come from), snapshots,
+    tags, branches, and the bytes that are live, stored and reclaimable."""
+    with progress("describing") as current:
+        found = open_table(table, storage_options, current).inspect.describe(sizes=not no_sizes)
+    if as_json:
+        echo_json(found.to_json())
+        return
+    latest = "-" if found.latest_snapshot is None else f"{found.latest_snapshot} ({iso_time(found.latest_time_ms)})"
+    pairs: list[tuple[str, Any]] = [
+        ("table", found.location),
+        ("schema", f"schema-{found.schema_id}, {len(found.columns)} column(s)"),
+        ("partitioned by", ", ".join(found.partition_keys) or "-"),
+        ("snapshots", f"{found.snapshots}, earliest {found.earliest_snapshot or '-'}, latest {latest}"),
+        ("tags", found.tags),
+        ("branches", ", ".join(found.branches) or "-"),
+        ("consumers", found.consumers),
+        (
+            "live data",
+            f"{human_bytes(found.live_bytes)} in {human_count(found.live_files)} file(s), "
+            f"{human_count(found.live_records)} records, {human_count(found.partitions)} partition(s)",
+        ),
+    ]
+    if found.sizes is not None:
+        sizes = found.sizes
+        pairs += [
+            ("stored", f"{human_bytes(sizes['total_bytes'])} (orphans {human_bytes(sizes['orphan_bytes'])})"),
+            ("reclaimable", f"{human_bytes(sizes['reclaimable_bytes'])}: {sizes['reclaimable_note']}"),
+        ]
+    echo_pairs(pairs)
+    click.echo("")
+    print_table(["column", "type", "id"], [list(c) for c in found.columns], right=["id"])
+    click.echo("")
+    chosen = [o for o in found.options if o.source != "default"]
+    print_table(["option", "value", "source"], [[o.key, o.value, o.source] for o in chosen], fold=["value"])
+    rest = len(found.options) - len(chosen)
+    click.echo(f"{rest} other option(s) at their defaults (`tablefmt options TABLE --all`)")

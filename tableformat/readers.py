@@ -1,0 +1,297 @@
+"""The reading half of the Table API: snapshots, time travel, and the rows of a snapshot for Arrow, pandas, Polars
+and DuckDB (a mixin of :class:`tableformat.table.Table`).
+
+Every read goes through :meth:`TableReaders.scan`, which builds one :class:`tableformat.scan.dataset.TableScan` over
+exactly the snapshot's live files: the one place where a per-scan row filter and file pruning apply. pandas, Polars
+and DuckDB are optional (``pip install 'tablefmt[pandas]'`` etc.) and imported only when their method is called.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from tableformat.codec.arrow_schema import arrow_schema_of
+from tableformat.context import TableContext
+from tableformat.errors import CorruptMetadataError, SnapshotNotFoundError, StorageError, ValidationError
+from tableformat.live_set import PartitionPredicate, live_entries
+from tableformat.model.manifest import ManifestEntry
+from tableformat.model.partition import normalize_spec
+from tableformat.model.schema import TableSchema
+from tableformat.model.snapshot import Snapshot
+from tableformat.options import PARTITION_DEFAULT_NAME
+from tableformat.parallel import resolve_parallelism
+from tableformat.scan.dataset import TableScan
+from tableformat.scan.filters import RowFilter, as_expression
+from tableformat.scan.reader import DataReader
+
+PartitionSpec = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DataFileInfo:
+    """A live data file of a snapshot, as `files()` lists it."""
+
+    path: str
+    partition: dict[str, Any]
+    bucket: int
+    row_count: int
+    file_size: int
+    schema_id: int
+
+
+def _optional(module: str, extra: str) -> Any:
+    """Import an optional dependency, or say which extra installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"this needs {module}: pip install 'tablefmt[{extra}]' ({exc})") from None
+
+
+class TableReaders:
+    """Snapshots and reads of one table (mixed into Table; needs ``self._ctx``)."""
+
+    _ctx: TableContext
+
+    # --- schema and partition specs ----------------------------------------------------------------------------
+    def _refresh_schema(self) -> None:
+        latest = self._ctx.store.latest_schema()
+        if latest.id != self._ctx.schema.id:
+            self._ctx.schema = latest
+
+    def _spec(self, spec: PartitionSpec) -> dict[str, Any]:
+        if not isinstance(spec, Mapping):
+            raise ValidationError(f"a partition spec must be a mapping like {{'dt': '2024-01-01'}}, got {spec!r}")
+        schema = self._ctx.schema
+        return normalize_spec(
+            spec,
+            schema.partition_fields,
+            default_name=self._ctx.options.require(PARTITION_DEFAULT_NAME),
+            allow_partial=True,
+        )
+
+    # --- snapshots -------------------------------------------------------------------------------------------------
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot present, oldest first."""
+        store = self._ctx.store
+        result = []
+        for snapshot_id in store.snapshot_ids():
+            snapshot = store.try_read_snapshot(snapshot_id)
+            if snapshot is not None:
+                result.append(snapshot)
+        return result
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self._ctx.store.latest_snapshot()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self._ctx.store.read_snapshot(snapshot_id)
+
+    def snapshot_as_of(self, timestamp: int | dt.datetime) -> Snapshot:
+        """The newest snapshot committed at or before ``timestamp`` (epoch ms or datetime)."""
+        millis = int(timestamp.timestamp() * 1000) if isinstance(timestamp, dt.datetime) else int(timestamp)
+        candidates = [s for s in self.snapshots() if s.time_millis <= millis]
+        if not candidates:
+            raise SnapshotNotFoundError(f"no snapshot at or before {millis} ms (the earliest may have been expired)")
+        return candidates[-1]
+
+    def select_snapshot(
+        self, snapshot_id: int | None = None, tag: str | None = None, as_of: int | dt.datetime | None = None
+    ) -> Snapshot | None:
+        """The snapshot a read asks for: an id, a tag, the newest at or before a time, or the latest (None: empty)."""
+        chosen = [x for x in (snapshot_id, tag, as_of) if x is not None]
+        if len(chosen) > 1:
+            raise ValidationError("give at most one of snapshot_id, tag and as_of")
+        if snapshot_id is not None:
+            return self.snapshot(snapshot_id)
+        if tag is not None:
+            return self._ctx.store.read_tag(tag).snapshot
+        if as_of is not None:
+            return self.snapshot_as_of(as_of)
+        return self.latest_snapshot()
+
+    def plan_files(
+        self, snapshot: Snapshot | None, partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None
+    ) -> list[ManifestEntry]:
+        """The live manifest entries of ``snapshot``, restricted to matching partitions when a filter is given."""
+        if snapshot is None:
+            return []
+        predicate = None
+        if partition_filter is not None:
+            specs = [partition_filter] if isinstance(partition_filter, Mapping) else list(partition_filter)
+            predicate = PartitionPredicate(tuple(self._spec(s) for s in specs))
+        threads = resolve_parallelism(self._ctx.options, self._ctx.io, None)  # inline on local disk, as maintenance
+        return live_entries(self._ctx.store, snapshot, self._ctx.partition_codec(), predicate, threads)
+
+    def _reader(self, schema: TableSchema | None = None) -> DataReader:
+        ctx = self._ctx
+        return DataReader(ctx.io, ctx.layout, schema or ctx.schema, ctx.schema_by_id, ctx.partition_codec())
+
+    def _read_schema(self, snapshot: Snapshot | None, travelled: bool) -> TableSchema:
+        """Time travel (a snapshot id, a tag or a time) reads with the schema the snapshot was committed with, as
+        Paimon (Java TimeTravelUtil, pypaimon) does; the latest read uses the latest schema."""
+        if travelled and snapshot is not None:
+            return self._ctx.schema_by_id(snapshot.schema_id)
+        return self._ctx.schema
+
+    def _raise_if_expired(self, snapshot: Snapshot | None, tag: str | None, exc: Exception) -> None:
+        """A file of a snapshot that no longer exists was missing: the snapshot was expired while being read."""
+        if snapshot is None or tag is not None or self._ctx.store.snapshot_exists(snapshot.id):
+            return
+        raise SnapshotNotFoundError(
+            f"snapshot {snapshot.id} was expired while it was being read; read a newer snapshot"
+        ) from exc
+
+    # --- the one scan ------------------------------------------------------------------------------------------------
+    def scan(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+        filter: RowFilter | None = None,
+        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None,
+    ) -> TableScan:
+        """Plan a read of one snapshot (latest by default): exactly its live files, pruned by ``partition_filter``
+        (manifest statistics) and ``filter`` (partition values and min/max statistics of each file).
+
+        ``filter``: a ``pyarrow.compute`` expression or a list of ``(column, op, value)`` tuples (pyarrow's DNF form).
+        """
+        self._refresh_schema()
+        snapshot = self.select_snapshot(snapshot_id, tag, as_of)
+        travelled = snapshot_id is not None or tag is not None or as_of is not None
+        schema = self._read_schema(snapshot, travelled)
+        ctx = self._ctx
+        row_filter = as_expression(filter, arrow_schema_of(list(schema.fields)))
+        try:
+            entries = self.plan_files(snapshot, partition_filter)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(snapshot, tag, exc)
+            raise
+        return TableScan(
+            ctx.io, ctx.layout, schema, ctx.schema_by_id, entries, row_filter=row_filter, snapshot=snapshot
+        )
+
+    def to_arrow(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+        columns: Sequence[str] | None = None,
+        filter: RowFilter | None = None,
+    ) -> pa.Table:
+        """Rows of the latest snapshot (or a snapshot id, a tag, or a point in time): only ``columns`` when given,
+        only rows matching ``filter``; files that cannot match are never opened (see :meth:`scan`)."""
+        scan = self.scan(snapshot_id, tag, as_of=as_of, filter=filter, partition_filter=partition_filter)
+        try:
+            return scan.to_table(columns)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(scan.snapshot, tag, exc)
+            raise
+
+    def to_batches(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+        columns: Sequence[str] | None = None,
+        filter: RowFilter | None = None,
+    ) -> pa.RecordBatchReader:
+        """Like to_arrow, streaming batch by batch."""
+        scan = self.scan(snapshot_id, tag, as_of=as_of, filter=filter, partition_filter=partition_filter)
+        return pa.RecordBatchReader.from_batches(scan.projected_schema(columns), scan.to_batches(columns))
+
+    def to_pyarrow_dataset(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+        filter: RowFilter | None = None,
+    ) -> ds.Dataset:
+        """A lazy ``pyarrow.dataset.Dataset`` over exactly the snapshot's live files (typed partition columns, older
+        schemas' files read as the snapshot's schema). Engines that scan Arrow datasets (DuckDB, Polars, Acero)
+        push their projections and filters into it."""
+        return self.scan(snapshot_id, tag, as_of=as_of, filter=filter).dataset()
+
+    def to_pandas(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+        columns: Sequence[str] | None = None,
+        filter: RowFilter | None = None,
+    ) -> Any:
+        """The snapshot's rows as a pandas DataFrame (needs the ``pandas`` extra)."""
+        _optional("pandas", "pandas")
+        return self.to_arrow(snapshot_id, tag, as_of=as_of, columns=columns, filter=filter).to_pandas()
+
+    def to_polars(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+        columns: Sequence[str] | None = None,
+        filter: RowFilter | None = None,
+        lazy: bool = False,
+    ) -> Any:
+        """The snapshot's rows as a Polars DataFrame, or with ``lazy=True`` a LazyFrame scanning the dataset (needs
+        the ``polars`` extra)."""
+        polars = _optional("polars", "polars")
+        if lazy:
+            frame = polars.scan_pyarrow_dataset(self.to_pyarrow_dataset(snapshot_id, tag, as_of=as_of, filter=filter))
+            return frame if columns is None else frame.select(list(columns))
+        return polars.from_arrow(self.to_arrow(snapshot_id, tag, as_of=as_of, columns=columns, filter=filter))
+
+    def to_duckdb(
+        self,
+        connection: Any = None,
+        name: str = "tablefmt",
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        *,
+        as_of: int | dt.datetime | None = None,
+        filter: RowFilter | None = None,
+    ) -> Any:
+        """Register the snapshot as view ``name`` on a DuckDB connection (a new in-memory one by default) and return
+        the connection; DuckDB scans the Arrow dataset lazily, pushing down projections and filters (needs the
+        ``duckdb`` extra)."""
+        duckdb = _optional("duckdb", "duckdb")
+        connection = duckdb.connect() if connection is None else connection
+        connection.register(name, self.to_pyarrow_dataset(snapshot_id, tag, as_of=as_of, filter=filter))
+        return connection
+
+    def files(self, snapshot_id: int | None = None) -> list[DataFileInfo]:
+        """The live data files of a snapshot (latest by default)."""
+        snapshot = self.select_snapshot(snapshot_id)
+        try:
+            entries = self.plan_files(snapshot)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(snapshot, None, exc)
+            raise
+        reader = self._reader()
+        codec = self._ctx.partition_codec()
+        return [
+            DataFileInfo(
+                path=self._ctx.io.url(reader.path_of(e)),
+                partition=dict(codec.values(e.partition)),
+                bucket=e.bucket,
+                row_count=e.file.row_count,
+                file_size=e.file.file_size,
+                schema_id=e.file.schema_id,
+            )
+            for e in entries
+        ]

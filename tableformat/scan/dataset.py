@@ -1,0 +1,219 @@
+"""A scan of exactly one snapshot's live data files as a ``pyarrow.dataset``: what to_arrow, to_pyarrow_dataset,
+pandas, Polars and DuckDB read.
+
+The dataset is built from the files the snapshot's manifests list, never from a directory listing: a listing also
+finds files that were dropped, overwritten or never committed (and names DATE partitions by day number), which is
+why globbing a table's directories returns wrong rows (docs/reading.md).
+
+* Schema: the read schema's columns, with their table types. Each file is a fragment whose partition expression
+  states its partition values, so partition columns are typed (a DATE is a date, not a day number) and filled in
+  where a file does not store them (Paimon Java). A column added after a file was written reads as nulls; a column
+  stored with a narrower type is cast.
+* Files written under a schema whose columns map to the read schema by name differently than by field id (a
+  renamed column, a dropped and re-added name, a changed type) cannot be read by name: those few files are read
+  through :class:`DataReader` (by field id) into memory and joined to the dataset.
+* Pruning: with a row filter, files whose partition values and value statistics show the filter cannot match are
+  left out before anything is opened (:mod:`.filters`); the filter is still applied to every row read.
+
+:class:`TableScan` is the one place a scan's row filter applies: ``to_table`` and ``to_batches`` filter with it and
+``dataset()`` returns the dataset filtered by it, so a per-scan filter (a user's, or a record-level expiry rule)
+given to ``TableScan(row_filter=...)`` prunes files and filters rows in every reader alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from tableformat.codec.arrow_schema import arrow_schema_of
+from tableformat.codec.partition_codec import PartitionCodec
+from tableformat.data_paths import DataPaths
+from tableformat.errors import CorruptMetadataError, StorageError, ValidationError
+from tableformat.io.fileio import FileIO
+from tableformat.layout import TableLayout
+from tableformat.model.manifest import ManifestEntry
+from tableformat.model.schema import TableSchema
+from tableformat.model.snapshot import Snapshot
+from tableformat.scan.filters import and_all, partition_guarantee, stats_guarantee
+from tableformat.scan.reader import DataReader
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class ScanStats:
+    """How many live files the scan considered and how many it will open."""
+
+    live_files: int
+    selected_files: int
+
+    @property
+    def pruned_files(self) -> int:
+        return self.live_files - self.selected_files
+
+
+class TableScan:
+    """The rows of a set of live data files (one snapshot's), read with one schema, optionally filtered."""
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        layout: TableLayout,
+        schema: TableSchema,
+        schema_loader: Callable[[int], TableSchema],
+        entries: Sequence[ManifestEntry],
+        *,
+        row_filter: pc.Expression | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> None:
+        self.io = file_io
+        self.snapshot = snapshot
+        """The snapshot whose files these are (None: an empty table), for callers that report on it."""
+        self.layout = layout
+        self.schema = schema
+        self.schema_loader = schema_loader
+        self.row_filter = row_filter
+        self.arrow_schema = arrow_schema_of(list(schema.fields))
+        self._codec = PartitionCodec(schema)
+        self._paths = DataPaths(schema, self._codec)
+        self._fs = file_io.arrow_filesystem()
+        self._format = ds.ParquetFileFormat()
+        self._entries = list(entries)
+        self._selected: list[ManifestEntry] | None = None
+        self._guarantees: dict[bytes, Any] = {}
+
+    # --- which files ---------------------------------------------------------------------------------------------
+    def path_of(self, entry: ManifestEntry) -> str:
+        return self.layout.join(self._paths.of_entry(entry))
+
+    def _fragment(self, entry: ManifestEntry, guarantee: pc.Expression | None) -> ds.Fragment:
+        path = self.path_of(entry)
+        try:
+            return self._format.make_fragment(
+                path, self._fs, partition_expression=guarantee, file_size=entry.file.file_size
+            )
+        except TypeError:  # pyarrow without file_size=
+            return self._format.make_fragment(path, self._fs, partition_expression=guarantee)
+
+    def _partition_guarantee(self, entry: ManifestEntry) -> pc.Expression | None:
+        cached = self._guarantees.get(entry.partition, _MISSING)
+        if cached is _MISSING:
+            cached = partition_guarantee(self._codec.values(entry.partition), self.schema)
+            self._guarantees[entry.partition] = cached
+        return cached
+
+    def files(self) -> list[ManifestEntry]:
+        """The entries the scan reads: every live entry, less those the row filter rules out (nothing opened)."""
+        if self._selected is not None:
+            return self._selected
+        if self.row_filter is None or not self._entries:
+            self._selected = list(self._entries)
+            return self._selected
+        fragments = []
+        for entry in self._entries:
+            file_schema = self._file_schema(entry)
+            guarantee = and_all(
+                [self._partition_guarantee(entry), stats_guarantee(entry.file, file_schema, self.schema)]
+            )
+            fragments.append(self._fragment(entry, guarantee))
+        probe = ds.FileSystemDataset(fragments, self.arrow_schema, self._format, self._fs)
+        kept = {fragment.path for fragment in probe.get_fragments(filter=self.row_filter)}
+        self._selected = [e for e, f in zip(self._entries, fragments) if f.path in kept]
+        return self._selected
+
+    def stats(self) -> ScanStats:
+        return ScanStats(live_files=len(self._entries), selected_files=len(self.files()))
+
+    # --- schema evolution ------------------------------------------------------------------------------------------
+    def _file_schema(self, entry: ManifestEntry) -> TableSchema:
+        schema_id = entry.file.schema_id
+        return self.schema if schema_id == self.schema.id else self.schema_loader(schema_id)
+
+    def _readable_by_name(self, entry: ManifestEntry) -> bool:
+        """Whether pyarrow, matching columns by name, reads this file as the read schema means it (by field id)."""
+        file_schema = self._file_schema(entry)
+        if file_schema is self.schema:
+            return True
+        by_id = {f.id: f for f in file_schema.fields}
+        by_name = {f.name: f for f in file_schema.fields}
+        for field in self.schema.fields:
+            old = by_id.get(field.id)
+            if old is None:
+                if field.name in by_name:  # another (dropped) column of that name: reading by name would be wrong
+                    return False
+                continue
+            if old.name != field.name or (old.type.root, old.type.params) != (field.type.root, field.type.params):
+                return False
+        return True
+
+    # --- reading ---------------------------------------------------------------------------------------------------
+    def _unfiltered(self) -> ds.Dataset:
+        direct: list[ManifestEntry] = []
+        by_id: list[ManifestEntry] = []
+        for entry in self.files():
+            (direct if self._readable_by_name(entry) else by_id).append(entry)
+        fragments = [self._fragment(e, self._partition_guarantee(e)) for e in direct]
+        dataset: ds.Dataset = ds.FileSystemDataset(fragments, self.arrow_schema, self._format, self._fs)
+        if by_id:
+            reader = DataReader(self.io, self.layout, self.schema, self.schema_loader, self._codec, threads=1)
+            in_memory = ds.InMemoryDataset(reader.read_all(by_id))
+            dataset = ds.UnionDataset(self.arrow_schema, [dataset, in_memory])
+        return dataset
+
+    def dataset(self) -> ds.Dataset:
+        """The scan as a pyarrow dataset (lazy: files are opened when it is scanned), filtered by the row filter."""
+        dataset = self._unfiltered()
+        return dataset if self.row_filter is None else dataset.filter(self.row_filter)
+
+    def _columns(self, columns: Sequence[str] | None) -> list[str] | None:
+        if columns is None:
+            return None
+        wanted = list(columns)
+        unknown = [c for c in wanted if c not in self.arrow_schema.names]
+        if unknown:
+            raise ValidationError(f"unknown column(s) {unknown}; the table has {self.arrow_schema.names}")
+        return wanted
+
+    def projected_schema(self, columns: Sequence[str] | None = None) -> pa.Schema:
+        """The schema of the rows read with ``columns`` (ValidationError for a column the table does not have)."""
+        selected = self._columns(columns)
+        return self.arrow_schema if selected is None else pa.schema([self.arrow_schema.field(c) for c in selected])
+
+    def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """Every matching row (projected to ``columns``) in one Arrow table, files read in parallel."""
+        selected = self._columns(columns)
+        with _read_errors(self.io):
+            return self._unfiltered().to_table(columns=selected, filter=self.row_filter)
+
+    def to_batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Matching rows batch by batch (bounded memory)."""
+        selected = self._columns(columns)
+        scanner = self._unfiltered().scanner(columns=selected, filter=self.row_filter)
+        with _read_errors(self.io):
+            yield from scanner.to_batches()
+
+
+class _read_errors:
+    """Map pyarrow's errors on a missing or damaged data file to tablefmt's (the caller may then find that the
+    snapshot was expired while it was read)."""
+
+    def __init__(self, file_io: FileIO) -> None:
+        self.io = file_io
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
+        if exc is None or not isinstance(exc, (OSError, pa.ArrowInvalid)) or isinstance(exc, StorageError):
+            return False
+        text = " ".join(str(exc).split())
+        if isinstance(exc, FileNotFoundError) or "not found" in text.lower() or "no such file" in text.lower():
+            raise StorageError(f"a data file referenced by the snapshot is missing: {text}") from None
+        if isinstance(exc, pa.ArrowInvalid):
+            raise CorruptMetadataError("<data file>", f"unreadable Parquet ({text})") from None
+        raise StorageError(f"cannot read a data file: {text}") from exc
