@@ -59,7 +59,7 @@ from ..kernel.clock import resolve_now
 from ..roots import References, Root
 from .config import ExpireConfig
 from .metadata import Candidate, DataPaths, MetadataCache, TagRef
-from .reason import stop_reason
+from .reason import StopReason, stop_reason
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +103,8 @@ class ExpirePlan:
     """Bucket and partition directories (relative, deepest first) that may be empty afterwards."""
     note: str = ""
     backlog: int = 0
-    """Snapshots left expirable by ``snapshot.expire.limit`` (at most this many: the time rule is not read past the
-    limit); 0 when the limit did not stop the run."""
+    """Snapshots left expirable by ``snapshot.expire.limit`` (reason.py counts them); 0 when the limit did not
+    decide the range."""
 
     @property
     def is_empty(self) -> bool:
@@ -207,7 +207,6 @@ class _Planner:
         self._started = False
         self._pending_ids: set[str] = set()
         self._snapshots: dict[int, tuple[Snapshot, int] | None] = {}
-        self._backlog = 0
 
     # --- state that can change under us ----------------------------------------------------------------------
     def changed_underneath(self) -> bool:
@@ -286,12 +285,12 @@ class _Planner:
         if limit > 0 and earliest <= latest:
             end = self._select_end(earliest, latest, consumer_next, limit)
         span = self._expired_range(earliest, end, latest)
-        notes.append(self._why(earliest, latest, span.end, consumer_next, limit))
+        why = self._why(earliest, latest, span.end, consumer_next, limit)
+        notes.append(why.text)
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
         plan = self._files(span, protecting, branches, expired_tags, stale_tags, dead, cutoff)
-        if self._backlog:
-            plan = replace(plan, backlog=self._backlog)
-            notes.append(f"stopped at snapshot.expire.limit={self.config.limit}: up to {self._backlog} more expirable")
+        if why.left:
+            plan = replace(plan, backlog=why.left)
         return replace(plan, note="; ".join(notes)) if notes else plan
 
     def _select_end(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> int:
@@ -300,7 +299,7 @@ class _Planner:
         max_exclusive = latest - config.retain_min + 1
         if consumer_next is not None:
             max_exclusive = min(max_exclusive, consumer_next)
-        unlimited, max_exclusive = max_exclusive, min(max_exclusive, earliest + limit)
+        max_exclusive = min(max_exclusive, earliest + limit)
         if max_exclusive <= earliest:
             return earliest
         threshold = self.now - config.time_retained_ms
@@ -316,10 +315,9 @@ class _Planner:
                 break
             candidate = current
             current = self._next_existing(current + 1, latest)
-        self._backlog = max(0, unlimited - max_exclusive)
         return max_exclusive
 
-    def _why(self, earliest: int, latest: int, end: int, consumer_next: int | None, limit: int) -> str:
+    def _why(self, earliest: int, latest: int, end: int, consumer_next: int | None, limit: int) -> StopReason:
         """What ended the range (printed by dry runs and real runs alike; reason.py)."""
 
         def read(snapshot_id: int) -> Snapshot | None:

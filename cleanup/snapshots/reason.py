@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from tableformat.durations import format_duration_ms
 from tableformat.model.snapshot import Snapshot
@@ -35,6 +36,14 @@ def _young_from(
     return ids[lo] if lo < len(ids) and ids[lo] < bound else bound
 
 
+class StopReason(NamedTuple):
+    """Why the range ends where it does, and how many expirable snapshots the per-run limit left (0 unless it
+    decided): the backlog the scheduler follows."""
+
+    text: str
+    left: int = 0
+
+
 def stop_reason(
     config: ExpireConfig,
     *,
@@ -46,18 +55,18 @@ def stop_reason(
     limit: int,
     now_ms: int,
     read: Callable[[int], Snapshot | None],
-) -> str:
-    """One sentence naming what ended the expired range [earliest, end)."""
+) -> StopReason:
+    """One sentence naming what ended the expired range [earliest, end), and the limit's backlog."""
     expired = bisect.bisect_left(ids, end) - bisect.bisect_left(ids, earliest)
     retain_bound = latest - config.retain_min + 1
     bound = retain_bound if consumer_next is None else min(retain_bound, consumer_next)
     retained = format_duration_ms(config.time_retained_ms)
     if limit <= 0:
-        return "0 expired: this run's snapshot.expire.limit was used up finishing interrupted expirations"
+        return StopReason("0 expired: this run's snapshot.expire.limit was used up finishing interrupted expirations")
     if end >= bound:
         if consumer_next is not None and consumer_next < retain_bound:
-            return f"{expired} expired: a consumer still has to read snapshot {consumer_next}"
-        return (
+            return StopReason(f"{expired} expired: a consumer still has to read snapshot {consumer_next}")
+        return StopReason(
             f"{expired} expired: the newest {config.retain_min} snapshot(s) are kept "
             f"(snapshot.num-retained.min={config.retain_min})"
         )
@@ -65,8 +74,9 @@ def stop_reason(
         low = max(latest - config.retain_max + 1, earliest)
         expirable_end = _young_from(ids, max(low, end), bound, now_ms - config.time_retained_ms, read)
         expirable = bisect.bisect_left(ids, expirable_end) - bisect.bisect_left(ids, earliest)
-        return f"{expired} of {expirable} expirable snapshots: snapshot.expire.limit={config.limit}"
-    return (
+        text = f"{expired} of {expirable} expirable snapshots: snapshot.expire.limit={config.limit}"
+        return StopReason(text, max(0, expirable - expired))
+    return StopReason(
         f"{expired} expired: snapshot {end} is kept because the snapshot after it committed less than "
         f"snapshot.time-retained={retained} ago"
     )
