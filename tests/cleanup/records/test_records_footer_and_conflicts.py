@@ -51,8 +51,6 @@ def test_statistics_come_from_the_footer_when_the_manifest_has_none(tmp_path: Pa
     assert rewritten in counting.data_reads()
     assert rows(table, include_expired=True) == expected == [(3, None, 0), (4, KIND.value(NOW - DAY), 0),
                                                             (5, KIND.value(NOW - 2 * DAY), 0)]
-    files = Table.open(table.location).context.store
-    assert files is not None
 
 
 def test_a_rewrite_whose_file_was_compacted_meanwhile_is_abandoned_then_redone(tmp_path: Path) -> None:
@@ -68,7 +66,8 @@ def test_a_rewrite_whose_file_was_compacted_meanwhile_is_abandoned_then_redone(t
     assert len(merged.compacted_files) == 2 and merged.expired_rows == 1
     result = RECORD_EXPIRATION.execute(ctx, plan, config, None)
     assert result.rewritten_files == () and result.snapshot_ids == ()
-    assert [reason for _, reason in result.skipped_files] == ["a file was removed by a concurrent commit; not rewritten"]
+    reasons = [reason for _, reason in result.skipped_files]
+    assert reasons == ["a file was removed by a concurrent commit; not rewritten"]
     assert rows(table, include_expired=True) == [(1, KIND.value(NOW - DAY), 0), (2, KIND.value(NOW - 3 * DAY), 0)]
     data_files = {p.name for p in (tmp_path / "t").rglob("data-*")}
     assert len(data_files) == 3  # the abandoned rewrite's new file was removed (2 old + 1 compacted)
