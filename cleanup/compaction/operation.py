@@ -14,7 +14,7 @@ from tableformat.context import TableContext
 from tableformat.model.snapshot import CommitKind
 
 from ..kernel import Operation, OperationResult, Parameter, Progress, run_operation
-from ..rewrite import CommitSettings, RewriteOutcome, Rewriter, batches, relative_path
+from ..rewrite import CommitSettings, FilePaths, RewriteOutcome, Rewriter, batches
 from .plan import CompactConfig, CompactPlan, plan_compaction
 
 COMMIT_USER_PREFIX = "tablefmt-compaction-"
@@ -64,13 +64,14 @@ class CompactResult(OperationResult):
 
 def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConfig) -> CompactResult:
     settings = CommitSettings(commit_user=f"{COMMIT_USER_PREFIX}{uuid.uuid4()}", snapshot_kind=CommitKind.COMPACT)
-    rewriter = Rewriter(ctx, plan.ttl, config.target_size, settings)
+    rewriter = Rewriter(ctx, plan.ttl, config.target_size, settings, plan.base_snapshot_id)
     outcome = RewriteOutcome()
+    paths = FilePaths(ctx)
     for batch in batches(plan.units, config.commit_max_files):
         rewriter.rewrite(batch, outcome)
     committed = len(plan.units) - len(outcome.abandoned)
     return CompactResult(
-        compacted_files=tuple(relative_path(ctx, e) for e in outcome.replaced),
+        compacted_files=tuple(paths.relative(e) for e in outcome.replaced),
         written_files=tuple(ctx.layout.relative(f.path) for f in outcome.written),
         groups=committed,
         rows=outcome.rows_in,
@@ -78,7 +79,7 @@ def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConf
         snapshot_ids=tuple(outcome.snapshot_ids),
         bytes_reclaimable=sum(e.file.file_size for e in outcome.replaced),
         skipped_files=tuple(
-            (relative_path(ctx, e), reason) for unit, reason in outcome.abandoned for e in unit.files
+            (paths.relative(e), reason) for unit, reason in outcome.abandoned for e in unit.files
         ),
         notes=("the bytes are freed by snapshot expiration",) if outcome.replaced else (),
     )
@@ -87,9 +88,10 @@ def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConf
 def planned_result(ctx: TableContext, plan: CompactPlan) -> CompactResult:
     """The dry run: the groups the real run merges if the table does not change (expired rows not counted)."""
     files = [e for unit in plan.units for e in unit.files]
+    paths = FilePaths(ctx)
     return CompactResult(
         dry_run=True,
-        compacted_files=tuple(relative_path(ctx, e) for e in files),
+        compacted_files=tuple(paths.relative(e) for e in files),
         groups=len(plan.units),
         rows=sum(e.file.row_count for e in files),
         bytes_reclaimable=sum(e.file.file_size for e in files),

@@ -112,7 +112,7 @@ def execute_record_expiration(
 ) -> RecordExpireResult:
     """Drop, then rewrite in guarded batches; report what was actually committed."""
     settings = CommitSettings(commit_user=f"{COMMIT_USER_PREFIX}{uuid.uuid4()}", snapshot_kind=CommitKind.OVERWRITE)
-    rewriter = Rewriter(ctx, plan.ttl, config.target_size, settings)
+    rewriter = Rewriter(ctx, plan.ttl, config.target_size, settings, plan.base_snapshot_id)
     dropped = RewriteOutcome()
     if plan.drops:
         rewriter.drop([j.entry for j in plan.drops], dropped)

@@ -15,7 +15,7 @@ from tableformat.parallel import resolve_parallelism
 from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import RecordTTL, TimeRange, Verdict, footer_time_range
 
-from ..rewrite import relative_path, ttl_at
+from ..rewrite import FilePaths, ttl_at
 from .config import RecordExpireConfig
 
 
@@ -50,7 +50,9 @@ def reader_for(ctx: TableContext, ttl: RecordTTL | None) -> DataReader:
     return DataReader(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec(), record_ttl=ttl)
 
 
-def judge(ctx: TableContext, reader: DataReader, ttl: RecordTTL, entry: ManifestEntry) -> tuple[JudgedFile, bool]:
+def judge(
+    ctx: TableContext, reader: DataReader, ttl: RecordTTL, entry: ManifestEntry, paths: FilePaths
+) -> tuple[JudgedFile, bool]:
     """A file's verdict from its statistics, or its footer when they are missing; (file, footer read)."""
     time_range = ttl.stats_range(entry, ctx.schema_by_id)
     verdict = ttl.verdict(time_range)
@@ -65,8 +67,9 @@ def judge(ctx: TableContext, reader: DataReader, ttl: RecordTTL, entry: Manifest
         verdict = ttl.verdict(time_range)
         if verdict is Verdict.UNKNOWN:  # no statistics anywhere: read and filter it
             verdict = Verdict.PARTLY
-    path = relative_path(ctx, entry)
-    return JudgedFile(entry, path, verdict, time_range), footer
+    if verdict not in (Verdict.EXPIRED, Verdict.PARTLY):
+        return JudgedFile(entry, "", verdict, time_range), footer
+    return JudgedFile(entry, paths.relative(entry), verdict, time_range), footer
 
 
 def _oldest(judged: JudgedFile, high: bool) -> tuple[int, str]:
@@ -108,8 +111,9 @@ def plan_record_expiration(ctx: TableContext, config: RecordExpireConfig, now_ms
     drops: list[JudgedFile] = []
     rewrites: list[JudgedFile] = []
     footers = 0
+    paths = FilePaths(ctx)
     for entry in live_entries(ctx.store, latest, ctx.partition_codec(), None, threads):
-        judged, footer = judge(ctx, reader, ttl, entry)
+        judged, footer = judge(ctx, reader, ttl, entry, paths)
         footers += footer
         if judged.verdict is Verdict.EXPIRED:
             drops.append(judged)

@@ -2,11 +2,12 @@
 guarded commit per batch (see :mod:`.rewriter`)."""
 
 from .rewriter import BATCH_ROWS, CommitSettings, RewriteOutcome, Rewriter, RewriteUnit, batches
-from .settings import check_overrides, memory_bytes, positive_int, relative_path, require_rewritable, ttl_at
+from .settings import FilePaths, check_overrides, memory_bytes, positive_int, require_rewritable, ttl_at
 
 __all__ = [
     "BATCH_ROWS",
     "CommitSettings",
+    "FilePaths",
     "RewriteOutcome",
     "RewriteUnit",
     "Rewriter",
@@ -14,7 +15,6 @@ __all__ = [
     "check_overrides",
     "memory_bytes",
     "positive_int",
-    "relative_path",
     "require_rewritable",
     "ttl_at",
 ]

@@ -79,8 +79,17 @@ class CommitSettings:
 class Rewriter:
     """Rewrites units of one table in guarded batches (see the module docs)."""
 
-    def __init__(self, ctx: TableContext, ttl: RecordTTL | None, target_size: int, settings: CommitSettings) -> None:
+    def __init__(
+        self,
+        ctx: TableContext,
+        ttl: RecordTTL | None,
+        target_size: int,
+        settings: CommitSettings,
+        base_snapshot_id: int | None = None,
+    ) -> None:
         self.ctx = ctx
+        self.live_in = base_snapshot_id
+        """A snapshot in which every file still to be replaced is live (the plan's, then each own commit's)."""
         self.ttl = ttl
         self.target_size = target_size
         self.settings = settings
@@ -183,11 +192,17 @@ class Rewriter:
             new_files=tuple(new_files),
             replaced_files=tuple(replaced),
             snapshot_kind=self.settings.snapshot_kind,
+            replaced_live_in=self.live_in,
             commit_user=self.settings.commit_user,
             commit_identifier=next(self._identifiers),
             properties=dict(self.settings.properties),
         )
-        return Committer(self.ctx.store, self.schema).commit(request)
+        result = Committer(self.ctx.store, self.schema).commit(request)
+        if result.created and result.snapshot is not None and result.snapshot.id - 1 == self.live_in:
+            self.live_in = result.snapshot.id  # our commit directly on top: the other planned files stay live
+        else:
+            self.live_in = None
+        return result
 
     def _remove(self, paths: Sequence[str]) -> None:
         if not paths:

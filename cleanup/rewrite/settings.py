@@ -55,6 +55,11 @@ def ttl_at(ctx: TableContext, now_ms: int, expire_ms: int | None, time_field: st
     return resolve_record_ttl(ctx.schema, now_ms, expire_time_ms=expire_ms, time_field=time_field)
 
 
-def relative_path(ctx: TableContext, entry: ManifestEntry) -> str:
-    """A data file's path relative to the table root (as results report files)."""
-    return DataPaths(ctx.schema, ctx.partition_codec()).of_entry(entry)
+class FilePaths:
+    """Data files' paths relative to the table root (as results report them)."""
+
+    def __init__(self, ctx: TableContext) -> None:
+        self._paths = DataPaths(ctx.schema, ctx.partition_codec())
+
+    def relative(self, entry: ManifestEntry) -> str:
+        return self._paths.of_entry(entry)

@@ -88,6 +88,9 @@ class CommitRequest:
     concurrent commit removed or overwrote them, and the caller re-plans or gives up)."""
     snapshot_kind: CommitKind = CommitKind.OVERWRITE
     """REPLACE only: the snapshot's commit kind (COMPACT for compaction, which changes no row)."""
+    replaced_live_in: int | None = None
+    """REPLACE only: a snapshot id in which the caller read ``replaced_files`` as live entries. When it is still the
+    latest, they are live as given and the commit skips re-reading the manifests."""
 
 
 def read_commit_log(snapshot: Snapshot | None) -> dict[str, int]:
@@ -202,6 +205,8 @@ class Committer:
 
     def _replace_deletes(self, latest: Snapshot, request: CommitRequest) -> list[ManifestEntry]:
         """DELETE copies of the replaced files as they are live now; none (and ``_missing`` set) if any is gone."""
+        if request.replaced_live_in == latest.id:  # nothing was committed since the caller read them
+            return [e.as_kind(FileKind.DELETE) for e in request.replaced_files]
         wanted = {e.identifier() for e in request.replaced_files}
         specs = {e.partition: self.codec.values(e.partition) for e in request.replaced_files}
         predicate = PartitionPredicate(tuple(specs.values())) if self.codec.keys else None

@@ -23,14 +23,14 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tableformat.codec.binary_row import decode_row
+from tableformat.codec.binary_row import decode_field
 from tableformat.errors import ValidationError
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
@@ -102,6 +102,8 @@ class RecordTTL:
     """The time field's type root (one of :data:`TIME_ROOTS`)."""
     expire_ms: int
     now_ms: int
+    _layouts: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Per (schema id, stats columns): where the time field sits in a statistics row."""
 
     @property
     def cutoff_ms(self) -> int:
@@ -135,27 +137,23 @@ class RecordTTL:
     def stats_range(self, entry: ManifestEntry, schema_loader: Callable[[int], TableSchema]) -> TimeRange | None:
         """The time range the manifest's value statistics give for a file (None: not recorded, or unreadable)."""
         meta = entry.file
-        file_schema = schema_loader(meta.schema_id)
-        fields = {f.id: f for f in file_schema.fields}
-        field = fields.get(self.field_id)
-        if field is None:  # the file predates the column: every time is null
+        key = (meta.schema_id, meta.value_stats_cols)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = _stats_layout(schema_loader(meta.schema_id), meta.value_stats_cols, self)
+        if layout is _PREDATES:  # the file predates the column: every time is null
             return TimeRange(None, None, meta.row_count, meta.row_count)
-        names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else list(file_schema.field_names)
-        if field.name not in names:
+        if layout is _UNUSABLE:
             return None
-        by_name = {f.name: f for f in file_schema.fields}
-        if any(n not in by_name for n in names):
-            return None
-        index = names.index(field.name)
-        types = [by_name[n].type for n in names]
+        index, types = layout  # type: ignore[misc]
         stats = meta.value_stats
         try:
-            low = decode_row(stats.min_values, types)[index]
-            high = decode_row(stats.max_values, types)[index]
-        except Exception:
+            low = decode_field(stats.min_values, types, index)
+            high = decode_field(stats.max_values, types, index)
+        except Exception:  # a stats row of another shape: not usable, read the file instead
             return None
         counts = stats.null_counts
-        nulls = counts[index] if counts is not None and len(counts) == len(names) else None
+        nulls = counts[index] if counts is not None and len(counts) == len(types) else None
         if low is None and high is None and nulls != meta.row_count:
             return None
         return self.range_of(low, high, nulls, meta.row_count)
@@ -210,6 +208,22 @@ class RecordTTL:
             tz = "UTC" if self.root == "TIMESTAMP_LTZ" else None
             keep = field >= pa.scalar(cutoff, pa.timestamp("ms", tz=tz))
         return field.is_null() | keep
+
+
+_PREDATES = "predates"
+_UNUSABLE = "unusable"
+
+
+def _stats_layout(file_schema: TableSchema, stats_cols: Sequence[str] | None, ttl: RecordTTL) -> Any:
+    """(index, types) of the time field in a statistics row, or why there is none."""
+    field = next((f for f in file_schema.fields if f.id == ttl.field_id), None)
+    if field is None:
+        return _PREDATES
+    names = list(stats_cols) if stats_cols is not None else list(file_schema.field_names)
+    by_name = {f.name: f for f in file_schema.fields}
+    if field.name not in names or any(n not in by_name for n in names):
+        return _UNUSABLE
+    return names.index(field.name), [by_name[n].type for n in names]
 
 
 def footer_time_range(metadata: Any, column_name: str, ttl: RecordTTL) -> TimeRange | None:
