@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from records_kit import CUTOFF, DAY, NOW, TIME_TYPES, CountingFileIO, TimeType, append, kept, make_table, rows
 from support.faults import faulty_context
@@ -112,3 +113,21 @@ def test_batches_and_the_table_iterator_read_path_filter_too(tmp_path: Path) -> 
     names = [f.path.rsplit("/", 1)[-1] for f in table.files()]
     assert len(names) == len(FILES)
     assert set(counting.data_reads()) == set(names) - {names[0]}  # the fully expired file is never opened
+
+
+def test_expire_records_runs_after_commits_unless_write_only(tmp_path: Path) -> None:
+    """With the real clock: 2020 is expired and 2037 is not for any clock this suite runs under."""
+    import datetime as dt
+
+    kind = TIME_TYPES[6]
+    old, new = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(2037, 1, 1, tzinfo=dt.timezone.utc)
+    table = make_table(tmp_path / "t", kind, **{"write-only": "false"})
+    table.append(pa.table({"id": [0, 1], "ts": [old, old], "p": [0, 0]}, schema=table.arrow_schema))
+    table.append(pa.table({"id": [2, 3], "ts": [old, new], "p": [0, 0]}, schema=table.arrow_schema))
+    kinds = [s.commit_kind for s in table.snapshots()]
+    # append, drop of the expired file, append, rewrite of the partly expired one
+    assert kinds == [CommitKind.APPEND, CommitKind.OVERWRITE, CommitKind.APPEND, CommitKind.OVERWRITE]
+    assert rows(table, include_expired=True) == [(3, new, 0)]
+    quiet = make_table(tmp_path / "u", kind)  # write-only: nothing runs after commits
+    quiet.append(pa.table({"id": [0], "ts": [old], "p": [0]}, schema=quiet.arrow_schema))
+    assert len(quiet.snapshots()) == 1 and rows(quiet, include_expired=True) == [(0, old, 0)]
