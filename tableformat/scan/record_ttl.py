@@ -80,8 +80,8 @@ def _value_ms(root: str, value: Any) -> int | None:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        delta = value - _EPOCH
-        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+        delta: dt.timedelta = value - _EPOCH
+        return int((delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000)
     if isinstance(value, dt.date):
         return (value - _EPOCH_DATE).days * MS_PER_DAY
     if isinstance(value, int) and not isinstance(value, bool):
@@ -145,7 +145,7 @@ class RecordTTL:
             return TimeRange(None, None, meta.row_count, meta.row_count)
         if layout is _UNUSABLE:
             return None
-        index, types = layout  # type: ignore[misc]
+        index, types = layout
         stats = meta.value_stats
         try:
             low = decode_field(stats.min_values, types, index)
