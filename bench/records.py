@@ -186,22 +186,28 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, result.expired_rows)
 """
 
 
-def bench_rss(args: argparse.Namespace, scratch: Path) -> None:
-    """One big partly expired file (written as a stream of row groups), rewritten by a child process: its peak RSS."""
-    path = scratch / "big"
+def build_big(path: Path, size_mb: int) -> None:
+    """One big partly expired file, written as a stream of row groups and committed (run in its own process)."""
     ctx = Table.create(str(path), SCHEMA, options=OPTIONS).context
     rolling = RollingFileWriter(
         ctx.io, ctx.layout, ctx.schema, NameFactory(), partition=EMPTY_ROW, partition_values=(), bucket=0,
-        target_size=args.rss_mb * 1024**2,
+        target_size=size_mb * 1024**2,
     )
     number = 0
     while not rolling.files:  # the writer closes the file once it reaches the size asked for
-        data = _hour(number * 30 % 2160, 200_000)
+        data = _hour(number * 997 % 2160, 200_000)  # hours from all 90 days: about a third survive
         rolling.write(data.set_column(3, "name", pa.array([os.urandom(40).hex() for _ in range(data.num_rows)])))
         number += 1
     files = rolling.close()
     Committer(ctx.store, ctx.schema).commit(CommitRequest(kind=ChangeKind.APPEND, new_files=files))
-    big = files[0].meta
+
+
+def bench_rss(args: argparse.Namespace, scratch: Path) -> None:
+    """The big file is built by one child process and rewritten by another: the second's peak RSS is the
+    rewrite's alone (a child forked from a process that held the file would inherit its high-water mark)."""
+    path = scratch / "big"
+    subprocess.run([sys.executable, __file__, "--build-big", str(path), str(args.rss_mb)], check=True)
+    big = Table.open(str(path)).files()[0]
     start = time.perf_counter()
     child = [sys.executable, "-c", _CHILD, str(path), str(NOW_MS)]
     out = subprocess.run(child, check=True, capture_output=True, text=True).stdout.split()
@@ -219,7 +225,11 @@ def main() -> None:
     parser.add_argument("--rss-mb", type=int, default=0)
     parser.add_argument("--skip-delta", action="store_true")
     parser.add_argument("--only", choices=("expiry", "compaction", "rss"), default=None)
+    parser.add_argument("--build-big", nargs=2, metavar=("PATH", "MB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.build_big:
+        build_big(Path(args.build_big[0]), int(args.build_big[1]))
+        return
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         if args.only in (None, "expiry"):

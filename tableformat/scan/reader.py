@@ -21,6 +21,10 @@ from tableformat.model.schema import TableSchema
 from tableformat.scan.record_ttl import RecordTTL
 
 
+STREAM_BUFFER_BYTES = 1 << 20
+"""Read buffer of :meth:`DataReader.iter_entry_batches` (per column)."""
+
+
 def _ttl_column(schema: TableSchema, ttl: RecordTTL | None) -> str | None:
     """The name the TTL's time field has in the schema a reader reads as (None: no TTL, or no such column)."""
     if ttl is None:
@@ -75,7 +79,9 @@ class DataReader:
     def iter_entry_batches(self, entry: ManifestEntry, batch_rows: int = 65_536) -> Iterator[pa.Table]:
         """One data file as Tables of at most ``batch_rows`` rows, in file order, streamed (bounded memory)."""
         with self._errors(entry) as path:
-            parquet = pq.ParquetFile(path, filesystem=self._fs)
+            # Buffered column reads, no pre-buffering: memory stays at about one batch whatever the file's size
+            # (the defaults read whole row groups' column chunks at once and keep them).
+            parquet = pq.ParquetFile(path, filesystem=self._fs, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False)
         with parquet:
             for batch in parquet.iter_batches(batch_size=batch_rows, use_threads=False):
                 yield self._keep(self._to_current(pa.Table.from_batches([batch]), entry))
