@@ -20,7 +20,6 @@ from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.scan.record_ttl import RecordTTL
 
-
 STREAM_BUFFER_BYTES = 1 << 20
 """Read buffer of :meth:`DataReader.iter_entry_batches` (per column)."""
 
