@@ -301,3 +301,21 @@ def scan_record_ttl(
     if include_expired:
         return None
     return resolve_record_ttl(schema, system_now_ms() if now_ms is None else int(now_ms))
+
+
+def ttl_scan(
+    ttl: RecordTTL,
+    entries: Sequence[ManifestEntry],
+    schema: TableSchema,
+    schema_loader: Callable[[int], TableSchema],
+    row_filter: pc.Expression | None,
+) -> tuple[list[ManifestEntry], pc.Expression | None]:
+    """A scan's entries without the fully expired files, and its row filter AND the TTL's keep rule (by the time
+    field's name in the read ``schema``; a read schema without the field filters nothing): what
+    ``TableScan(row_filter=...)`` takes."""
+    kept = ttl.prune(entries, schema_loader)
+    name = next((f.name for f in schema.fields if f.id == ttl.field_id), None)
+    if name is None:
+        return kept, row_filter
+    keep = ttl.expression(name)
+    return kept, keep if row_filter is None else row_filter & keep

@@ -131,3 +131,20 @@ def test_expire_records_runs_after_commits_unless_write_only(tmp_path: Path) -> 
     quiet = make_table(tmp_path / "u", kind)  # write-only: nothing runs after commits
     quiet.append(pa.table({"id": [0], "ts": [old], "p": [0]}, schema=quiet.arrow_schema))
     assert len(quiet.snapshots()) == 1 and rows(quiet, include_expired=True) == [(0, old, 0)]
+
+
+@pytest.mark.parametrize("kind", TIME_TYPES, ids=lambda k: k.name)
+def test_every_reader_of_the_scan_hides_expired_rows(tmp_path: Path, kind: TimeType) -> None:
+    import pyarrow.compute as pc
+
+    table = make_table(tmp_path / "t", kind)
+    _fill(table, kind)
+    expected = rows(table)
+    ids = sorted(table.to_pyarrow_dataset().to_table()["id"].to_pylist())
+    assert ids == [r[0] for r in expected]
+    audit = sorted(table.to_pyarrow_dataset(include_expired=True).to_table()["id"].to_pylist())
+    assert audit == list(range(15))
+    picked = table.to_arrow(columns=["id"], filter=pc.field("id") >= 5)  # the TTL also applies to a projection
+    assert sorted(picked["id"].to_pylist()) == [r[0] for r in expected if r[0] >= 5]
+    scan = table.scan()
+    assert len(scan.files()) == len(FILES) - 1 == len(table.files()) - 1  # the fully expired file is left out
