@@ -18,6 +18,8 @@ from ..rewrite import CommitSettings, FilePaths, RewriteOutcome, Rewriter, batch
 from .plan import CompactConfig, CompactPlan, plan_compaction
 
 COMMIT_USER_PREFIX = "tablefmt-compaction-"
+SCHEDULE_KEYS = ("compaction.min.file-num", "compaction.max.file-num", "compaction.commit.max-files")
+"""A table that sets one of these is compacted by the scheduler (``tablefmt maintain``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,6 +112,12 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> CompactConfig:
         return CompactConfig.resolve(ctx, overrides)
+
+    def configured(self, ctx: TableContext) -> bool:
+        """For the scheduler: only tables that set a compaction option (``compaction.min.file-num``,
+        ``compaction.max.file-num``, ``compaction.commit.max-files``) are compacted on a schedule; any table can
+        be compacted on demand."""
+        return any(key in ctx.schema.options for key in SCHEDULE_KEYS)
 
     def plan(self, ctx: TableContext, config: CompactConfig, now_ms: int) -> CompactPlan:
         return plan_compaction(ctx, config, now_ms)

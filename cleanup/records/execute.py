@@ -98,6 +98,7 @@ def planned_result(ctx: TableContext, plan: RecordExpirePlan) -> RecordExpireRes
         bytes_reclaimable=sum(j.entry.file.file_size for j in files),
         cutoff_ms=plan.ttl.cutoff_ms,
         notes=_notes(plan, False),
+        backlog=plan.waiting,
     )
 
 
@@ -135,4 +136,5 @@ def execute_record_expiration(
         cutoff_ms=plan.ttl.cutoff_ms,
         skipped_files=tuple(skipped),
         notes=_notes(plan, bool(replaced)),
+        backlog=plan.waiting + len(skipped),
     )

@@ -29,8 +29,17 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
         Parameter("max_files", "int", "drop or rewrite at most N files this run", minimum=1),
     )
 
+    limit_option = "record-level.expire.max-files"
+
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> RecordExpireConfig:
         return RecordExpireConfig.resolve(ctx, overrides)
+
+    def configured(self, ctx: TableContext) -> bool:
+        """Only when ``record-level.expire-time`` is set (an invalid value counts as set: running reports it)."""
+        try:
+            return ctx.options.get(RECORD_LEVEL_EXPIRE_TIME) is not None
+        except ValidationError:
+            return True
 
     def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
         """After commits: when the table sets ``record-level.expire-time`` (a bad time field is then reported)."""
