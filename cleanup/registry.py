@@ -11,13 +11,17 @@ from typing import Any
 
 from tableformat.errors import ValidationError
 
+from .compaction import COMPACTION
 from .kernel import Operation
 from .orphans import ORPHAN_CLEANUP
 from .partitions import PARTITION_EXPIRATION
+from .records import RECORD_EXPIRATION
 from .snapshots import SNAPSHOT_EXPIRATION
 
 OPERATIONS: tuple[Operation[Any, Any, Any], ...] = (
     PARTITION_EXPIRATION,
+    RECORD_EXPIRATION,  # record TTL after partition expiry, before snapshot expiry (Paimon's order)
+    COMPACTION,  # not after commits; before snapshot expiration when a schedule runs everything in order
     SNAPSHOT_EXPIRATION,
     ORPHAN_CLEANUP,
 )

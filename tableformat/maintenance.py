@@ -7,16 +7,21 @@ The operations come from the one registry (``tableformat.cleanup.registry``); a 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 from tableformat.cleanup import registry
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult, check_table
+from tableformat.cleanup.compaction import CompactResult, compact
 from tableformat.cleanup.kernel import OperationResult, Progress, run_operation
 from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
 from tableformat.cleanup.partitions import PartitionExpireResult, expire_partitions
+from tableformat.cleanup.records import RecordExpireResult, expire_records
 from tableformat.cleanup.snapshots import ExpireResult, expire_snapshots
 from tableformat.context import TableContext
+
+PartitionSpec = Mapping[str, Any]
 
 
 class TableMaintenance:
@@ -116,3 +121,65 @@ class TableMaintenance:
     def check(self, parallelism: int | None = None) -> CheckResult:
         """Verify every referenced file exists with its recorded size; count orphans and reclaimable bytes."""
         return check_table(self._ctx, parallelism=parallelism)
+
+    def expire_records(
+        self,
+        expire_time: dt.timedelta | int | str | None = None,
+        time_field: str | None = None,
+        max_files: int | None = None,
+        dry_run: bool = False,
+        *,
+        now_ms: int | None = None,
+    ) -> RecordExpireResult:
+        """Remove rows older than ``expire_time`` (default: ``record-level.expire-time``) by ``time_field``.
+
+        Files whose every row is expired are dropped in one metadata-only snapshot (never read); partly expired
+        files are rewritten with their unexpired rows, old and new swapped in one snapshot per batch. At most
+        ``max_files`` files per run. A dry run reports exactly the files a real run drops and rewrites.
+        """
+        return expire_records(
+            self._ctx, expire_time=expire_time, time_field=time_field, max_files=max_files, dry_run=dry_run,
+            now_ms=now_ms,
+        )
+
+    def compact(
+        self,
+        partition: PartitionSpec | str | None = None,
+        target_file_size: int | str | None = None,
+        dry_run: bool = False,
+        *,
+        now_ms: int | None = None,
+    ) -> CompactResult:
+        """Merge the small files of each partition (or only ``partition``) and bucket into files near
+        ``target_file_size`` (default: ``target-file-size``), one COMPACT snapshot per batch; every row is kept
+        exactly once (rows expired by the record TTL are dropped)."""
+        return compact(
+            self._ctx, partition=partition, target_file_size=target_file_size, dry_run=dry_run, now_ms=now_ms
+        )
+
+
+class RewriteMethods:
+    """``Table.expire_records`` and ``Table.compact`` (kept here so table.py stays small)."""
+
+    @property
+    def maintenance(self) -> TableMaintenance:
+        raise NotImplementedError
+
+    def expire_records(
+        self,
+        expire_time: dt.timedelta | int | str | None = None,
+        time_field: str | None = None,
+        max_files: int | None = None,
+        dry_run: bool = False,
+    ) -> RecordExpireResult:
+        """``table.maintenance.expire_records``: remove rows older than the record-level expire time."""
+        return self.maintenance.expire_records(expire_time, time_field, max_files, dry_run)
+
+    def compact(
+        self,
+        partition: PartitionSpec | str | None = None,
+        target_file_size: int | str | None = None,
+        dry_run: bool = False,
+    ) -> CompactResult:
+        """``table.maintenance.compact``: merge small files into files near the target size."""
+        return self.maintenance.compact(partition, target_file_size, dry_run)

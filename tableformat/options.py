@@ -353,6 +353,74 @@ PARTITION_EXPIRATION_BATCH_SIZE = _register(
     )
 )
 
+# --- record-level TTL and compaction (append tables) -------------------------------------------------------------
+RECORD_LEVEL_EXPIRE_TIME = _register(
+    Option(
+        "record-level.expire-time",
+        DURATION,
+        None,
+        "Rows whose `record-level.time-field` is older than now minus this are expired: never returned by reads, "
+        "dropped by `expire-records` (whole files by statistics, partly expired files rewritten) and by compaction. "
+        "Rows with a null time are kept.",
+    )
+)
+RECORD_LEVEL_TIME_FIELD = _register(
+    Option(
+        "record-level.time-field",
+        STRING,
+        None,
+        "The column `record-level.expire-time` judges: INT (epoch seconds), BIGINT (epoch seconds, or milliseconds "
+        "when >= 10^12), TIMESTAMP (UTC wall clock), TIMESTAMP WITH LOCAL TIME ZONE, or DATE (its start, UTC).",
+    )
+)
+RECORD_LEVEL_EXPIRE_MAX_FILES = _register(
+    Option(
+        "record-level.expire.max-files",
+        INT,
+        1000,
+        "At most this many data files are dropped or rewritten by one `expire-records` run (the rest wait for the "
+        "next run; oldest first).",
+        minimum=1,
+    )
+)
+RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE = _register(
+    Option(
+        "record-level.expire.max-rewrite-size",
+        MEMORY,
+        1024**3,
+        "At most this many bytes of partly expired files are rewritten by one `expire-records` run.",
+    )
+)
+COMPACTION_MIN_FILE_NUM = _register(
+    Option(
+        "compaction.min.file-num",
+        INT,
+        5,
+        "A partition/bucket is compacted only when it has at least this many small files (smaller than 70% of "
+        "`target-file-size`, Paimon's rule).",
+        minimum=2,
+    )
+)
+COMPACTION_MAX_FILE_NUM = _register(
+    Option(
+        "compaction.max.file-num",
+        INT,
+        50,
+        "At most this many small files are merged into one new file, even if together they stay under the target.",
+        minimum=2,
+    )
+)
+COMPACTION_COMMIT_MAX_FILES = _register(
+    Option(
+        "compaction.commit.max-files",
+        INT,
+        1000,
+        "Compaction and record expiry rewrites commit in batches replacing at most this many files each (a batch "
+        "that conflicts with a concurrent commit is re-planned; at most one batch of work is lost).",
+        minimum=1,
+    )
+)
+
 
 @dataclass(frozen=True, slots=True)
 class TableOptions:

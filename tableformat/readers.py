@@ -29,6 +29,7 @@ from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
 from tableformat.scan.filters import RowFilter, as_expression
 from tableformat.scan.reader import DataReader
+from tableformat.scan.record_ttl import scan_record_ttl, ttl_scan
 
 PartitionSpec = Mapping[str, Any]
 
@@ -158,11 +159,14 @@ class TableReaders:
         as_of: int | dt.datetime | None = None,
         filter: RowFilter | None = None,
         partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None,
+        include_expired: bool = False,
     ) -> TableScan:
         """Plan a read of one snapshot (latest by default): exactly its live files, pruned by ``partition_filter``
         (manifest statistics) and ``filter`` (partition values and min/max statistics of each file).
 
         ``filter``: a ``pyarrow.compute`` expression or a list of ``(column, op, value)`` tuples (pyarrow's DNF form).
+        Rows expired by the table's record-level TTL (``record-level.expire-time``, judged now, once per scan) are
+        left out, and files whose every row is expired are never opened, unless ``include_expired`` (audits).
         """
         self._refresh_schema()
         snapshot = self.select_snapshot(snapshot_id, tag, as_of)
@@ -175,6 +179,9 @@ class TableReaders:
         except (CorruptMetadataError, StorageError) as exc:
             self._raise_if_expired(snapshot, tag, exc)
             raise
+        ttl = scan_record_ttl(ctx.schema, include_expired=include_expired)
+        if ttl is not None:
+            entries, row_filter = ttl_scan(ttl, entries, schema, ctx.schema_by_id, row_filter)
         return TableScan(
             ctx.io, ctx.layout, schema, ctx.schema_by_id, entries, row_filter=row_filter, snapshot=snapshot
         )
@@ -188,10 +195,15 @@ class TableReaders:
         as_of: int | dt.datetime | None = None,
         columns: Sequence[str] | None = None,
         filter: RowFilter | None = None,
+        include_expired: bool = False,
     ) -> pa.Table:
         """Rows of the latest snapshot (or a snapshot id, a tag, or a point in time): only ``columns`` when given,
-        only rows matching ``filter``; files that cannot match are never opened (see :meth:`scan`)."""
-        scan = self.scan(snapshot_id, tag, as_of=as_of, filter=filter, partition_filter=partition_filter)
+        only rows matching ``filter``; files that cannot match are never opened (see :meth:`scan`). Rows expired by
+        the record-level TTL are left out unless ``include_expired``."""
+        scan = self.scan(
+            snapshot_id, tag, as_of=as_of, filter=filter, partition_filter=partition_filter,
+            include_expired=include_expired,
+        )
         try:
             return scan.to_table(columns)
         except (CorruptMetadataError, StorageError) as exc:
@@ -207,9 +219,13 @@ class TableReaders:
         as_of: int | dt.datetime | None = None,
         columns: Sequence[str] | None = None,
         filter: RowFilter | None = None,
+        include_expired: bool = False,
     ) -> pa.RecordBatchReader:
         """Like to_arrow, streaming batch by batch."""
-        scan = self.scan(snapshot_id, tag, as_of=as_of, filter=filter, partition_filter=partition_filter)
+        scan = self.scan(
+            snapshot_id, tag, as_of=as_of, filter=filter, partition_filter=partition_filter,
+            include_expired=include_expired,
+        )
         return pa.RecordBatchReader.from_batches(scan.projected_schema(columns), scan.to_batches(columns))
 
     def to_pyarrow_dataset(
@@ -219,11 +235,12 @@ class TableReaders:
         *,
         as_of: int | dt.datetime | None = None,
         filter: RowFilter | None = None,
+        include_expired: bool = False,
     ) -> ds.Dataset:
         """A lazy ``pyarrow.dataset.Dataset`` over exactly the snapshot's live files (typed partition columns, older
         schemas' files read as the snapshot's schema). Engines that scan Arrow datasets (DuckDB, Polars, Acero)
-        push their projections and filters into it."""
-        return self.scan(snapshot_id, tag, as_of=as_of, filter=filter).dataset()
+        push their projections and filters into it. Expired rows are filtered out unless ``include_expired``."""
+        return self.scan(snapshot_id, tag, as_of=as_of, filter=filter, include_expired=include_expired).dataset()
 
     def to_pandas(
         self,
@@ -233,10 +250,14 @@ class TableReaders:
         as_of: int | dt.datetime | None = None,
         columns: Sequence[str] | None = None,
         filter: RowFilter | None = None,
+        include_expired: bool = False,
     ) -> Any:
         """The snapshot's rows as a pandas DataFrame (needs the ``pandas`` extra)."""
         _optional("pandas", "pandas")
-        return self.to_arrow(snapshot_id, tag, as_of=as_of, columns=columns, filter=filter).to_pandas()
+        table = self.to_arrow(
+            snapshot_id, tag, as_of=as_of, columns=columns, filter=filter, include_expired=include_expired
+        )
+        return table.to_pandas()
 
     def to_polars(
         self,
@@ -247,14 +268,21 @@ class TableReaders:
         columns: Sequence[str] | None = None,
         filter: RowFilter | None = None,
         lazy: bool = False,
+        include_expired: bool = False,
     ) -> Any:
         """The snapshot's rows as a Polars DataFrame, or with ``lazy=True`` a LazyFrame scanning the dataset (needs
         the ``polars`` extra)."""
         polars = _optional("polars", "polars")
         if lazy:
-            frame = polars.scan_pyarrow_dataset(self.to_pyarrow_dataset(snapshot_id, tag, as_of=as_of, filter=filter))
+            dataset = self.to_pyarrow_dataset(
+                snapshot_id, tag, as_of=as_of, filter=filter, include_expired=include_expired
+            )
+            frame = polars.scan_pyarrow_dataset(dataset)
             return frame if columns is None else frame.select(list(columns))
-        return polars.from_arrow(self.to_arrow(snapshot_id, tag, as_of=as_of, columns=columns, filter=filter))
+        table = self.to_arrow(
+            snapshot_id, tag, as_of=as_of, columns=columns, filter=filter, include_expired=include_expired
+        )
+        return polars.from_arrow(table)
 
     def to_duckdb(
         self,
@@ -265,13 +293,15 @@ class TableReaders:
         *,
         as_of: int | dt.datetime | None = None,
         filter: RowFilter | None = None,
+        include_expired: bool = False,
     ) -> Any:
         """Register the snapshot as view ``name`` on a DuckDB connection (a new in-memory one by default) and return
         the connection; DuckDB scans the Arrow dataset lazily, pushing down projections and filters (needs the
         ``duckdb`` extra)."""
         duckdb = _optional("duckdb", "duckdb")
         connection = duckdb.connect() if connection is None else connection
-        connection.register(name, self.to_pyarrow_dataset(snapshot_id, tag, as_of=as_of, filter=filter))
+        dataset = self.to_pyarrow_dataset(snapshot_id, tag, as_of=as_of, filter=filter, include_expired=include_expired)
+        connection.register(name, dataset)
         return connection
 
     def files(self, snapshot_id: int | None = None) -> list[DataFileInfo]:

@@ -35,7 +35,7 @@ from tableformat.errors import (
 from tableformat.inspect import TableInspector
 from tableformat.io.factory import open_location
 from tableformat.layout import NameFactory, TableLayout
-from tableformat.maintenance import TableMaintenance
+from tableformat.maintenance import RewriteMethods, TableMaintenance
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.options import (
@@ -47,6 +47,7 @@ from tableformat.options import (
     check_option_keys,
 )
 from tableformat.readers import DataFileInfo, PartitionSpec, TableReaders
+from tableformat.scan.record_ttl import resolve_record_ttl
 from tableformat.store import MetadataStore
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ log = logging.getLogger(__name__)
 __all__ = ["DataFileInfo", "PartitionSpec", "Table"]
 
 
-class Table(TableReaders):
+class Table(TableReaders, RewriteMethods):
     """A Paimon append table on local disk or any fsspec store (S3 via s3fs)."""
 
     def __init__(self, context: TableContext) -> None:
@@ -120,6 +121,7 @@ class Table(TableReaders):
             options=opts,
             time_millis=int(time.time() * 1000),
         )
+        resolve_record_ttl(table_schema, 0)  # a TTL on a missing or non-time column is refused before creating
         if not store.write_schema_if_absent(table_schema):
             raise TableAlreadyExistsError(f"a table already exists at {file_io.url(root)}")
         return cls(TableContext(location=path, io=file_io, layout=layout, store=store, schema=table_schema))
@@ -438,14 +440,9 @@ class Table(TableReaders):
         return TableMaintenance(self._ctx)
 
     def expire_snapshots(
-        self,
-        retain_min: int | None = None,
-        retain_max: int | None = None,
-        time_retained: dt.timedelta | int | str | None = None,
-        limit: int | None = None,
-        dry_run: bool = False,
-        *,
-        parallelism: int | None = None,
+        self, retain_min: int | None = None, retain_max: int | None = None,
+        time_retained: dt.timedelta | int | str | None = None, limit: int | None = None, dry_run: bool = False,
+        *, parallelism: int | None = None,
     ) -> ExpireResult:
         """``table.maintenance.expire_snapshots``: expire old snapshots and the files only they used."""
         return self.maintenance.expire_snapshots(
@@ -460,12 +457,8 @@ class Table(TableReaders):
         return self.maintenance.expire_partitions(expiration_time, strategy, max_num, dry_run)
 
     def remove_orphan_files(
-        self,
-        older_than: dt.timedelta | None = None,
-        dry_run: bool = False,
-        parallelism: int | None = None,
-        *,
-        force: bool = False,
+        self, older_than: dt.timedelta | None = None, dry_run: bool = False, parallelism: int | None = None,
+        *, force: bool = False,
     ) -> OrphanResult:
         """``table.maintenance.remove_orphan_files``: delete old files nothing references."""
         return self.maintenance.remove_orphan_files(older_than, dry_run, parallelism, force=force)

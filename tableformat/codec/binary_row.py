@@ -119,6 +119,30 @@ def decode_row(data: bytes, types: Sequence[DataType], *, source: str = "<binary
         raise CorruptMetadataError(source, f"bad binary row ({exc})") from exc
 
 
+def decode_field(data: bytes, types: Sequence[DataType], index: int) -> object:
+    """One field of a serialized row, without decoding the others (statistics lookups of a single column)."""
+    try:
+        arity = row_arity(data)
+        if arity != len(types):
+            raise ValueError(f"row has {arity} fields, expected {len(types)}")
+        row = memoryview(data)[4:]
+        bits = null_bits_width(arity)
+        bit = index + _HEADER_BITS
+        if row[bit // 8] & (1 << (bit % 8)):
+            return None
+        slot = bits + 8 * index
+        dtype = types[index]
+        if dtype.root == "INT":
+            return struct.unpack_from("<i", row, slot)[0]
+        if dtype.root == "BIGINT":
+            return struct.unpack_from("<q", row, slot)[0]
+        if dtype.root == "DATE":
+            return EPOCH_DATE + dt.timedelta(days=struct.unpack_from("<i", row, slot)[0])
+    except (ValueError, IndexError, struct.error) as exc:
+        raise CorruptMetadataError("<binary row>", f"invalid binary row ({exc})") from None
+    return decode_row(data, types)[index]
+
+
 def row_arity(data: bytes) -> int:
     """The arity stored in a serialized row."""
     return int(struct.unpack_from(">i", data, 0)[0])

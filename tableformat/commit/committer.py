@@ -58,6 +58,8 @@ class ChangeKind(str, Enum):
     APPEND = "append"
     OVERWRITE = "overwrite"
     DROP = "drop"
+    REPLACE = "replace"
+    """Swap exactly ``replaced_files`` for ``new_files`` in one snapshot (compaction, record-level TTL rewrites)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +82,15 @@ class CommitRequest:
     ``CommitResult.changed_partitions``; the others lose exactly their planned files that are still live."""
     properties: Mapping[str, str] = field(default_factory=dict)
     """Snapshot properties to set (carried forward by later tablefmt commits, like every property)."""
+    replaced_files: tuple[ManifestEntry, ...] = ()
+    """REPLACE only: the live files the new files replace. The commit happens only if every one of them is still
+    live in the latest snapshot (else nothing is committed and ``CommitResult.missing_files`` names them: a
+    concurrent commit removed or overwrote them, and the caller re-plans or gives up)."""
+    snapshot_kind: CommitKind = CommitKind.OVERWRITE
+    """REPLACE only: the snapshot's commit kind (COMPACT for compaction, which changes no row)."""
+    replaced_live_in: int | None = None
+    """REPLACE only: a snapshot id in which the caller read ``replaced_files`` as live entries. When it is still the
+    latest, they are live as given and the commit skips re-reading the manifests."""
 
 
 def read_commit_log(snapshot: Snapshot | None) -> dict[str, int]:
@@ -102,6 +113,7 @@ class Committer:
         self.codec = PartitionCodec(schema)
         self.partition_types = [f.type for f in schema.partition_fields]
         self._changed: tuple[dict[str, Any], ...] = ()
+        self._missing: tuple[ManifestEntry, ...] = ()
 
     # --- public ----------------------------------------------------------------------------------------------
     def commit(self, request: CommitRequest) -> CommitResult:
@@ -138,6 +150,8 @@ class Committer:
                 )
         if request.kind == ChangeKind.DROP and request.new_files:
             raise ValidationError("drop partitions takes no data")
+        if (request.kind == ChangeKind.REPLACE) != bool(request.replaced_files):
+            raise ValidationError("a replace commit (and only one) names the live files it replaces")
 
     def _already_committed(self, latest: Snapshot | None, request: CommitRequest) -> bool:
         committed = read_commit_log(latest).get(request.commit_user)
@@ -168,6 +182,8 @@ class Committer:
         ]
         if request.kind == ChangeKind.APPEND or latest is None:
             return adds
+        if request.kind == ChangeKind.REPLACE:
+            return self._replace_deletes(latest, request) + adds
         predicate: PartitionPredicate | None
         if request.dynamic:
             specs = {f.partition: self.codec.values(f.partition) for f in request.new_files}
@@ -187,6 +203,21 @@ class Committer:
             raise CommitConflictError("a file to add is already live in the table (the commit was applied before?)")
         return deletes + adds
 
+    def _replace_deletes(self, latest: Snapshot, request: CommitRequest) -> list[ManifestEntry]:
+        """DELETE copies of the replaced files as they are live now; none (and ``_missing`` set) if any is gone."""
+        if request.replaced_live_in == latest.id:  # nothing was committed since the caller read them
+            return [e.as_kind(FileKind.DELETE) for e in request.replaced_files]
+        wanted = {e.identifier() for e in request.replaced_files}
+        specs = {e.partition: self.codec.values(e.partition) for e in request.replaced_files}
+        predicate = PartitionPredicate(tuple(specs.values())) if self.codec.keys else None
+        threads = resolve_parallelism(self.options, self.store.io, None)
+        live = {e.identifier(): e for e in live_entries(self.store, latest, self.codec, predicate, threads)}
+        missing = tuple(e for e in request.replaced_files if e.identifier() not in live)
+        if missing:
+            self._missing = missing
+            return []
+        return [live[key].as_kind(FileKind.DELETE) for key in wanted]
+
     def _try_once(self, request: CommitRequest) -> CommitResult | _Lost:
         try:
             latest = self.store.latest_snapshot()
@@ -202,8 +233,11 @@ class Committer:
         names = NameFactory()
         written: list[str] = []
         self._changed = ()
+        self._missing = ()
         try:
             delta = self._delta(latest, request)
+            if self._missing:
+                return CommitResult(None, created=False, missing_files=self._missing)
             if not delta:
                 return CommitResult(None, created=False, changed_partitions=self._changed)
             snapshot = self._write_metadata(latest, request, delta, names, written)
@@ -336,6 +370,8 @@ class Committer:
         properties.update(request.properties)
         properties[COMMIT_LOG_PROPERTY] = json_codec.commit_log_to_text(commit_log)
         kind = CommitKind.APPEND if request.kind == ChangeKind.APPEND else CommitKind.OVERWRITE
+        if request.kind == ChangeKind.REPLACE:
+            kind = request.snapshot_kind
         return Snapshot(
             id=(latest.id + 1) if latest is not None else 1,
             schema_id=self.schema.id,
@@ -378,3 +414,5 @@ class CommitResult:
     created: bool
     changed_partitions: tuple[dict[str, Any], ...] = ()
     """A guarded drop (``expected_files``): partitions left untouched because files were added after planning."""
+    missing_files: tuple[ManifestEntry, ...] = ()
+    """A replace: the replaced files that were no longer live, so nothing was committed."""

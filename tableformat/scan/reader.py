@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -17,6 +18,17 @@ from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
+from tableformat.scan.record_ttl import RecordTTL
+
+STREAM_BUFFER_BYTES = 1 << 20
+"""Read buffer of :meth:`DataReader.iter_entry_batches` (per column)."""
+
+
+def _ttl_column(schema: TableSchema, ttl: RecordTTL | None) -> str | None:
+    """The name the TTL's time field has in the schema a reader reads as (None: no TTL, or no such column)."""
+    if ttl is None:
+        return None
+    return next((f.name for f in schema.fields if f.id == ttl.field_id), None)
 
 
 class DataReader:
@@ -30,6 +42,8 @@ class DataReader:
         schema_loader: Callable[[int], TableSchema],
         codec: PartitionCodec,
         threads: int = 4,
+        *,
+        record_ttl: RecordTTL | None = None,
     ) -> None:
         self.io = file_io
         self.layout = layout
@@ -40,6 +54,10 @@ class DataReader:
         self.arrow_schema = arrow_schema_of(list(schema.fields))
         self._paths = DataPaths(schema, codec)
         self._fs = file_io.arrow_filesystem()
+        self.record_ttl = record_ttl
+        """The scan's row filter (:func:`tableformat.scan.record_ttl.scan_record_ttl`): expired files are never
+        opened, expired rows never returned. None = every row."""
+        self._ttl_column = _ttl_column(schema, record_ttl)
 
     def path_of(self, entry: ManifestEntry) -> str:
         """Where an entry's file lives (a FileIO path inside the table root; a file that records an external path is
@@ -47,10 +65,46 @@ class DataReader:
         return self.layout.join(self._paths.of_entry(entry))
 
     def read_entry(self, entry: ManifestEntry) -> pa.Table:
-        """One data file as a Table with the current schema."""
+        """One data file as a Table with the current schema (without expired rows when the reader has a TTL)."""
+        with self._errors(entry) as path:
+            table = pq.read_table(path, filesystem=self._fs, partitioning=None)  # never infer from k=v dirs
+        return self._keep(self._to_current(table, entry))
+
+    def _keep(self, table: pa.Table) -> pa.Table:
+        if self.record_ttl is None or self._ttl_column is None:
+            return table
+        return self.record_ttl.filter(table, self._ttl_column)
+
+    def iter_entry_batches(self, entry: ManifestEntry, batch_rows: int = 65_536) -> Iterator[pa.Table]:
+        """One data file as Tables of at most ``batch_rows`` rows, in file order, streamed (bounded memory)."""
+        with self._errors(entry) as path:
+            # Buffered column reads, no pre-buffering: memory stays at about one batch whatever the file's size
+            # (the defaults read whole row groups' column chunks at once and keep them).
+            parquet = pq.ParquetFile(path, filesystem=self._fs, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False)
+        with parquet:
+            for batch in parquet.iter_batches(batch_size=batch_rows, use_threads=False):
+                yield self._keep(self._to_current(pa.Table.from_batches([batch]), entry))
+
+    def footer(self, entry: ManifestEntry) -> Any:
+        """The Parquet footer (``pyarrow.parquet.FileMetaData``) of a data file; reads only its tail."""
+        with self._errors(entry) as path:
+            return pq.read_metadata(path, filesystem=self._fs)
+
+    def file_column_name(self, entry: ManifestEntry, field_id: int) -> str | None:
+        """The name a field has in the schema a data file was written with (None: the file predates it)."""
+        schema_id = entry.file.schema_id
+        file_schema = self.schema if schema_id == self.schema.id else self.schema_loader(schema_id)
+        return next((f.name for f in file_schema.fields if f.id == field_id), None)
+
+    def live_entries(self, entries: Sequence[ManifestEntry]) -> Sequence[ManifestEntry]:
+        """``entries`` without the files the TTL says are fully expired (never opened)."""
+        return entries if self.record_ttl is None else self.record_ttl.prune(entries, self.schema_loader)
+
+    @contextmanager
+    def _errors(self, entry: ManifestEntry) -> Iterator[str]:
         path = self.path_of(entry)
         try:
-            table = pq.read_table(path, filesystem=self._fs, partitioning=None)  # never infer from k=v dirs
+            yield path
         except FileNotFoundError:
             raise StorageError(
                 f"data file {self.io.url(path)} referenced by the snapshot is missing (deleted outside tablefmt?)"
@@ -59,7 +113,6 @@ class DataReader:
             if "not found" in str(exc).lower() or "no such file" in str(exc).lower():
                 raise StorageError(f"data file {self.io.url(path)} referenced by the snapshot is missing") from None
             raise CorruptMetadataError(self.io.url(path), f"unreadable Parquet ({exc})") from None
-        return self._to_current(table, entry)
 
     def _to_current(self, table: pa.Table, entry: ManifestEntry) -> pa.Table:
         file_schema = (
@@ -84,6 +137,7 @@ class DataReader:
 
     def read_all(self, entries: Sequence[ManifestEntry]) -> pa.Table:
         """All entries' rows as one Table (files read in parallel)."""
+        entries = self.live_entries(entries)
         if not entries:
             return self.arrow_schema.empty_table()
         if len(entries) == 1 or self.threads <= 1:
@@ -95,5 +149,5 @@ class DataReader:
 
     def batches(self, entries: Sequence[ManifestEntry]) -> Iterator[pa.RecordBatch]:
         """Record batches file by file (bounded memory)."""
-        for entry in entries:
+        for entry in self.live_entries(entries):
             yield from self.read_entry(entry).to_batches()

@@ -52,6 +52,8 @@ PARTITIONS = "partitions"
 SPLIT_TARGET_SIZE = "source.split.target-size"
 SPLIT_OPEN_FILE_COST = "source.split.open-file-cost"
 SCAN_PARALLELISM = "scan.parallelism"
+SCAN_INCLUDE_EXPIRED = "scan.include-expired"
+"""``true``: also return rows expired by the table's record-level TTL (audits); default false."""
 
 PARTITION = "partition"
 DYNAMIC = DYNAMIC_PARTITION_OVERWRITE.key
@@ -71,6 +73,7 @@ READ_KEYS = _COMMON_KEYS | {
     SPLIT_TARGET_SIZE,
     SPLIT_OPEN_FILE_COST,
     SCAN_PARALLELISM,
+    SCAN_INCLUDE_EXPIRED,
 }
 WRITE_KEYS = _COMMON_KEYS | {PARTITION, DYNAMIC, PARTITION_BY, PARTITION_KEYS, WRITE_BUFFER_SIZE}
 TABLE_OPTION_KEYS = frozenset(k for k in REGISTRY if k != DYNAMIC)
@@ -179,6 +182,7 @@ class ReadConfig:
     split_target_size: int
     split_open_file_cost: int
     parallelism: int | None
+    include_expired: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadConfig:
@@ -205,6 +209,7 @@ class ReadConfig:
             split_target_size=_memory(lowered, SPLIT_TARGET_SIZE) or DEFAULT_SPLIT_TARGET_SIZE,
             split_open_file_cost=_memory(lowered, SPLIT_OPEN_FILE_COST) or DEFAULT_SPLIT_OPEN_FILE_COST,
             parallelism=parallelism,
+            include_expired=bool(_bool(lowered, SCAN_INCLUDE_EXPIRED)),
         )
 
 

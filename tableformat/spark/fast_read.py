@@ -7,6 +7,7 @@ as the table's schema without tablefmt's help; otherwise the ``tablefmt`` data s
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,8 @@ from tableformat.io.fileio import FileIO
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import parse_spec_text
 from tableformat.options import PARTITION_DEFAULT_NAME
-from tableformat.spark.config import PARTITIONS, SCAN_SNAPSHOT_ID, STORAGE_OPTIONS
+from tableformat.scan.record_ttl import BIGINT_MILLIS_FROM, MS_PER_DAY, RecordTTL, scan_record_ttl
+from tableformat.spark.config import PARTITIONS, SCAN_INCLUDE_EXPIRED, SCAN_SNAPSHOT_ID, STORAGE_OPTIONS
 from tableformat.spark.reader import data_reader, plan_entries, select_snapshot
 from tableformat.spark.registration import ensure_registered
 from tableformat.spark.schema import spark_schema_of
@@ -124,6 +126,30 @@ def _same_parquet_type(stored: pa.DataType, expected: pa.DataType) -> bool:
     return bool(stored == expected)
 
 
+def keep_condition(ttl: RecordTTL) -> Any:
+    """The record TTL's keep rule as a Spark Column (a null time, or a time at or after the cutoff): the same rule
+    as :meth:`RecordTTL.keep_mask`, with the cutoff as an exact literal of the column's type."""
+    from pyspark.sql import functions as F
+
+    column = F.col(f"`{ttl.field_name}`")
+    cutoff = ttl.cutoff_ms
+    seconds = -(-cutoff // 1000)
+    if ttl.root == "INT":
+        keep = column >= F.lit(seconds)
+    elif ttl.root == "BIGINT":
+        millis = F.lit(BIGINT_MILLIS_FROM)
+        keep = ((column >= millis) & (column >= F.lit(cutoff))) | ((column < millis) & (column >= F.lit(seconds)))
+    elif ttl.root == "DATE":
+        keep = column >= F.lit(dt.date(1970, 1, 1) + dt.timedelta(days=-(-cutoff // MS_PER_DAY)))
+    elif ttl.root == "TIMESTAMP_LTZ":
+        keep = column >= F.expr(f"timestamp_micros({cutoff * 1000})")
+    else:  # TIMESTAMP (no zone): the UTC wall clock of the cutoff, built without the session time zone
+        t = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=cutoff)
+        second = f"{t.second}.{t.microsecond:06d}"
+        keep = column >= F.expr(f"make_timestamp_ntz({t.year}, {t.month}, {t.day}, {t.hour}, {t.minute}, {second})")
+    return column.isNull() | keep
+
+
 def read_native(
     spark: SparkSession,
     path: str,
@@ -133,6 +159,7 @@ def read_native(
     storage_options: Mapping[str, Any] | None = None,
     *,
     timestamp_ms: int | None = None,
+    include_expired: bool = False,
 ) -> DataFrame:
     """A DataFrame over one snapshot (latest by default) read by Spark's native Parquet reader when possible.
 
@@ -140,7 +167,9 @@ def read_native(
     Falls back to ``spark.read.format("tablefmt")`` (same snapshot, same filter) when the files need tablefmt's
     conversion: files of older schemas, column types Spark's Parquet reader maps differently, glob characters in
     paths. For object stores Spark itself must be configured for the store (e.g. hadoop-aws for ``s3a://``);
-    ``storage_options`` only serve tablefmt's own planning and the fallback reader.
+    ``storage_options`` only serve tablefmt's own planning and the fallback reader. Rows expired by the table's
+    record-level TTL are never returned (files whose every row is expired are not read) unless
+    ``include_expired``.
     """
     options = dict(storage_options or {})
     table = Table.open(path, options)
@@ -148,6 +177,9 @@ def read_native(
     specs = _filter_specs(partition_filter)
     spark_schema = spark_schema_of(list(table.schema.fields))
     entries = plan_entries(table, snapshot, specs)
+    ttl = scan_record_ttl(table.schema, include_expired=include_expired)
+    if ttl is not None:
+        entries = ttl.prune(entries, table.context.schema_by_id)
     if snapshot is None or not entries:
         return spark.createDataFrame([], spark_schema)
     data = data_reader(path, options, table.schema)
@@ -161,7 +193,7 @@ def read_native(
             reason = f"Spark cannot open the files itself ({' '.join(str(exc).split())[:300]})"
         else:
             log.info("tablefmt: native Parquet read of %d file(s) of snapshot %d", len(paths), snapshot.id)
-            return frame
+            return frame if ttl is None else frame.where(keep_condition(ttl))
     log.info("tablefmt: reading snapshot %d through the data source: %s", snapshot.id, reason)
     ensure_registered(spark)
     fallback = spark.read.format("tablefmt").option("path", path).option(SCAN_SNAPSHOT_ID, str(snapshot.id))
@@ -169,4 +201,6 @@ def read_native(
         fallback = fallback.option(PARTITIONS, _filter_text(specs, table.options.require(PARTITION_DEFAULT_NAME)))
     if options:
         fallback = fallback.option(STORAGE_OPTIONS, json.dumps(options))
+    if include_expired:
+        fallback = fallback.option(SCAN_INCLUDE_EXPIRED, "true")
     return fallback.load()

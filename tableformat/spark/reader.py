@@ -24,6 +24,7 @@ from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
 from tableformat.scan.reader import DataReader
+from tableformat.scan.record_ttl import RecordTTL, scan_record_ttl
 from tableformat.spark.config import ReadConfig
 from tableformat.spark.schema import arrow_schema_for_spark, resolve_columns, to_spark_batches
 from tableformat.store import MetadataStore
@@ -48,12 +49,16 @@ def plan_entries(
     return table.plan_files(snapshot, list(partition_filter) if partition_filter is not None else None)
 
 
-def data_reader(location: str, storage_options: Mapping[str, Any], schema: TableSchema) -> DataReader:
-    """A DataReader for ``schema`` built from a location (on an executor: no Table, no listing)."""
+def data_reader(
+    location: str, storage_options: Mapping[str, Any], schema: TableSchema, record_ttl: RecordTTL | None = None
+) -> DataReader:
+    """A DataReader for ``schema`` built from a location (on an executor: no Table, no listing); with the scan's
+    record TTL, judged once on the driver, it never returns an expired row."""
     file_io, root = open_location(location, dict(storage_options))
     layout = TableLayout(root)
     store = MetadataStore(file_io, layout)
-    return DataReader(file_io, layout, schema, store.read_schema, PartitionCodec(schema), threads=1)
+    codec = PartitionCodec(schema)
+    return DataReader(file_io, layout, schema, store.read_schema, codec, threads=1, record_ttl=record_ttl)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,7 @@ class TablefmtReader(DataSourceReader):
         table = Table.open(config.path, config.storage_options)
         self.table_schema = table.schema
         self.columns = resolve_columns(spark_schema.fieldNames(), table.schema.field_names)
+        self.record_ttl = scan_record_ttl(table.schema, include_expired=config.include_expired)  # once per scan
 
     def partitions(self) -> Sequence[InputPartition]:
         config = self.config
@@ -120,6 +126,8 @@ class TablefmtReader(DataSourceReader):
                 table, snapshot_id=config.snapshot_id, tag=config.tag, timestamp_ms=config.timestamp_ms
             )
         entries = plan_entries(table, snapshot, config.partition_filter)
+        if self.record_ttl is not None:  # fully expired files are never read
+            entries = self.record_ttl.prune(entries, table.context.schema_by_id)
         sizing = SplitSizing(
             target_size=config.split_target_size,
             open_file_cost=config.split_open_file_cost,
@@ -138,7 +146,7 @@ class TablefmtReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, TablefmtSplit) or not partition.entries:
             return
-        reader = data_reader(self.config.path, self.config.storage_options, self.table_schema)
+        reader = data_reader(self.config.path, self.config.storage_options, self.table_schema, self.record_ttl)
         target = arrow_schema_for_spark(self.spark_schema)
         entries = partition.entries
         # Read the next file in the background while Spark consumes the current one (pyarrow releases the GIL).

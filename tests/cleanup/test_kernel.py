@@ -126,12 +126,12 @@ def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
 
 def test_every_registered_operation_has_a_cli_command_and_an_api_name() -> None:
     names = [op.name for op in registry.OPERATIONS]
-    assert names == ["expire-partitions", "expire", "remove-orphans"] and len(set(names)) == len(names)
+    assert names == ["expire-partitions", "expire-records", "compact", "expire", "remove-orphans"]
     assert set(names) <= set(cli.commands)
-    expected = (registry.operation("expire-partitions"), registry.operation("expire"))
+    expected = tuple(registry.operation(n) for n in ("expire-partitions", "expire-records", "expire"))
     assert registry.after_commit_operations() == expected
     with pytest.raises(
-        ValidationError, match="^no maintenance operation 'vacuum'; registered: expire-partitions, expire, remove-"
+        ValidationError, match="^no maintenance operation 'vacuum'; registered: expire-partitions, expire-records, "
     ):
         registry.operation("vacuum")
 

@@ -72,7 +72,7 @@ PAIMON_OPTIONS = {
     "consumer-id": "c1",
     "data-file.thin-mode": "true",
     "metadata.stats-mode": "truncate(16)",
-    "record-level.expire-time": "1 d",
+    "record-level.time-field-type": "seconds-int",  # record-level.expire-time is interpreted (and checked) now
     "sink.parallelism": "4",
     "scan.parallelism": "2",
     "commit.force-compact": "false",

@@ -1,0 +1,147 @@
+"""Compaction as a registered operation: merge small files into files near ``target-file-size`` with the shared
+rewriter, one guarded COMPACT snapshot per batch; every row is kept exactly once (rows the table's record TTL
+expired are dropped too). Not run after commits: run it on a schedule (``tablefmt compact``, the maintenance
+scheduler) or from a dedicated job, as Paimon users run a dedicated compaction job with ``write-only`` writers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.model.snapshot import CommitKind
+
+from ..kernel import Operation, OperationResult, Parameter, Progress, run_operation
+from ..rewrite import CommitSettings, FilePaths, RewriteOutcome, Rewriter, batches
+from .plan import CompactConfig, CompactPlan, plan_compaction
+
+COMMIT_USER_PREFIX = "tablefmt-compaction-"
+SCHEDULE_KEYS = ("compaction.min.file-num", "compaction.max.file-num", "compaction.commit.max-files")
+"""A table that sets one of these is compacted by the scheduler (``tablefmt maintain``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactResult(OperationResult):
+    """What a compaction run merged (or, in a dry run, would merge)."""
+
+    compacted_files: tuple[str, ...] = ()
+    """The small files replaced (relative to the table root)."""
+    written_files: tuple[str, ...] = ()
+    """The new files (none in a dry run)."""
+    groups: int = 0
+    rows: int = 0
+    """Rows read from the compacted files."""
+    expired_rows: int = 0
+    """Of those, rows the record TTL expired (not written again)."""
+    snapshot_ids: tuple[int, ...] = ()
+    bytes_reclaimable: int = 0
+    skipped_files: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        document = OperationResult.to_json(self)
+        document.update(
+            compacted_files=list(self.compacted_files),
+            written_files=list(self.written_files),
+            groups=self.groups,
+            rows=self.rows,
+            expired_rows=self.expired_rows,
+            snapshot_ids=list(self.snapshot_ids),
+            bytes_reclaimable=self.bytes_reclaimable,
+            skipped_files=[{"file": f, "reason": r} for f, r in self.skipped_files],
+        )
+        return document
+
+    def summary(self) -> tuple[str, ...]:
+        verb = "would merge" if self.dry_run else "merged"
+        lines = [
+            f"compact: {verb} {len(self.compacted_files)} file(s) in {self.groups} group(s) into "
+            f"{len(self.written_files)} file(s), {self.rows} row(s) read, {self.expired_rows} expired"
+            + (f" (snapshot(s) {', '.join(map(str, self.snapshot_ids))})" if self.snapshot_ids else "")
+        ]
+        lines += [f"skipped {path}: {reason}" for path, reason in self.skipped_files]
+        return tuple(lines + [f"note: {note}" for note in self.notes])
+
+
+def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConfig) -> CompactResult:
+    settings = CommitSettings(commit_user=f"{COMMIT_USER_PREFIX}{uuid.uuid4()}", snapshot_kind=CommitKind.COMPACT)
+    rewriter = Rewriter(ctx, plan.ttl, config.target_size, settings, plan.base_snapshot_id)
+    outcome = RewriteOutcome()
+    paths = FilePaths(ctx)
+    for batch in batches(plan.units, config.commit_max_files):
+        rewriter.rewrite(batch, outcome)
+    committed = len(plan.units) - len(outcome.abandoned)
+    return CompactResult(
+        compacted_files=tuple(paths.relative(e) for e in outcome.replaced),
+        written_files=tuple(ctx.layout.relative(f.path) for f in outcome.written),
+        groups=committed,
+        rows=outcome.rows_in,
+        expired_rows=outcome.rows_in - outcome.rows_out,
+        snapshot_ids=tuple(outcome.snapshot_ids),
+        bytes_reclaimable=sum(e.file.file_size for e in outcome.replaced),
+        skipped_files=tuple(
+            (paths.relative(e), reason) for unit, reason in outcome.abandoned for e in unit.files
+        ),
+        notes=("the bytes are freed by snapshot expiration",) if outcome.replaced else (),
+    )
+
+
+def planned_result(ctx: TableContext, plan: CompactPlan) -> CompactResult:
+    """The dry run: the groups the real run merges if the table does not change (expired rows not counted)."""
+    files = [e for unit in plan.units for e in unit.files]
+    paths = FilePaths(ctx)
+    return CompactResult(
+        dry_run=True,
+        compacted_files=tuple(paths.relative(e) for e in files),
+        groups=len(plan.units),
+        rows=sum(e.file.row_count for e in files),
+        bytes_reclaimable=sum(e.file.file_size for e in files),
+    )
+
+
+class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
+    """Merge small files of each partition and bucket into files near the target size."""
+
+    name = "compact"
+    summary = "merge small data files into files near target-file-size (one COMPACT snapshot per batch)"
+    parameters = (
+        Parameter("partition", "text", "only this partition, e.g. dt=2024-01-01 (k=v[,k=v])"),
+        Parameter("target_file_size", "text", "merge into files of about this size, e.g. 128mb (target-file-size)"),
+    )
+
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> CompactConfig:
+        return CompactConfig.resolve(ctx, overrides)
+
+    def configured(self, ctx: TableContext) -> bool:
+        """For the scheduler: only tables that set a compaction option (``compaction.min.file-num``,
+        ``compaction.max.file-num``, ``compaction.commit.max-files``) are compacted on a schedule; any table can
+        be compacted on demand."""
+        return any(key in ctx.schema.options for key in SCHEDULE_KEYS)
+
+    def plan(self, ctx: TableContext, config: CompactConfig, now_ms: int) -> CompactPlan:
+        return plan_compaction(ctx, config, now_ms)
+
+    def preview(self, ctx: TableContext, plan: CompactPlan) -> CompactResult:
+        return planned_result(ctx, plan)
+
+    def execute(
+        self, ctx: TableContext, plan: CompactPlan, config: CompactConfig, progress: Progress | None
+    ) -> CompactResult:
+        return execute_compaction(ctx, plan, config)
+
+
+COMPACTION = Compaction()
+
+
+def compact(
+    ctx: TableContext,
+    *,
+    partition: Mapping[str, Any] | str | None = None,
+    target_file_size: int | str | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+) -> CompactResult:
+    """Merge small files (of one partition when given); a dry run lists the files the real run merges."""
+    overrides = {"partition": partition, "target_file_size": target_file_size}
+    return run_operation(COMPACTION, ctx, overrides, dry_run=dry_run, now_ms=now_ms)

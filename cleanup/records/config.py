@@ -1,0 +1,66 @@
+"""Record expiration settings: the table's ``record-level.*`` options with per-call overrides, checked first."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.errors import ValidationError
+from tableformat.options import (
+    COMPACTION_COMMIT_MAX_FILES,
+    RECORD_LEVEL_EXPIRE_MAX_FILES,
+    RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE,
+    RECORD_LEVEL_EXPIRE_TIME,
+    TARGET_FILE_SIZE,
+)
+
+from ..rewrite import check_overrides, memory_bytes, positive_int, require_rewritable, ttl_at
+from ..snapshots.config import duration_ms
+
+OVERRIDES = ("expire_time", "time_field", "max_files", "max_rewrite_size")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordExpireConfig:
+    """What one record expiration run may do."""
+
+    expire_ms: int
+    """Rows older than now minus this expire (``record-level.expire-time``)."""
+    time_field: str
+    """The column judged (``record-level.time-field``)."""
+    max_files: int
+    """Files dropped or rewritten per run, at most (``record-level.expire.max-files``)."""
+    max_rewrite_bytes: int
+    """Bytes of partly expired files rewritten per run, at most (``record-level.expire.max-rewrite-size``)."""
+    commit_max_files: int
+    """Files one rewrite commit replaces, at most (``compaction.commit.max-files``)."""
+    target_size: int
+    """New files roll at about this size (``target-file-size``)."""
+
+    @classmethod
+    def resolve(cls, ctx: TableContext, overrides: Mapping[str, Any]) -> RecordExpireConfig:
+        given = check_overrides("expire-records", overrides, OVERRIDES)
+        require_rewritable(ctx, "expire-records")
+        options = ctx.options
+        expire = given.get("expire_time")
+        expire_ms = duration_ms(expire) if expire is not None else options.get(RECORD_LEVEL_EXPIRE_TIME)
+        if expire_ms is None:
+            raise ValidationError(
+                "no record expire time: set the table option record-level.expire-time or pass one "
+                "(--expire-time 30d, expire_time=...)"
+            )
+        time_field = given.get("time_field")
+        ttl = ttl_at(ctx, 0, expire_ms, None if time_field is None else str(time_field))
+        assert ttl is not None
+        max_files = positive_int(given.get("max_files", options.require(RECORD_LEVEL_EXPIRE_MAX_FILES)), "max_files")
+        rewrite = given.get("max_rewrite_size", options.require(RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE))
+        return cls(
+            expire_ms=expire_ms,
+            time_field=ttl.field_name,
+            max_files=max_files,
+            max_rewrite_bytes=memory_bytes(rewrite, "max_rewrite_size"),
+            commit_max_files=options.require(COMPACTION_COMMIT_MAX_FILES),
+            target_size=options.require(TARGET_FILE_SIZE),
+        )

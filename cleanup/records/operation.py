@@ -1,0 +1,78 @@
+"""Record expiration as a registered operation: after partition expiration, before snapshot expiration (Paimon's
+order: partition expiry, then record TTL, then snapshot expiry), and after every commit when the table sets
+``record-level.expire-time``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.errors import ValidationError
+from tableformat.options import RECORD_LEVEL_EXPIRE_TIME
+
+from ..kernel import Operation, Parameter, Progress, run_operation
+from .config import RecordExpireConfig
+from .execute import RecordExpireResult, execute_record_expiration, planned_result
+from .plan import RecordExpirePlan, plan_record_expiration
+
+
+class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExpireResult]):
+    """Drop files whose every row is expired (metadata only) and rewrite partly expired files."""
+
+    name = "expire-records"
+    summary = "remove rows older than record-level.expire-time (whole files by statistics, partly expired rewritten)"
+    after_commit = True
+    parameters = (
+        Parameter("expire_time", "duration", "rows older than this expire (record-level.expire-time)"),
+        Parameter("time_field", "text", "the column whose time expires a row (record-level.time-field)"),
+        Parameter("max_files", "int", "drop or rewrite at most N files this run", minimum=1),
+    )
+
+    limit_option = "record-level.expire.max-files"
+
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> RecordExpireConfig:
+        return RecordExpireConfig.resolve(ctx, overrides)
+
+    def configured(self, ctx: TableContext) -> bool:
+        """Only when ``record-level.expire-time`` is set (an invalid value counts as set: running reports it)."""
+        try:
+            return ctx.options.get(RECORD_LEVEL_EXPIRE_TIME) is not None
+        except ValidationError:
+            return True
+
+    def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
+        """After commits: when the table sets ``record-level.expire-time`` (a bad time field is then reported)."""
+        try:
+            return ctx.options.get(RECORD_LEVEL_EXPIRE_TIME) is not None
+        except ValidationError:
+            return False
+
+    def plan(self, ctx: TableContext, config: RecordExpireConfig, now_ms: int) -> RecordExpirePlan:
+        return plan_record_expiration(ctx, config, now_ms)
+
+    def preview(self, ctx: TableContext, plan: RecordExpirePlan) -> RecordExpireResult:
+        return planned_result(ctx, plan)
+
+    def execute(
+        self, ctx: TableContext, plan: RecordExpirePlan, config: RecordExpireConfig, progress: Progress | None
+    ) -> RecordExpireResult:
+        return execute_record_expiration(ctx, plan, config)
+
+
+RECORD_EXPIRATION = RecordExpiration()
+
+
+def expire_records(
+    ctx: TableContext,
+    *,
+    expire_time: Any = None,
+    time_field: str | None = None,
+    max_files: int | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+) -> RecordExpireResult:
+    """Remove expired rows (arguments override the table's options); a dry run reports exactly what a real run
+    does. A bad time field or a missing expire time raises a ValidationError before anything is read."""
+    overrides = {"expire_time": expire_time, "time_field": time_field, "max_files": max_files}
+    return run_operation(RECORD_EXPIRATION, ctx, overrides, dry_run=dry_run, now_ms=now_ms)
