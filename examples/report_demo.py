@@ -1,9 +1,9 @@
 """Build the demo table (``tablefmt demo``'s week of events) and write its retention report and a screenshot of it.
 
-The demo's loads are stamped on the days they load (2026-11-01 .. 2026-11-07, the late-data overwrite and the
-dropped day on 2026-11-08) by giving the committer a clock set to each day, so the charts show a week; the report
-is taken at 2026-11-08 18:00 UTC with partition expiration set to 4 days and a crashed load's files left behind
-(orphans), so every rule has something to show. Nothing else differs from ``tablefmt demo``.
+The demo's loads are stamped on the days they load (2026-11-01 .. 2026-11-07; the late-data overwrite and the
+dropped day minutes after the last load) by giving the committer a clock set to each day, so the charts show a
+week; the report is taken at 2026-11-08 18:00 UTC with partition expiration set to 4 days and a crashed load's
+files left behind (orphans), so every rule has something to show. Nothing else differs from ``tablefmt demo``.
 
 Usage: ``python examples/report_demo.py [--out docs] [--keep DIR]`` writes ``report-demo.png`` (and, with
 ``--html``, ``report-demo.html``) into ``--out``. Needs the extra ``report`` (matplotlib) and Chromium
@@ -88,7 +88,7 @@ def main() -> None:
     out = Path(args.out)
     html_path = out / "report-demo.html" if args.html else Path(work) / "report-demo.html"
     write_html(report, str(html_path))
-    errors = screenshot(html_path, out / "report-demo.png", width=1200, height=2200)
+    errors = screenshot(html_path, out / "report-demo.png", width=1200)
     print(f"report of {table.location}: {report.live_bytes} live bytes, {report.reclaimable_bytes} reclaimable now")
     print(f"wrote {out / 'report-demo.png'}" + (f" and {html_path}" if args.html else ""))
     if errors:

@@ -113,12 +113,12 @@ def storage_chart(history: StorageHistory, now_ms: int, orphan_bytes: int | None
                    edgecolor="#707070", label="orphans (now)", align="edge")
         ax.set_xlim(x[0], x[-1] + dt.timedelta(milliseconds=span * 0.03))
         _time_axis(ax)
+        ax.legend(loc="upper left", fontsize=8, frameon=False)
     else:
         ax.text(0.5, 0.5, "no snapshot", ha="center", va="center", transform=ax.transAxes)
     _bytes_axis(ax)
     ax.set_ylim(bottom=0)
     ax.set_title("Data bytes over time (UTC)", loc="left", fontsize=10)
-    ax.legend(loc="upper left", fontsize=8, frameon=False)
     return _svg(fig)
 
 
@@ -155,7 +155,7 @@ def partition_chart(partitions: Sequence[PartitionFigures]) -> str:
     return _svg(fig)
 
 
-def keep_up_chart(keep_up: KeepUpFigures, history: StorageHistory) -> str:
+def keep_up_chart(keep_up: KeepUpFigures, history: StorageHistory, now_ms: int) -> str:
     """Per hour: bytes ingested (up), bytes the maintainer reclaimed and bytes taken out of the live set by drops,
     overwrites and record expiry (down)."""
     hour = 3_600_000
@@ -164,16 +164,16 @@ def keep_up_chart(keep_up: KeepUpFigures, history: StorageHistory) -> str:
         if p.removed_bytes:
             start = p.time_ms - p.time_ms % hour
             taken[start] = taken.get(start, 0) + p.removed_bytes
-    hours = sorted({h.hour_ms for h in keep_up.hours} | {h for h in taken if h >= (keep_up.hours[0].hour_ms
-                                                                                     if keep_up.hours else 0)})
+    start = now_ms - keep_up.window_ms
+    hours = sorted({h.hour_ms for h in keep_up.hours} | {h for h in taken if h + hour > start})
     by_hour = {h.hour_ms: h for h in keep_up.hours}
     fig = _figure(7.4, 2.6)
     ax = fig.add_subplot()
     if not hours:
         ax.text(0.5, 0.5, "no commits in the window", ha="center", va="center", transform=ax.transAxes)
         return _svg(fig)
-    x = _times(hours)
-    width = dt.timedelta(minutes=40)
+    x = _times([h + hour // 2 for h in hours])
+    width = dt.timedelta(milliseconds=max(hour * 2 // 3, keep_up.window_ms // 120))
     ingest = [by_hour[h].ingest_bytes if h in by_hour else 0 for h in hours]
     reclaimed = [-(by_hour[h].reclaimed_bytes if h in by_hour else 0) for h in hours]
     out = [-taken.get(h, 0) for h in hours]
@@ -181,6 +181,7 @@ def keep_up_chart(keep_up: KeepUpFigures, history: StorageHistory) -> str:
     ax.bar(x, out, width=width, color=TAKEN_OUT, label="taken out of the live set")
     ax.bar(x, reclaimed, width=width, bottom=out, color=RECLAIMED, label="reclaimed by tablefmt maintain")
     ax.axhline(0, color="#555555", lw=0.8)
+    ax.set_xlim(*_times([min(hours[0], now_ms - keep_up.window_ms), max(now_ms, hours[-1] + hour)]))
     ticker = _matplotlib()[0].ticker
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: size_text(abs(v))))
     _time_axis(ax)

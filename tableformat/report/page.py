@@ -160,6 +160,8 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
     parts = [f'<section class="table" id="table-{index}"><h2>{_e(report.name)}</h2>']
     parts.append(f'<div class="mono muted">{_e(report.location)}</div>')
     parts += [f'<div class="warn">{_e(w)}</div>' for w in report.warnings]
+    if report.errors and not report.rules:  # the table could not be read at all
+        return "".join(parts) + "</section>"
     tiles = [
         _tile("live data", charts.size_text(report.live_bytes)),
         _tile("live rows", "-" if latest is None or latest.live_rows is None else f"{latest.live_rows:,}"),
@@ -182,7 +184,7 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
     parts.append(_partition_rows(report.partitions))
     if report.keep_up is not None:
         parts.append("<h3>Keep-up</h3>")
-        chart = charts.keep_up_chart(report.keep_up, report.storage)
+        chart = charts.keep_up_chart(report.keep_up, report.storage, report.now_ms)
         parts.append(
             f'<div class="row"><div class="chart">{_image(chart, "ingest against retention per hour")}</div>'
             f'<div class="side">{_keep_up_text(report.keep_up)}</div></div>'
