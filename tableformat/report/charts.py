@@ -55,9 +55,12 @@ def _matplotlib() -> Any:
     return _MPL
 
 
-def _figure(width: float, height: float) -> Any:
+def _figure(width: float, height: float, *, bottom: float = 0.16, right: float = 0.98, left: float = 0.1) -> Any:
+    """A figure with fixed margins (a layout engine would double the cost of every chart)."""
     _, figure_class = _matplotlib()
-    return figure_class(figsize=(width, height), dpi=100, layout="constrained")
+    figure = figure_class(figsize=(width, height), dpi=100)
+    figure.subplots_adjust(left=left, right=right, bottom=bottom, top=0.9)
+    return figure
 
 
 def _svg(fig: Any) -> str:
@@ -95,7 +98,7 @@ def storage_chart(history: StorageHistory, now_ms: int, orphan_bytes: int | None
     """Stacked areas over commit time: live bytes, bytes held only by older snapshots and tags; the orphan bytes
     the cleaner finds now as a bar on top at the right (known only now)."""
     points = [p for p in history.points if since_ms is None or p.time_ms >= since_ms]
-    fig = _figure(7.4, 3.0)
+    fig = _figure(7.4, 3.0, bottom=0.2)
     ax = fig.add_subplot()
     if points:
         times = [p.time_ms for p in points] + [max(now_ms, points[-1].time_ms)]
@@ -126,7 +129,7 @@ def partition_chart(partitions: Sequence[PartitionFigures]) -> str:
     """Bytes per partition in partition order (bars), rows as dots; partitions a rule would drop in red, those it
     would trim in yellow."""
     shown = list(partitions)[-MAX_PARTITION_BARS:]
-    fig = _figure(7.4, 3.0)
+    fig = _figure(7.4, 3.2, bottom=0.27, right=0.92)
     ax = fig.add_subplot()
     if not shown:
         ax.text(0.5, 0.5, "no live data", ha="center", va="center", transform=ax.transAxes)
@@ -167,7 +170,7 @@ def keep_up_chart(keep_up: KeepUpFigures, history: StorageHistory, now_ms: int) 
     start = now_ms - keep_up.window_ms
     hours = sorted({h.hour_ms for h in keep_up.hours} | {h for h in taken if h + hour > start})
     by_hour = {h.hour_ms: h for h in keep_up.hours}
-    fig = _figure(7.4, 2.6)
+    fig = _figure(7.4, 2.8, bottom=0.2)
     ax = fig.add_subplot()
     if not hours:
         ax.text(0.5, 0.5, "no commits in the window", ha="center", va="center", transform=ax.transAxes)
@@ -192,7 +195,8 @@ def keep_up_chart(keep_up: KeepUpFigures, history: StorageHistory, now_ms: int) 
 
 def ranking_chart(names: Sequence[str], reclaimable: Sequence[int], growth: Sequence[float]) -> str:
     """Two horizontal bar charts side by side: reclaimable bytes and growth per day of the top tables."""
-    fig = _figure(7.4, max(1.6, 0.22 * len(names) + 0.8))
+    longest = max((len(n) for n in names), default=10)
+    fig = _figure(7.4, max(1.6, 0.22 * len(names) + 0.8), left=min(0.45, 0.03 + 0.0085 * longest), bottom=0.12)
     left, right = fig.subplots(1, 2, sharey=True)
     positions = list(range(len(names)))[::-1]
     left.barh(positions, list(reclaimable), color=OLDER)
