@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import build_events
+from support.events import build_events
 from support.tables import tree_bytes
 from support.warehouses import make_warehouse
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import build_events
+from support.events import build_events
 
 from tableformat.cleanup.maintainer import MaintainSettings, TableTarget, maintain_table
 from tableformat.cleanup.maintainer.keep_up import count_ingest

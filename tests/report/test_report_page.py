@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import build_events
 from support.browser import render
+from support.events import build_events
 
 from tableformat.errors import ValidationError
 from tableformat.report import charts, render_html, write_html
