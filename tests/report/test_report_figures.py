@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from support.events import build_events
 
+from tableformat.cleanup.kernel import OperationResult
 from tableformat.cleanup.maintainer import MaintainSettings, TableTarget, maintain_table
 from tableformat.cleanup.maintainer.keep_up import count_ingest
 from tableformat.cli.main import cli
 from tableformat.live_set import live_entries
-from tableformat.report import table_report
+from tableformat.report import RuleFigures, figures, table_report
 from tableformat.table import Table
 
 
@@ -165,3 +167,31 @@ def test_since_limits_the_keep_up_window_and_the_growth(events: Table) -> None:
     assert report.keep_up is not None and report.keep_up.window_ms == 3_600_000
     with pytest.raises(ValueError, match="positive duration"):
         events.report(since=0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _RecordTTLResult(OperationResult):
+    """The shape of record TTL's result (``expire-records``): files dropped whole, files rewritten in part."""
+
+    dropped_files: tuple[str, ...] = ()
+    rewritten_files: tuple[str, ...] = ()
+    bytes_reclaimable: int = 0
+    expired_rows: int = 0
+
+
+def test_record_ttl_marks_dropped_and_trimmed_partitions(events: Table) -> None:
+    files = events.inspect.files().select(["partition", "file_path"]).to_pylist()
+    by_partition: dict[str, list[str]] = {}
+    for f in files:
+        by_partition.setdefault(f["partition"], []).append(f["file_path"])
+    first, second = sorted(by_partition)[:2]
+    result = _RecordTTLResult(
+        dry_run=True, dropped_files=tuple(by_partition[first]), rewritten_files=(by_partition[second][0],),
+        bytes_reclaimable=123, expired_rows=7,
+    )  # fmt: skip
+    rule = RuleFigures(operation="expire-records", summary="", configured=True, result=result)
+    marked = {p.partition: (p.dropped_by, p.trimmed_by) for p in figures._partitions(events.context, (rule,))}
+    assert marked[first] == (("expire-records",), ())
+    assert marked[second] == ((), ("expire-records",))
+    assert all(v == ((), ()) for k, v in marked.items() if k not in (first, second))
+    assert figures._marks(result) == (123, 7)

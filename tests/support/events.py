@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -20,7 +21,9 @@ def rows(day: dt.date, count: int, first: int) -> pa.Table:
     )
 
 
-def build_events(path: Path, *, days: int = 7, orphans: bool = True) -> Table:
+def build_events(
+    path: Path | str, *, days: int = 7, orphans: bool = True, storage_options: dict[str, Any] | None = None
+) -> Table:
     """One load per day for the last ``days`` days, a late-data overwrite, a dropped day, a tag, an expiration
     that leaves the tag older than the earliest snapshot, and (``orphans``) a crashed load's files aged 2 days.
     Partition expiration drops partitions older than 3 days."""
@@ -35,6 +38,7 @@ def build_events(path: Path, *, days: int = 7, orphans: bool = True) -> Table:
             "snapshot.time-retained": "1 ms",
             "partition.expiration-time": "3 d",
         },
+        storage_options=storage_options,
     )
     today = dt.date.today()
     first = 0
