@@ -109,14 +109,14 @@ def storage_chart(history: StorageHistory, now_ms: int, orphan_bytes: int | None
         stacked = [a + b for a, b in zip(live, older)]
         older_label = "held only by older snapshots/tags"
         ax.fill_between(x, live, stacked, step="post", color=OLDER, alpha=0.9, label=older_label, lw=0)
-        span = max(times[-1] - times[0], 60_000)
+        span = max(times[-1] - times[0], 1000)
         if orphan_bytes:
-            width = dt.timedelta(milliseconds=span * 0.02)
+            width = dt.timedelta(milliseconds=span * 0.025)
             ax.bar(x[-1], orphan_bytes, width=width, bottom=stacked[-1], color=ORPHAN, hatch="///",
                    edgecolor="#707070", label="orphans (now)", align="edge")
         ax.set_xlim(x[0], x[-1] + dt.timedelta(milliseconds=span * 0.03))
         _time_axis(ax)
-        ax.legend(loc="upper left", fontsize=8, frameon=False)
+        ax.legend(loc="upper left", fontsize=8, framealpha=0.85, edgecolor="#d4d4d4")
     else:
         ax.text(0.5, 0.5, "no snapshot", ha="center", va="center", transform=ax.transAxes)
     _bytes_axis(ax)
