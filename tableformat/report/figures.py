@@ -21,8 +21,10 @@ from typing import Any
 from tableformat.cleanup.kernel import Operation, OperationResult, run_operation
 from tableformat.cleanup.maintainer import MaintainSettings
 from tableformat.cleanup.maintainer.keep_up import assess, count_ingest, merge_hours
+from tableformat.cleanup.orphans import OrphanResult
 from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.partitions.plan import display_values
+from tableformat.cleanup.records import RecordExpireResult
 from tableformat.cleanup.registry import OPERATIONS
 from tableformat.context import TableContext
 from tableformat.durations import parse_duration_ms
@@ -39,10 +41,6 @@ log = logging.getLogger(__name__)
 
 NEVER = 2**62
 """The maintainer's due time of an operation the table's options do not ask for."""
-PARTITION_DROPPING = ("expire-partitions",)
-"""Rules whose result names whole partitions (``expired_partitions``)."""
-FILE_DROPPING = ("expire-records",)
-"""Rules whose result names files (``dropped_files`` whole, ``rewritten_files`` in part)."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -51,10 +49,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _marks(result: OperationResult) -> tuple[int, int]:
-    """(bytes, rows) a rule takes out of the latest snapshot without deleting them."""
+    """(bytes, rows) a rule takes out of the latest snapshot without deleting them (partition drops, expired
+    records; compaction replaces files with new ones, so it marks nothing reclaimable here)."""
     if isinstance(result, PartitionExpireResult):
         return result.bytes, result.rows
-    return int(getattr(result, "bytes_reclaimable", 0)), int(getattr(result, "expired_rows", 0))
+    if isinstance(result, RecordExpireResult):
+        return result.bytes_reclaimable, result.expired_rows
+    return 0, 0
 
 
 def _rule(
@@ -106,14 +107,13 @@ def _partitions(ctx: TableContext, rules: tuple[RuleFigures, ...]) -> tuple[Part
         result = rule.result
         if result is None:
             continue
-        if rule.operation in PARTITION_DROPPING:
-            wanted = [dict(p) for p in getattr(result, "expired_partitions", ())]
+        if isinstance(result, PartitionExpireResult):
+            wanted = [dict(p) for p in result.expired_partitions]
             for row in rows:
                 if display_values(row["values"] or {}, fields, default) in wanted:
                     dropped.setdefault(row["partition"], []).append(rule.operation)
-        elif rule.operation in FILE_DROPPING:
-            whole = set(getattr(result, "dropped_files", ()))
-            part = set(getattr(result, "rewritten_files", ()))
+        elif isinstance(result, RecordExpireResult):
+            whole, part = set(result.dropped_files), set(result.rewritten_files)
             if not whole and not part:
                 continue
             files = inspector.files().select(["partition", "file_path"]).to_pylist()
@@ -253,8 +253,8 @@ def table_report(
         partition_keys=tuple(ctx.schema.partition_keys),
         rules=rules,
         keep_up=keep_up,
-        orphan_bytes=getattr(orphan_result, "orphan_bytes", None),
-        orphan_files=getattr(orphan_result, "orphan_files", None),
+        orphan_bytes=orphan_result.orphan_bytes if isinstance(orphan_result, OrphanResult) else None,
+        orphan_files=orphan_result.orphan_files if isinstance(orphan_result, OrphanResult) else None,
         errors=tuple(errors),
         seconds=time.perf_counter() - started,
     )

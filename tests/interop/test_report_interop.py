@@ -51,6 +51,8 @@ def test_report_of_a_pypaimon_table(pp: Paimon) -> None:
     assert report.storage.points[-1].older_only_bytes == sum(v for k, v in ever.items() if k not in latest)
 
     for rule in report.rules:
+        if not rule.configured:
+            continue
         dry = table.maintenance.run(rule.operation, dry_run=True, now_ms=now)
         assert rule.result is not None and rule.result.to_json() == dry.to_json()
     read = Counter(pp.read("t").column("dt").to_pylist())

@@ -3,21 +3,21 @@ partitions`` and ``describe``, and an independent recomputation of storage over 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from support.events import build_events
 
-from tableformat.cleanup.kernel import OperationResult
 from tableformat.cleanup.maintainer import MaintainSettings, TableTarget, maintain_table
 from tableformat.cleanup.maintainer.keep_up import count_ingest
 from tableformat.cli.main import cli
 from tableformat.live_set import live_entries
-from tableformat.report import RuleFigures, figures, table_report
+from tableformat.report import table_report
 from tableformat.table import Table
 
 
@@ -29,9 +29,12 @@ def test_each_rule_is_its_own_dry_run(events: Table) -> None:
     now = _now()
     report = events.report(now_ms=now)
     assert [r.operation for r in report.rules] == list(events.maintenance.names)
-    for rule in report.rules:
+    configured = [r.operation for r in report.rules if r.configured]
+    assert configured == ["expire-partitions", "expire", "remove-orphans"]
+    assert all(r.result is None and r.frees_bytes == 0 for r in report.rules if not r.configured)
+    for rule in (r for r in report.rules if r.configured):
         dry = events.maintenance.run(rule.operation, dry_run=True, now_ms=now)
-        assert rule.configured and rule.result is not None
+        assert rule.result is not None
         assert rule.result.to_json() == dry.to_json()
         assert (rule.frees_bytes, rule.frees_files) == (dry.deleted_bytes, len(dry.deleted_paths))
     expire, partitions, orphans = (report.rule(n) for n in ("expire", "expire-partitions", "remove-orphans"))
@@ -142,9 +145,11 @@ def test_keep_up_from_history_then_from_the_maintain_state(events: Table) -> Non
     assert later.keep_up is not None and later.keep_up.source == "maintain state"
     state = events.context.store.read_maintain_state()
     assert state is not None
-    assert {r.operation: r.next_due_ms for r in later.rules} == {
-        name: op.next_due_ms for name, op in state.operations.items()
+    assert {r.operation: r.next_due_ms for r in later.rules if r.next_due_ms is not None} == {
+        name: op.next_due_ms for name, op in state.operations.items() if op.next_due_ms < 2**62
     }
+    assert [r.operation for r in later.rules if r.next_due_ms is not None] == ["expire-partitions", "expire",
+                                                                                "remove-orphans"]
     reclaimed = sum(r.deleted_bytes for _, r in maintained.operations)
     assert sum(h.reclaimed_bytes for h in later.keep_up.hours) == reclaimed > 0
     assert later.rule("expire").frees_bytes == 0  # type: ignore[union-attr]
@@ -169,29 +174,27 @@ def test_since_limits_the_keep_up_window_and_the_growth(events: Table) -> None:
         events.report(since=0)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _RecordTTLResult(OperationResult):
-    """The shape of record TTL's result (``expire-records``): files dropped whole, files rewritten in part."""
-
-    dropped_files: tuple[str, ...] = ()
-    rewritten_files: tuple[str, ...] = ()
-    bytes_reclaimable: int = 0
-    expired_rows: int = 0
-
-
-def test_record_ttl_marks_dropped_and_trimmed_partitions(events: Table) -> None:
-    files = events.inspect.files().select(["partition", "file_path"]).to_pylist()
-    by_partition: dict[str, list[str]] = {}
-    for f in files:
-        by_partition.setdefault(f["partition"], []).append(f["file_path"])
-    first, second = sorted(by_partition)[:2]
-    result = _RecordTTLResult(
-        dry_run=True, dropped_files=tuple(by_partition[first]), rewritten_files=(by_partition[second][0],),
-        bytes_reclaimable=123, expired_rows=7,
+def test_record_ttl_marks_dropped_and_trimmed_partitions(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32()), pa.field("ts", pa.timestamp("us"))])
+    table = Table.create(
+        str(tmp_path / "t"), schema, partition_keys=["part"],
+        options={"write-only": "true", "record-level.expire-time": "2 d", "record-level.time-field": "ts"},
     )  # fmt: skip
-    rule = RuleFigures(operation="expire-records", summary="", configured=True, result=result)
-    marked = {p.partition: (p.dropped_by, p.trimmed_by) for p in figures._partitions(events.context, (rule,))}
-    assert marked[first] == (("expire-records",), ())
-    assert marked[second] == ((), ("expire-records",))
-    assert all(v == ((), ()) for k, v in marked.items() if k not in (first, second))
-    assert figures._marks(result) == (123, 7)
+    now = dt.datetime.now()
+    old, new = now - dt.timedelta(days=5), now - dt.timedelta(hours=1)
+    for part, times in ((0, [old, old]), (1, [old, new]), (2, [new, new])):
+        table.append(pa.table({"id": [10 * part, 10 * part + 1], "part": [part, part], "ts": times}, schema=schema))
+    stamp = time.time_ns() // 1_000_000
+    report = table.report(now_ms=stamp)
+    dry = table.maintenance.run("expire-records", dry_run=True, now_ms=stamp)
+    rule = report.rule("expire-records")
+    assert rule is not None and rule.result is not None and rule.result.to_json() == dry.to_json()
+    assert (rule.marks_bytes, rule.marks_rows) == (dry.bytes_reclaimable, dry.expired_rows) == (  # type: ignore[attr-defined]
+        rule.marks_bytes, 3
+    )
+    marks = {p.partition: (p.dropped_by, p.trimmed_by) for p in report.partitions}
+    assert marks == {
+        "part=0": (("expire-records",), ()),
+        "part=1": ((), ("expire-records",)),
+        "part=2": ((), ()),
+    }

@@ -21,6 +21,8 @@ def test_a_warehouse_on_s3(s3_root: tuple[str, dict[str, Any]]) -> None:
     assert events.name == "db.events" and events.errors == ()
     assert [p.snapshot_id for p in events.storage.points] == table.context.store.snapshot_ids()
     for rule in events.rules:
+        if not rule.configured:
+            continue
         dry = table.maintenance.run(rule.operation, dry_run=True, now_ms=events.now_ms)
         assert rule.result is not None and rule.result.to_json() == dry.to_json()
     partitions = table.inspect.partitions().to_pylist()
