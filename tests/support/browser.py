@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -212,6 +213,7 @@ def _start(binary: str, profile: str, timeout: float) -> tuple[subprocess.Popen[
         [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the renderer and GPU processes end with it
     )
     port_file = Path(profile) / "DevToolsActivePort"
     deadline = time.monotonic() + timeout
@@ -230,7 +232,7 @@ def render(html_file: Path, png_file: Path, *, width: int = 1200, height: int | 
     """Load ``html_file`` in headless Chromium and write a PNG screenshot of the whole page (or of the top
     ``height`` CSS pixels) to ``png_file``."""
     binary = chromium()
-    with tempfile.TemporaryDirectory(prefix="tablefmt-chromium-") as profile:
+    with tempfile.TemporaryDirectory(prefix="tablefmt-chromium-", ignore_cleanup_errors=True) as profile:
         process, port = _start(binary, profile, timeout)
         try:
             ws = _WebSocket(_page_socket(port, timeout), timeout)
@@ -239,12 +241,25 @@ def render(html_file: Path, png_file: Path, *, width: int = 1200, height: int | 
             finally:
                 ws.close()
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """End Chromium and every process it started (its process group), waiting for the main one."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=20)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # the helpers of the group may outlive the main process by a moment: make sure they are gone
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _load_and_capture(
