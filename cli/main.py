@@ -28,6 +28,7 @@ from tableformat.cli.maintain_command import maintain
 from tableformat.cli.operation_commands import add_operation_commands
 from tableformat.cli.orphans_command import check, remove_orphans
 from tableformat.cli.render import wrap
+from tableformat.cli.report_command import report
 from tableformat.cli.steer_commands import options, rollback, tag
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.inspect import nearby_partitions
@@ -185,6 +186,7 @@ cli.add_command(expire)
 cli.add_command(remove_orphans)
 cli.add_command(check)
 cli.add_command(maintain)
+cli.add_command(report)
 cli.add_command(snapshots)
 cli.add_command(files)
 cli.add_command(partitions)

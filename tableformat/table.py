@@ -47,6 +47,7 @@ from tableformat.options import (
     check_option_keys,
 )
 from tableformat.readers import DataFileInfo, PartitionSpec, TableReaders
+from tableformat.report import TableRetentionReport, since_cutoff, table_report
 from tableformat.scan.record_ttl import resolve_record_ttl
 from tableformat.store import MetadataStore
 
@@ -432,6 +433,14 @@ class Table(TableReaders, RewriteMethods):
     def inspect(self) -> TableInspector:
         """Views of the table as pyarrow tables (snapshots, tags, partitions, files, options) and ``describe()``."""
         return TableInspector(self._ctx)
+
+    def report(
+        self, *, since: dt.timedelta | int | str | None = None, now_ms: int | None = None
+    ) -> TableRetentionReport:
+        """The retention report's figures (``tablefmt report``): storage over time, partitions, what each rule's
+        dry run would free now, keep-up. ``since``: a duration back from now for the charts and keep-up."""
+        now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        return table_report(self._ctx, now_ms=now, since_ms=since_cutoff(since, now))
 
     # --- maintenance -----------------------------------------------------------------------------------------
     @property

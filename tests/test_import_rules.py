@@ -30,13 +30,17 @@ LAYERS: list[tuple[str, ...]] = [
     ("tableformat.live_set", "tableformat.context"),
     ("tableformat.commit", "tableformat.scan"),
     ("tableformat.cleanup",),
-    ("tableformat.maintenance", "tableformat.readers", "tableformat.inspect"),
+    ("tableformat.maintenance", "tableformat.readers", "tableformat.inspect", "tableformat.report"),
     ("tableformat.table",),
     ("tableformat.spark", "tableformat.cli", "tableformat"),
 ]
 """Lowest first. A module may import its own layer's siblings only where listed in SIDEWAYS."""
 
-SIDEWAYS = {("tableformat.cli", "tableformat.spark"), ("tableformat.data_paths", "tableformat.codec")}
+SIDEWAYS = {
+    ("tableformat.cli", "tableformat.spark"),
+    ("tableformat.data_paths", "tableformat.codec"),
+    ("tableformat.report", "tableformat.inspect"),
+}
 """Same-layer imports that are allowed (importer, imported)."""
 
 FORBIDDEN = {("tableformat.commit", "tableformat.scan")}

@@ -1,0 +1,243 @@
+"""The figures of a retention report, as data: exact bytes and rows, each from the code that owns it.
+
+Storage over time comes from the snapshot history (tableformat.report.history); what each rule would free from
+the rule's own dry run (the registry's operations); partitions from ``table.inspect.partitions()`` (what
+``tablefmt partitions`` prints); keep-up from the maintainer's keep-up functions. Nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tableformat.cleanup.kernel import OperationResult
+from tableformat.cleanup.maintainer import KeepUp
+from tableformat.model.maintain import HourStats
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoragePoint:
+    """The table's data files right after one snapshot was committed."""
+
+    snapshot_id: int
+    time_ms: int
+    commit_kind: str
+    live_bytes: int
+    """Bytes of the snapshot's live data files (its ADD and DELETE entries merged)."""
+    live_files: int
+    live_rows: int | None
+    """The snapshot's ``totalRecordCount`` (None when its writer did not record it)."""
+    older_only_bytes: int
+    """Bytes of data files that retained older snapshots or tags reference and this snapshot does not: what
+    snapshot expiration frees once the rules let it expire those snapshots and tags."""
+    added_bytes: int = 0
+    """Bytes the commit added to the live set (its delta's ADD entries)."""
+    removed_bytes: int = 0
+    """Bytes the commit took out of the live set (its delta's DELETE entries: overwrites, drops, compactions)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StorageHistory:
+    """Storage over time, one point per retained snapshot (oldest first)."""
+
+    points: tuple[StoragePoint, ...] = ()
+    earliest_snapshot: int | None = None
+    """The oldest retained snapshot: nothing before it can be known (expiration removed it)."""
+    tag_only_bytes: int = 0
+    """Bytes of files that only tags of already expired snapshots hold (part of every point's older-only bytes)."""
+    manifests_read: int = 0
+    snapshots_read: int = 0
+    notes: tuple[str, ...] = ()
+    """What is estimated or left out (said in the report next to the chart)."""
+
+    @property
+    def latest(self) -> StoragePoint | None:
+        return self.points[-1] if self.points else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionFigures:
+    """One live partition of the latest snapshot, as ``tablefmt partitions`` shows it."""
+
+    partition: str
+    """``k=v/...`` (dates as yyyy-MM-dd); empty for an unpartitioned table."""
+    values: Mapping[str, Any]
+    record_count: int
+    file_size_in_bytes: int
+    file_count: int
+    dropped_by: tuple[str, ...] = ()
+    """The rules whose dry run drops this whole partition now (``expire-partitions``, ``expire-records``)."""
+    trimmed_by: tuple[str, ...] = ()
+    """Rules whose dry run removes part of this partition now (record TTL: some files dropped or rewritten)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleFigures:
+    """One retention rule (a registered maintenance operation): what its dry run would do now."""
+
+    operation: str
+    summary: str
+    configured: bool
+    """Whether the table's options ask for it (e.g. partition expiration needs ``partition.expiration-time``)."""
+    result: OperationResult | None = None
+    """The operation's own dry-run result (None when not configured or when it failed)."""
+    error: str = ""
+    frees_bytes: int = 0
+    """Bytes the dry run would delete now (its ``deleted_bytes``)."""
+    frees_files: int = 0
+    marks_bytes: int = 0
+    """Bytes it would take out of the latest snapshot without deleting them (partition drops, expired records):
+    snapshot expiration frees them later, once no retained snapshot or tag holds them."""
+    marks_rows: int = 0
+    backlog: int = 0
+    next_due_ms: int | None = None
+    """When ``tablefmt maintain`` runs it next (from the table's maintain state); None: on the first pass."""
+    due_source: str = ""
+    """'maintain state', or how the cadence is described when the table was never maintained."""
+    interval_ms: int = 0
+    on_change: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operation": self.operation,
+            "configured": self.configured,
+            "frees_bytes": self.frees_bytes,
+            "frees_files": self.frees_files,
+            "marks_bytes": self.marks_bytes,
+            "marks_rows": self.marks_rows,
+            "backlog": self.backlog,
+            "next_due_ms": self.next_due_ms,
+            "due_source": self.due_source,
+            "interval_ms": self.interval_ms,
+            "on_change": self.on_change,
+            "error": self.error or None,
+            "dry_run": None if self.result is None else self.result.to_json(),
+        }
+
+    def outcome(self) -> str:
+        """The dry run's first summary line (or a generic one)."""
+        if self.result is None:
+            return self.error or "not configured"
+        lines = self.result.summary()
+        if lines:
+            return lines[0].removeprefix(f"{self.operation}: ")
+        return f"would delete {len(self.result.deleted_paths)} file(s)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeepUpFigures:
+    """Ingest against retention over the window, per hour."""
+
+    keep_up: KeepUp
+    hours: tuple[HourStats, ...]
+    """Oldest first: commits, rows and bytes ingested, rows dropped, bytes the maintainer reclaimed."""
+    source: str
+    """'maintain state' (reclaimed bytes recorded by ``tablefmt maintain``) or 'snapshot history' (never
+    maintained: ingest counted now, nothing reclaimed is known)."""
+    window_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableRetentionReport:
+    """Everything the report shows for one table (``table.report()``)."""
+
+    name: str
+    location: str
+    now_ms: int
+    since_ms: int | None
+    """Points before this are left out of the charts (``--since``); None: the whole retained history."""
+    storage: StorageHistory
+    partitions: tuple[PartitionFigures, ...]
+    partition_keys: tuple[str, ...]
+    rules: tuple[RuleFigures, ...]
+    keep_up: KeepUpFigures | None
+    orphan_bytes: int | None
+    """From the orphan cleanup dry run (None when it could not run)."""
+    orphan_files: int | None
+    errors: tuple[str, ...] = ()
+    seconds: float = field(default=0.0, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` document (every figure; each rule's dry run as its own ``--json`` prints it)."""
+        keep_up = self.keep_up
+        return {
+            "table": self.name,
+            "location": self.location,
+            "now_ms": self.now_ms,
+            "since_ms": self.since_ms,
+            "live_bytes": self.live_bytes,
+            "reclaimable_bytes": self.reclaimable_bytes,
+            "orphan_bytes": self.orphan_bytes,
+            "orphan_files": self.orphan_files,
+            "growth_bytes_per_day": round(self.growth_bytes_per_day(), 3),
+            "storage": {
+                "earliest_snapshot": self.storage.earliest_snapshot,
+                "tag_only_bytes": self.storage.tag_only_bytes,
+                "snapshots_read": self.storage.snapshots_read,
+                "manifests_read": self.storage.manifests_read,
+                "notes": list(self.storage.notes),
+                "points": [asdict(p) for p in self.storage.points],
+            },
+            "partitions": [
+                {**asdict(p), "values": {k: str(v) for k, v in p.values.items()}} for p in self.partitions
+            ],
+            "rules": [r.to_json() for r in self.rules],
+            "keep_up": None
+            if keep_up is None
+            else {
+                **keep_up.keep_up.to_json(),
+                "source": keep_up.source,
+                "window_ms": keep_up.window_ms,
+                "hours": [asdict(h) for h in keep_up.hours],
+            },
+            "warnings": list(self.warnings),
+            "errors": list(self.errors),
+            "seconds": round(self.seconds, 3),
+        }
+
+    def rule(self, name: str) -> RuleFigures | None:
+        return next((r for r in self.rules if r.operation == name), None)
+
+    @property
+    def live_bytes(self) -> int:
+        latest = self.storage.latest
+        return 0 if latest is None else latest.live_bytes
+
+    @property
+    def reclaimable_bytes(self) -> int:
+        """What the rules' dry runs would delete now (snapshot expiration, orphan cleanup, ...)."""
+        return sum(r.frees_bytes for r in self.rules)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        found = list(self.errors)
+        if self.keep_up is not None and self.keep_up.keep_up.falling_behind:
+            found += [f"retention is falling behind: {a}" for a in self.keep_up.keep_up.advice]
+        return tuple(found)
+
+    def growth_bytes_per_day(self) -> float:
+        """Change of the stored data bytes (live + held by older snapshots) per day over the charted points."""
+        points = [p for p in self.storage.points if self.since_ms is None or p.time_ms >= self.since_ms]
+        if len(points) < 2:
+            return 0.0
+        first, last = points[0], points[-1]
+        days = max((last.time_ms - first.time_ms) / 86_400_000, 1 / 24)
+        grown = (last.live_bytes + last.older_only_bytes) - (first.live_bytes + first.older_only_bytes)
+        return grown / days
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WarehouseReport:
+    """The report of many tables, ranked."""
+
+    targets: tuple[str, ...]
+    now_ms: int
+    tables: tuple[TableRetentionReport, ...]
+    seconds: float = field(default=0.0, compare=False)
+
+    def by_reclaimable(self) -> list[TableRetentionReport]:
+        return sorted(self.tables, key=lambda t: (-t.reclaimable_bytes, t.name))
+
+    def by_growth(self) -> list[TableRetentionReport]:
+        return sorted(self.tables, key=lambda t: (-t.growth_bytes_per_day(), t.name))
