@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
+from tableformat.commit.committer import ChangeKind, CommitRequest, Committer, PlannedDrop
 from tableformat.context import TableContext
 from tableformat.options import PARTITION_DEFAULT_NAME
 
@@ -115,6 +115,7 @@ def execute_partition_expiration(ctx: TableContext, plan: PartitionExpirePlan) -
     dropped: list[PlannedPartition] = []
     skipped = list(plan.skipped)
     snapshot_ids: list[int] = []
+    base = plan.base  # while the table holds only our own drops since planning, each batch commits as planned
     for number, batch in enumerate(plan.batches, start=1):
         request = CommitRequest(
             kind=ChangeKind.DROP,
@@ -123,8 +124,10 @@ def execute_partition_expiration(ctx: TableContext, plan: PartitionExpirePlan) -
             commit_user=user,
             commit_identifier=number,
             properties={LAST_RUN_PROPERTY: str(plan.now_ms)},
+            planned=None if base is None else PlannedDrop(base, [r for p in batch for r in p.records]),
         )
         outcome = committer.commit(request)
+        base = outcome.snapshot if outcome.created and outcome.used_plan else None
         changed = [display_values(c, schema.partition_fields, default_name) for c in outcome.changed_partitions]
         for partition in batch:
             if partition.display in changed:
