@@ -237,7 +237,7 @@ class MetadataStore:
 
     def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         """Base then delta manifests of a snapshot, in order."""
-        return self.read_manifest_list(snapshot.base_manifest_list) + self.read_manifest_list(
+        return self.read_manifest_list_fast(snapshot.base_manifest_list) + self.read_manifest_list_fast(
             snapshot.delta_manifest_list
         )
 
@@ -322,7 +322,7 @@ class MetadataStore:
         self, metas: Sequence[ManifestFileMeta], names: NameFactory, *, written: list[str] | None = None
     ) -> WrittenFile:
         name = names.next(MANIFEST_LIST_PREFIX)
-        data = avro_codec.write_manifest_list(metas)
+        data = entry_codec.write_manifest_list(metas)
         path = self.layout.manifest_file(name)
         if written is not None:
             written.append(path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from tableformat.codec.entry_codec import EntryRecord
@@ -22,6 +23,8 @@ from tableformat.parallel import bounded_map, executor
 from .config import PartitionExpireConfig
 
 EPOCH = dt.datetime(1970, 1, 1)
+_ROW_COUNT = attrgetter("row_count")
+_FILE_SIZE = attrgetter("file_size")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +157,7 @@ def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, 
             skipped.append(SkippedPartition(display, f"no partition time: {exc}"))
             continue
         if time < cutoff:
-            rows, size = sum(f.row_count for f in files), sum(f.file_size for f in files)
+            rows, size = sum(map(_ROW_COUNT, files)), sum(map(_FILE_SIZE, files))
             expired.append(PlannedPartition(values, display, time, frozenset(ids), rows, size, tuple(files)))
     expired.sort(key=lambda p: (p.time, tuple(p.display.values())))
     chosen = expired[: config.max_num]

@@ -282,9 +282,9 @@ def read_manifest(data: bytes, path: str) -> list[ManifestEntry]:
         raise CorruptMetadataError(path, f"invalid manifest entry ({exc})") from None
 
 
-def write_manifest_list(metas: Iterable[ManifestFileMeta]) -> bytes:
-    """Bytes of a manifest list file."""
-    return _write(MANIFEST_FILE_META_SCHEMA, (manifest_meta_to_record(m) for m in metas))
+def write_manifest_list(metas: Iterable[ManifestFileMeta], *, sync_marker: bytes | None = None) -> bytes:
+    """Bytes of a manifest list file (``sync_marker``: 16 bytes, random when not given)."""
+    return _write(MANIFEST_FILE_META_SCHEMA, (manifest_meta_to_record(m) for m in metas), sync_marker)
 
 
 def read_manifest_list(data: bytes, path: str) -> list[ManifestFileMeta]:

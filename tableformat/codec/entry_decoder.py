@@ -58,20 +58,18 @@ class EntryRecord(NamedTuple):
     extra_files: tuple[str, ...]
     embedded_index: bytes | None
     external_path: str | None
-    creation_time_ms: int | None
+    created: bytes | None
+    """The encoded ``_CREATION_TIME`` (a varint; None when null): decoded only when asked (creation_time_ms)."""
     body: bytes
 
+    @property
+    def creation_time_ms(self) -> int | None:
+        return None if self.created is None else _value(self.created)
+
     def identifier(self) -> tuple[object, ...]:
-        """The same tuple as ``ManifestEntry.identifier()`` of the full entry."""
-        return (
-            self.partition,
-            self.bucket,
-            self.level,
-            self.file_name,
-            self.extra_files,
-            self.embedded_index,
-            self.external_path,
-        )
+        """The same tuple as ``ManifestEntry.identifier()`` of the full entry: (partition, bucket, level, file name,
+        extra files, embedded index, external path)."""
+        return (self[1], self[2], self[6], self[3], self[7], self[8], self[9])  # by index: the hot path of merges
 
 
 # --- field by field: each piece returns its value and the position after it ----------------------------------------
@@ -278,7 +276,7 @@ def _sized(size: int, group: bool) -> bytes:
     return re.escape(long_bytes(size)) + (rb"(.{%d})" if group else rb".{%d}") % size
 
 
-def _stats_pattern(stats: Stats) -> bytes:
+def _stats_pattern(stats: Stats, group: bool) -> bytes:
     low, high, counts = stats
     parts = [_sized(len(low), False), _sized(len(high), False)]
     if counts is None:
@@ -288,7 +286,7 @@ def _stats_pattern(stats: Stats) -> bytes:
         parts += (rb"\x00" if c is None else rb"\x02" + _ANY_LONG for c in counts)
         if counts:
             parts.append(rb"\x00")
-    return b"(" + b"".join(parts) + b")"
+    return (b"(%s)" if group else b"%s") % b"".join(parts)
 
 
 class Layout(NamedTuple):
@@ -308,42 +306,51 @@ def _layout_key(p: _Parsed) -> tuple[Any, ...]:
 
 
 _LAYOUTS: dict[tuple[Any, ...], Layout] = {}
-"""Layouts by key, shared by every file of the process (the files of one table usually share a few)."""
+"""Layouts by key and mode, shared by every file of the process (the files of one table usually share a few)."""
 
 
-def _layout(key: tuple[Any, ...], p: _Parsed) -> Layout:
-    found = _LAYOUTS.get(key)
-    if found is None:
-        source = b"".join(
-            (
-                rb"\x04([\x00\x02])",
-                _sized(len(p.partition), True),
-                _VALUE,
-                _VALUE,
-                _sized(p.name_size, True),
-                _VALUE,
-                _VALUE,
-                _sized(len(p.min_key), True),
-                _sized(len(p.max_key), True),
-                re.escape(p.key_stats_raw),
-                _stats_pattern(p.stats),
-                _VALUE,
-                _VALUE,
-                re.escape(p.level_raw),
-                rb"\x00()" if p.created is None else rb"\x02" + _VALUE,
-                re.escape(p.tail_raw),
-            )
+def _source(p: _Parsed, full: bool) -> bytes:
+    """The pattern of ``p``'s layout. Groups: kind, partition, bucket, file name, file size, row count and creation
+    time; with ``full`` also total buckets, min and max key, value statistics and sequence numbers (in file order)."""
+    value = _VALUE if full else _ANY_LONG
+    return b"".join(
+        (
+            rb"\x04([\x00\x02])",
+            _sized(len(p.partition), True),
+            _VALUE,
+            value,
+            _sized(p.name_size, True),
+            _VALUE,
+            _VALUE,
+            _sized(len(p.min_key), full),
+            _sized(len(p.max_key), full),
+            re.escape(p.key_stats_raw),
+            _stats_pattern(p.stats, full),
+            value,
+            value,
+            re.escape(p.level_raw),
+            rb"\x00()" if p.created is None else rb"\x02" + _VALUE,
+            re.escape(p.tail_raw),
         )
+    )
+
+
+def _layout(key: tuple[Any, ...], p: _Parsed, full: bool) -> Layout:
+    found = _LAYOUTS.get((key, full))
+    if found is None:
         if len(_LAYOUTS) >= 256:
             _LAYOUTS.clear()
-        found = _LAYOUTS[key] = Layout(re.compile(source, re.DOTALL), p.key_stats, p.level, p.tail)
+        pattern = re.compile(_source(p, full), re.DOTALL)
+        found = _LAYOUTS[(key, full)] = Layout(pattern, p.key_stats, p.level, p.tail)
     return found
 
 
 class Learner:
-    """The layouts of one file: a layout parsed twice is learnt (at most ``_MAX_LAYOUTS``)."""
+    """The layouts of one file: a layout parsed twice is learnt (at most ``_MAX_LAYOUTS``), with the groups of one
+    mode (``full``: everything a ManifestEntry holds; else what an EntryRecord holds)."""
 
-    def __init__(self) -> None:
+    def __init__(self, full: bool) -> None:
+        self.full = full
         self.known: list[Layout] = []
         self._seen: dict[tuple[Any, ...], int] = {}
 
@@ -353,7 +360,7 @@ class Learner:
         key = _layout_key(parsed)
         if key in self._seen:
             del self._seen[key]
-            self.known.append(_layout(key, parsed))
+            self.known.append(_layout(key, parsed, self.full))
         elif len(self._seen) < _SEEN_LIMIT:
             self._seen[key] = 1
 
@@ -367,6 +374,16 @@ def _value(raw: bytes) -> int:
         result = raw[0] & 0x7F | raw[1] << 7
     elif size == 3:
         result = raw[0] & 0x7F | (raw[1] & 0x7F) << 7 | raw[2] << 14
+    elif size == 6:  # epoch milliseconds of this era
+        whole = int.from_bytes(raw, "little")
+        result = (
+            whole & 0x7F
+            | whole >> 1 & 0x3F80
+            | whole >> 2 & 0x1FC000
+            | whole >> 3 & 0xFE00000
+            | whole >> 4 & 0x7F0000000
+            | whole >> 5 & 0x3F800000000
+        )
     else:
         result = shift = 0
         for b in raw:
@@ -377,6 +394,13 @@ def _value(raw: bytes) -> int:
 
 def _simple_stats(stats: Stats) -> SimpleStats:
     return SimpleStats(min_values=stats[0], max_values=stats[1], null_counts=stats[2])
+
+
+def _record(p: _Parsed, body: bytes) -> EntryRecord:
+    return EntryRecord(
+        p.kind, p.partition, p.bucket, p.name, p.file_size, p.row_count, p.level[1], p.level[2], p.tail[1], p.tail[4],
+        None if p.created is None else long_bytes(p.created), body,
+    )  # fmt: skip
 
 
 def _full(p: _Parsed) -> ManifestEntry:
@@ -422,61 +446,58 @@ def _entry(
     )
 
 
-def decode_block(buf: bytes, count: int, full: bool, out: list[Any], learner: Learner) -> int:
-    """Decode the ``count`` entries of one decompressed block into ``out`` (ManifestEntry when ``full``, else
+def decode_block(buf: bytes, count: int, out: list[Any], learner: Learner) -> int:
+    """Decode the ``count`` entries of one decompressed block into ``out`` (ManifestEntry when ``learner.full``, else
     EntryRecord); returns the position after them (the caller checks it is the block's end)."""
     pos = 0
+    full = learner.full
     known = learner.known
     kinds = _KINDS
     value = _value
     new_record = tuple.__new__
     for _ in range(count):
         match = None
-        for index, layout in enumerate(known):
+        if known:
+            layout = known[0]
             match = layout.pattern.match(buf, pos)
-            if match is not None:
-                if index:  # the layouts seen most come first
-                    known[index - 1], known[index] = layout, known[index - 1]
-                break
+            if match is None:
+                for index in range(1, len(known)):
+                    layout = known[index]
+                    match = layout.pattern.match(buf, pos)
+                    if match is not None:  # the layouts seen most come first
+                        known[index - 1], known[index] = layout, known[index - 1]
+                        break
         if match is None:
             parsed = _parse(buf, pos)
             learner.saw(parsed)
-            if full:
-                out.append(_full(parsed))
-            else:
-                out.append(
-                    new_record(
-                        EntryRecord,
-                        (
-                            parsed.kind, parsed.partition, parsed.bucket, parsed.name, parsed.file_size,
-                            parsed.row_count, parsed.level[1], parsed.level[2], parsed.tail[1], parsed.tail[4],
-                            parsed.created, buf[pos + 2 : parsed.end],
-                        ),
-                    )
-                )  # fmt: skip
+            out.append(_full(parsed) if full else _record(parsed, buf[pos + 2 : parsed.end]))
             pos = parsed.end
             continue
-        kind, partition, bucket, total, name, size, rows, min_key, max_key, stats, min_seq, max_seq, created = (
-            match.groups()
-        )
         end = match.end()
-        millis = _checked_time(value(created)) if created else None
         if full:
+            kind, partition, bucket, total, name, size, rows, min_key, max_key, stats, min_seq, max_seq, created = (
+                match.groups()
+            )
             out.append(
                 _entry(
                     kinds[kind], partition, value(bucket), value(total), name.decode(), value(size), value(rows),
                     (min_key, max_key, layout.key_stats), _simple_stats(_stats(stats, 0)[0]), value(min_seq),
-                    value(max_seq), layout.level, millis, layout.tail,
+                    value(max_seq), layout.level, _checked_time(value(created)) if created else None, layout.tail,
                 )
             )  # fmt: skip
         else:
+            kind, partition, bucket, name, size, rows, created = match.groups()
+            if not created:
+                created = None
+            elif len(created) > 6 and not -_TIME_SAFE_MS <= value(created) <= _TIME_SAFE_MS:  # 6 bytes: 41 bits
+                raise Fallback("creation time outside the range every datetime conversion takes")
             level, tail = layout.level, layout.tail
             out.append(
                 new_record(
                     EntryRecord,
                     (
                         kinds[kind], partition, value(bucket), name.decode(), value(size), value(rows), level[1],
-                        level[2], tail[1], tail[4], millis, buf[pos + 2 : end],
+                        level[2], tail[1], tail[4], created, buf[pos + 2 : end],
                     ),
                 )
             )  # fmt: skip
