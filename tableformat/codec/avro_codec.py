@@ -159,7 +159,8 @@ def _creation_ms(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     epoch = _EPOCH if value.tzinfo is not None else _EPOCH.replace(tzinfo=None)
-    return (value - epoch) // _ONE_MS
+    millis: int = (value - epoch) // _ONE_MS
+    return millis
 
 
 def data_file_from_record(record: dict[str, Any]) -> DataFileMeta:

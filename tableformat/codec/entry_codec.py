@@ -25,7 +25,8 @@ import sys
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any
 
 import fastavro
@@ -45,6 +46,7 @@ __all__ = [
     "write_manifest_list",
 ]
 
+_zstd: Any
 try:  # the zstd library fastavro uses for the "zstandard" codec
     if sys.version_info >= (3, 14):
         from compression import zstd as _zstd
@@ -239,7 +241,7 @@ def _container(
     extra = len(prefix)
     # fastavro ends a block after the record that brings it to _SYNC_INTERVAL bytes: with the running total of the
     # record sizes, the end of the block starting at record ``start`` is found by bisection.
-    ends = list(accumulate(len(r) + extra for r in records))
+    ends = list(accumulate(map(add, map(len, records), repeat(extra))))
     start = 0
     while start < len(records):
         before = ends[start - 1] if start else 0

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import attrgetter
 from typing import Any
 
 from tableformat.codec import json_codec
@@ -253,7 +254,7 @@ class Committer:
             meta = store.write_manifest_copies(
                 FileKind.DELETE, copies, names, self.schema.id, self.partition_types, written=written
             )
-            return meta, 0, sum(r.row_count for r in copies)
+            return meta, 0, sum(map(attrgetter("row_count"), copies))
         delta = self._delta(latest, request)
         if not delta:
             return None
