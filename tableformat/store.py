@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from tableformat.codec import avro_codec, avro_projection, entry_codec, journal_codec, json_codec, maintain_codec
@@ -281,8 +282,8 @@ class MetadataStore:
         return self._write_manifest(
             entry_codec.write_copies(kind, records),
             (count, 0) if kind == FileKind.ADD else (0, count),
-            [r.partition for r in records],
-            ({r.bucket for r in records}, {r.level for r in records}),
+            list(map(attrgetter("partition"), records)),
+            (set(map(attrgetter("bucket"), records)), set(map(attrgetter("level"), records))),
             names,
             (schema_id, partition_types),
             written,

@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from tableformat.codec.entry_codec import EntryRecord
 from tableformat.context import TableContext
@@ -104,35 +104,30 @@ def _partition_time(
     return EPOCH + dt.timedelta(milliseconds=max(c for c in created if c is not None))
 
 
-class _Files(NamedTuple):
-    """The live files of one partition: their identifiers and records, in the same order."""
-
-    ids: list[Hashable]
-    records: list[EntryRecord]
+Files = dict[Hashable, EntryRecord]
+"""Live files by identifier."""
 
 
-def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tuple[Any, ...], _Files]:
-    """The live files of ``snapshot`` (every manifest read, entries merged) by partition values, in order of first
-    appearance (rows of other bytes with equal values are one partition)."""
+def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tuple[Any, ...], Files]:
+    """The live files of ``snapshot`` (every manifest read, entries merged) by partition values, each by identifier,
+    in order of first appearance (rows of other bytes with equal values are one partition)."""
     manifests = ctx.store.manifests_of(snapshot)
     with executor(threads, "tablefmt-partitions") as pool:
         read = bounded_map(pool, lambda m: ctx.store.read_manifest_records(m.file_name), manifests, 2 * threads)
         live = merge_entries(records for _, records in read)
-    by_row: dict[bytes, _Files] = {}
+    by_row: dict[bytes, Files] = {}
     for identifier, record in live.items():
         files = by_row.get(record.partition)
         if files is None:
-            by_row[record.partition] = _Files([identifier], [record])
+            by_row[record.partition] = {identifier: record}
         else:
-            files.ids.append(identifier)
-            files.records.append(record)
+            files[identifier] = record
     codec = ctx.partition_codec()
-    groups: dict[tuple[Any, ...], _Files] = {}
+    groups: dict[tuple[Any, ...], Files] = {}
     for row, files in by_row.items():
         key = tuple(codec.values(row).items())
         if key in groups:
-            groups[key].ids.extend(files.ids)
-            groups[key].records.extend(files.records)
+            groups[key].update(files)
         else:
             groups[key] = files
     return groups
@@ -148,7 +143,8 @@ def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, 
     default_name = ctx.options.require(PARTITION_DEFAULT_NAME)
     expired: list[PlannedPartition] = []
     skipped: list[SkippedPartition] = []
-    for key, (ids, files) in _live_files(ctx, latest, config.threads).items():
+    for key, by_id in _live_files(ctx, latest, config.threads).items():
+        files = list(by_id.values())
         values = dict(key)
         display = display_values(values, fields, default_name)
         try:
@@ -158,7 +154,7 @@ def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, 
             continue
         if time < cutoff:
             rows, size = sum(map(_ROW_COUNT, files)), sum(map(_FILE_SIZE, files))
-            expired.append(PlannedPartition(values, display, time, frozenset(ids), rows, size, tuple(files)))
+            expired.append(PlannedPartition(values, display, time, frozenset(by_id), rows, size, tuple(files)))
     expired.sort(key=lambda p: (p.time, tuple(p.display.values())))
     chosen = expired[: config.max_num]
     size = config.batch_size or max(len(chosen), 1)

@@ -26,7 +26,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, repeat
-from operator import add
+from operator import add, attrgetter
 from typing import Any
 
 import fastavro
@@ -109,6 +109,7 @@ def _fast_decode(data: bytes, full: bool) -> list[Any] | None:
         for count, block in found[1]:
             if decode_block(block, count, out, learner) != len(block):
                 return None
+        learner.done()
         return out
     except Exception:  # corrupt, truncated or unusual: the reference decides (and names the file)
         return None
@@ -265,7 +266,7 @@ def write_entries(entries: Iterable[ManifestEntry], *, sync_marker: bytes | None
 def write_copies(kind: FileKind, records: Sequence[EntryRecord], *, sync_marker: bytes | None = None) -> bytes:
     """The manifest of ``records`` as entries of ``kind``: exactly ``write_entries`` of their full entries with that
     kind, written from their bodies."""
-    return _container([r.body for r in records], sync_marker, _KIND_BYTES[kind])
+    return _container(list(map(attrgetter("body"), records)), sync_marker, _KIND_BYTES[kind])
 
 
 def _meta_bytes(meta: ManifestFileMeta) -> bytes:

@@ -345,24 +345,32 @@ def _layout(key: tuple[Any, ...], p: _Parsed, full: bool) -> Layout:
     return found
 
 
+_RECENT: dict[bool, list[Layout]] = {True: [], False: []}
+"""The layouts of the last file decoded in each mode: the next file (of the same table, usually) starts with them."""
+
+
 class Learner:
-    """The layouts of one file: a layout parsed twice is learnt (at most ``_MAX_LAYOUTS``), with the groups of one
-    mode (``full``: everything a ManifestEntry holds; else what an EntryRecord holds)."""
+    """The layouts of one file, with the groups of one mode (``full``: everything a ManifestEntry holds; else what
+    an EntryRecord holds): those of the previous file, and a layout parsed twice here (at most ``_MAX_LAYOUTS``)."""
 
     def __init__(self, full: bool) -> None:
         self.full = full
-        self.known: list[Layout] = []
+        self.known: list[Layout] = list(_RECENT[full])
         self._seen: dict[tuple[Any, ...], int] = {}
 
     def saw(self, parsed: _Parsed) -> None:
         if len(self.known) >= _MAX_LAYOUTS:
             return
         key = _layout_key(parsed)
-        if key in self._seen:
-            del self._seen[key]
+        if key in self._seen or (key, self.full) in _LAYOUTS:
+            self._seen.pop(key, None)
             self.known.append(_layout(key, parsed, self.full))
         elif len(self._seen) < _SEEN_LIMIT:
             self._seen[key] = 1
+
+    def done(self) -> None:
+        """The file is decoded: its layouts are where the next file starts."""
+        _RECENT[self.full] = self.known[:_MAX_LAYOUTS]
 
 
 def _value(raw: bytes) -> int:
@@ -452,54 +460,80 @@ def decode_block(buf: bytes, count: int, out: list[Any], learner: Learner) -> in
     pos = 0
     full = learner.full
     known = learner.known
-    kinds = _KINDS
-    value = _value
-    new_record = tuple.__new__
-    for _ in range(count):
-        match = None
-        if known:
-            layout = known[0]
-            match = layout.pattern.match(buf, pos)
-            if match is None:
-                for index in range(1, len(known)):
-                    layout = known[index]
-                    match = layout.pattern.match(buf, pos)
-                    if match is not None:  # the layouts seen most come first
-                        known[index - 1], known[index] = layout, known[index - 1]
-                        break
-        if match is None:
+    left = count
+    while left > 0:
+        match = layout = None
+        for index, candidate in enumerate(known):
+            match = candidate.pattern.match(buf, pos)
+            if match is not None:
+                layout = candidate
+                if index:  # the layouts seen most come first
+                    known[index - 1], known[index] = candidate, known[index - 1]
+                break
+        if match is None or layout is None:
             parsed = _parse(buf, pos)
             learner.saw(parsed)
             out.append(_full(parsed) if full else _record(parsed, buf[pos + 2 : parsed.end]))
             pos = parsed.end
-            continue
-        end = match.end()
-        if full:
+            left -= 1
+        elif not full:  # the usual run of entries of one layout, in a loop of its own
+            pos, decoded = _records_of_layout(buf, pos, left, layout, out)
+            left -= decoded
+        else:
             kind, partition, bucket, total, name, size, rows, min_key, max_key, stats, min_seq, max_seq, created = (
                 match.groups()
             )
             out.append(
                 _entry(
-                    kinds[kind], partition, value(bucket), value(total), name.decode(), value(size), value(rows),
-                    (min_key, max_key, layout.key_stats), _simple_stats(_stats(stats, 0)[0]), value(min_seq),
-                    value(max_seq), layout.level, _checked_time(value(created)) if created else None, layout.tail,
+                    _KINDS[kind], partition, _value(bucket), _value(total), name.decode(), _value(size),
+                    _value(rows), (min_key, max_key, layout.key_stats), _simple_stats(_stats(stats, 0)[0]),
+                    _value(min_seq), _value(max_seq), layout.level, _checked_time(_value(created)) if created else None,
+                    layout.tail,
                 )
             )  # fmt: skip
-        else:
-            kind, partition, bucket, name, size, rows, created = match.groups()
-            if not created:
-                created = None
-            elif len(created) > 6 and not -_TIME_SAFE_MS <= value(created) <= _TIME_SAFE_MS:  # 6 bytes: 41 bits
-                raise Fallback("creation time outside the range every datetime conversion takes")
-            level, tail = layout.level, layout.tail
-            out.append(
-                new_record(
-                    EntryRecord,
-                    (
-                        kinds[kind], partition, value(bucket), name.decode(), value(size), value(rows), level[1],
-                        level[2], tail[1], tail[4], created, buf[pos + 2 : end],
-                    ),
-                )
-            )  # fmt: skip
-        pos = end
+            pos = match.end()
+            left -= 1
     return pos
+
+
+def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: list[Any]) -> tuple[int, int]:
+    """EntryRecords of the entries from ``pos`` on while ``layout`` matches (the first one does), at most ``left``:
+    (the position after them, how many)."""
+    match = layout.pattern.match
+    kinds = _KINDS
+    value = _value
+    new_record = tuple.__new__
+    append = out.append
+    level, extra = layout.level[1], layout.level[2]
+    embedded, external = layout.tail[1], layout.tail[4]
+    for done in range(left):
+        found = match(buf, pos)
+        if found is None:
+            return pos, done
+        kind, partition, bucket, name, size, rows, created = found.groups()
+        end = found.end()
+        if not created:
+            created = None
+        elif len(created) > 6 and not -_TIME_SAFE_MS <= value(created) <= _TIME_SAFE_MS:  # 6 bytes: 41 bits
+            raise Fallback("creation time outside the range every datetime conversion takes")
+        append(
+            new_record(
+                EntryRecord,
+                (
+                    kinds[kind],
+                    partition,
+                    bucket[0] >> 1 ^ -(bucket[0] & 1) if len(bucket) == 1 else value(bucket),
+                    name.decode(),
+                    value(size),
+                    rows[0] >> 1 ^ -(rows[0] & 1) if len(rows) == 1 else value(rows),
+                    level,
+                    extra,
+                    embedded,
+                    external,
+                    created,
+                    buf[pos + 2 : end],
+                ),
+            )
+        )
+        pos = end
+    return pos, left
