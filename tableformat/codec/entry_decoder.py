@@ -5,13 +5,14 @@ and types are known here. Two ways to decode one entry:
 
 * ``_parse``: field by field, in Python;
 * a **layout**: entries of one manifest are mostly laid out alike (partition rows, file names and statistics rows of
-  the same widths; the same key statistics, schema id, level and optional trailing fields). After ``_parse`` has
-  seen a layout twice in a file, the layout becomes a regular expression that matches exactly the entries laid
-  out that way: the same bytes where the entry had length prefixes, union indexes, array counts and the constant
-  runs, any bytes where contents may differ (``.{n}`` for a blob of the entry's length, any minimal varint for a
-  number), with a group per varying value. The ``re`` engine matches the following entries in C. A match is a
-  proof that parsing the entry field by field would take the same path (Avro values are self-delimiting and
-  decoding is deterministic): the groups are its varying values, the constant runs decode to what they decoded to.
+  the same widths; the same key statistics, schema id, level and optional trailing fields). Once ``_parse`` has
+  seen a layout twice in a file (or once, if an earlier file had it), the layout becomes a regular expression that
+  matches exactly the entries laid out that way: the same bytes where the entry had length prefixes, union
+  indexes, array counts and the constant runs, any bytes where contents may differ (``.{n}`` for a blob of the
+  entry's length, any minimal varint for a number), with a group per varying value. The ``re`` engine matches the
+  following entries in C, the layouts of the previous file first. A match is a proof that parsing the entry field
+  by field would take the same path (Avro values are self-delimiting and decoding is deterministic): the groups are
+  its varying values, the constant runs decode to what they decoded to.
 
 Only the encodings fastavro itself writes are accepted (minimal varints, every non-empty array one block followed
 by the end marker, ``_VERSION`` 2 and a null ``_WRITE_COLS_SEQUENCES``, which avro_codec always writes): so an entry's
