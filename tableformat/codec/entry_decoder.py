@@ -34,7 +34,8 @@ _ADD, _DELETE = FileKind.ADD, FileKind.DELETE
 _MAX_LAYOUTS = 8
 """Layouts matched per file (a matched layout moves one place ahead); entries of others are parsed field by field."""
 _SEEN_LIMIT = 64
-"""Distinct layouts counted per file while looking for repeated ones."""
+"""Distinct layouts counted per file while looking for repeated ones; after this many entries parsed field by field,
+layouts are given up in the file unless they matched four times as many."""
 
 
 class Fallback(Exception):
@@ -352,20 +353,29 @@ _RECENT: dict[bool, list[Layout]] = {True: [], False: []}
 
 class Learner:
     """The layouts of one file, with the groups of one mode (``full``: everything a ManifestEntry holds; else what
-    an EntryRecord holds): those of the previous file, and a layout parsed twice here (at most ``_MAX_LAYOUTS``)."""
+    an EntryRecord holds): those of the previous file, then each layout parsed twice here (or once, when an earlier
+    file had it), first, at most ``_MAX_LAYOUTS`` (the one matched least lately makes room). A file whose entries rarely
+    repeat a layout stops trying them: then every entry is parsed field by field, without the misses."""
 
     def __init__(self, full: bool) -> None:
         self.full = full
         self.known: list[Layout] = list(_RECENT[full])
+        self.matched = 0
+        self._parsed = 0
         self._seen: dict[tuple[Any, ...], int] = {}
 
     def saw(self, parsed: _Parsed) -> None:
-        if len(self.known) >= _MAX_LAYOUTS:
+        self._parsed += 1
+        if self._parsed >= _SEEN_LIMIT and self._parsed * 4 > self.matched:
+            self.known.clear()  # layouts do not pay off in this file
+            self._seen.clear()
             return
         key = _layout_key(parsed)
         if key in self._seen or (key, self.full) in _LAYOUTS:
             self._seen.pop(key, None)
-            self.known.append(_layout(key, parsed, self.full))
+            if len(self.known) >= _MAX_LAYOUTS:
+                self.known.pop()  # the one matched least lately
+            self.known.insert(0, _layout(key, parsed, self.full))  # the entries around are likely laid out so
         elif len(self._seen) < _SEEN_LIMIT:
             self._seen[key] = 1
 
@@ -480,6 +490,7 @@ def decode_block(buf: bytes, count: int, out: list[Any], learner: Learner) -> in
         elif not full:  # the usual run of entries of one layout, in a loop of its own
             pos, decoded = _records_of_layout(buf, pos, left, layout, out)
             left -= decoded
+            learner.matched += decoded
         else:
             kind, partition, bucket, total, name, size, rows, min_key, max_key, stats, min_seq, max_seq, created = (
                 match.groups()
@@ -494,6 +505,7 @@ def decode_block(buf: bytes, count: int, out: list[Any], learner: Learner) -> in
             )  # fmt: skip
             pos = match.end()
             left -= 1
+            learner.matched += 1
     return pos
 
 

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tableformat.codec import avro_codec, entry_codec, entry_decoder
+from tableformat.codec import avro_codec, avro_projection, entry_codec, entry_decoder
 from tableformat.codec.binary_row import encode_row
 from tableformat.errors import CorruptMetadataError
 from tableformat.model import DataFileMeta, DataType, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
@@ -112,10 +112,8 @@ def test_reading_our_files_takes_the_fast_path_and_matches() -> None:
         assert [type(r.kind) for r in records] == [FileKind] * len(entries)
 
 
-def test_layouts_are_learnt_and_give_the_same_entries() -> None:
-    """3,000 entries of a few layouts: most are matched by a learnt layout, not parsed field by field."""
-    entries = [_entry(i) for i in range(3000)]
-    data = entry_codec.write_entries(entries)
+def _parses(read: Callable[[], Any]) -> int:
+    """How many entries ``read()`` parses field by field (the others matched a learnt layout)."""
     parsed = 0
     original = entry_decoder._parse
 
@@ -126,11 +124,51 @@ def test_layouts_are_learnt_and_give_the_same_entries() -> None:
 
     entry_decoder._parse = counting  # type: ignore[assignment]
     try:
-        assert entry_codec.read_entries(data, "manifest/m") == entries
-        assert entry_codec.read_entry_records(data, "manifest/m") == _reference_records(data)
+        read()
     finally:
         entry_decoder._parse = original
-    assert parsed < 20  # 3 levels x 2 widths of statistics rows: each layout is parsed twice, then learnt
+    return parsed
+
+
+def test_layouts_are_learnt_and_give_the_same_entries() -> None:
+    """3,000 entries of a few layouts: most are matched by a learnt layout, not parsed field by field."""
+    entries = [_entry(i) for i in range(3000)]
+    data = entry_codec.write_entries(entries)
+    assert _parses(lambda: entry_codec.read_entries(data, "manifest/m") == entries) < 20
+    assert _parses(lambda: entry_codec.read_entry_records(data, "manifest/m") == _reference_records(data)) < 20
+    assert entry_codec.read_entries(data, "manifest/m") == entries
+    assert entry_codec.read_entry_records(data, "manifest/m") == _reference_records(data)
+
+
+def test_layouts_of_an_earlier_file_make_room_for_the_next_files() -> None:
+    plain = SimpleStats()
+    six = [_entry(i, extra_files=(f"x{i % 6}",), value_stats=plain, level=0) for i in range(600)]  # 6 layouts
+    other = [_entry(i, file_name=f"other-table-data-{i:06d}.parquet", level=4, value_stats=plain) for i in range(900)]
+    for entries in (six, other, six, other):
+        data = entry_codec.write_entries(entries)
+        assert _parses(lambda d=data: entry_codec.read_entries(d, "m")) <= 12
+        assert entry_codec.read_entries(data, "m") == entries
+
+
+def test_more_layouts_than_a_file_keeps_still_read_exactly() -> None:
+    entries = [_entry(i, extra_files=(f"x{i % 12}",)) for i in range(600)]  # 24 layouts, taken in turn
+    data = entry_codec.write_entries(entries)
+    assert entry_codec.read_entries(data, "m") == entries
+    assert entry_codec.read_entry_records(data, "m") == _reference_records(data)
+
+
+def test_a_file_of_unrepeated_layouts_gives_layouts_up() -> None:
+    entries = [_entry(i, file_name="f" * (i + 1)) for i in range(400)]  # a file name of another length each
+    data = entry_codec.write_entries(entries)
+    learner = entry_decoder.Learner(False)
+    found = avro_projection.container_blocks(data, lambda text: True)
+    assert found is not None
+    out: list[Any] = []
+    for count, block in found[1]:
+        assert entry_decoder.decode_block(block, count, out, learner) == len(block)
+    assert learner.known == [] and learner.matched == 0
+    assert out == _reference_records(data)
+    assert entry_codec.read_entries(data, "m") == entries
 
 
 def test_copies_are_the_reference_bytes_of_the_entries_under_the_other_kind() -> None:
