@@ -9,7 +9,8 @@
    In process: both sides are timed from opening the table to the committed result, modules already imported (no
    process start, no import); each round runs both, one after the other, on fresh synced copies, and its ratio is
    printed. Whole process: ``--processes`` rounds of a fresh interpreter per side (``python -c``: start, imports,
-   open, expire, exit), timed by the parent, with the import time the child measured itself.
+   open, expire, exit), timed by the parent, with the import time the child measured itself, and the time of the
+   same interpreter doing nothing (``python -c pass``: start and exit with this environment's site packages).
 2. The drop commit alone (plan excluded: ``execute`` of a plan made just before) on tables of N + 30 daily DATE
    partitions x 1 file, expiring the N oldest (N = 100, 1,000, 10,000 by default): total and per dropped partition.
    ``--history H`` repeats N = 1,000 on a table with H more commits before the drop (appends into the 30 kept
@@ -173,6 +174,12 @@ def compare_processes(tablefmt_path: Path, delta_path: Path | None, scratch: Pat
     sides = [("tablefmt", TABLEFMT_CHILD, tablefmt_path)]
     if delta_path is not None:
         sides.append(("deltalake", DELTA_CHILD, delta_path))
+    starts = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        starts.append(time.perf_counter() - started)
+    print(f"whole process: the interpreter alone (python -c pass) takes {_ms(statistics.median(starts))}")
     medians = {}
     for name, code, source in sides:
         runs = [time_process(code, source, scratch) for _ in range(repeat)]
