@@ -87,7 +87,7 @@ def _result(
     snapshot_ids: tuple[int, ...],
     dry_run: bool,
 ) -> PartitionExpireResult:
-    marked = sum(len(p.files) for p in dropped)
+    marked = sum(len(p.records) for p in dropped)
     return PartitionExpireResult(
         dry_run=dry_run,
         expired_partitions=tuple(p.display for p in dropped),
@@ -120,11 +120,10 @@ def execute_partition_expiration(ctx: TableContext, plan: PartitionExpirePlan) -
         request = CommitRequest(
             kind=ChangeKind.DROP,
             overwrite_scope=tuple(p.spec for p in batch),
-            expected_files=frozenset().union(*(p.files for p in batch)),
             commit_user=user,
             commit_identifier=number,
             properties={LAST_RUN_PROPERTY: str(plan.now_ms)},
-            planned=None if base is None else PlannedDrop(base, [r for p in batch for r in p.records]),
+            planned=PlannedDrop(base, [r for p in batch for r in p.records]),  # guards the drop: only these files
         )
         outcome = committer.commit(request)
         base = outcome.snapshot if outcome.created and outcome.used_plan else None

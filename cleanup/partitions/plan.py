@@ -36,12 +36,15 @@ class PlannedPartition:
     display: Mapping[str, str]
     """The values as users see them (dates ``yyyy-MM-dd``, null as the default partition name)."""
     time: dt.datetime
-    files: frozenset[Hashable]
-    """The identifiers of its live files when planned: the drop deletes only these."""
+    records: tuple[EntryRecord, ...]
+    """Its live files when planned: the drop deletes only these (written again as DELETE entries)."""
     rows: int
     bytes: int
-    records: tuple[EntryRecord, ...] = ()
-    """Its live files as read (what the drop writes again as DELETE entries while the table has not changed)."""
+
+    @property
+    def files(self) -> frozenset[Hashable]:
+        """The identifiers of its live files when planned."""
+        return frozenset(r.identifier() for r in self.records)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,30 +107,26 @@ def _partition_time(
     return EPOCH + dt.timedelta(milliseconds=max(c for c in created if c is not None))
 
 
-Files = dict[Hashable, EntryRecord]
-"""Live files by identifier."""
-
-
-def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tuple[Any, ...], Files]:
-    """The live files of ``snapshot`` (every manifest read, entries merged) by partition values, each by identifier,
-    in order of first appearance (rows of other bytes with equal values are one partition)."""
+def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tuple[Any, ...], list[EntryRecord]]:
+    """The live files of ``snapshot`` (every manifest read, entries merged) by partition values, in order of first
+    appearance (rows of other bytes with equal values are one partition)."""
     manifests = ctx.store.manifests_of(snapshot)
     with executor(threads, "tablefmt-partitions") as pool:
         read = bounded_map(pool, lambda m: ctx.store.read_manifest_records(m.file_name), manifests, 2 * threads)
         live = merge_entries(records for _, records in read)
-    by_row: dict[bytes, Files] = {}
-    for identifier, record in live.items():
+    by_row: dict[bytes, list[EntryRecord]] = {}
+    for record in live.values():
         files = by_row.get(record.partition)
         if files is None:
-            by_row[record.partition] = {identifier: record}
+            by_row[record.partition] = [record]
         else:
-            files[identifier] = record
+            files.append(record)
     codec = ctx.partition_codec()
-    groups: dict[tuple[Any, ...], Files] = {}
+    groups: dict[tuple[Any, ...], list[EntryRecord]] = {}
     for row, files in by_row.items():
         key = tuple(codec.values(row).items())
         if key in groups:
-            groups[key].update(files)
+            groups[key].extend(files)
         else:
             groups[key] = files
     return groups
@@ -143,8 +142,7 @@ def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, 
     default_name = ctx.options.require(PARTITION_DEFAULT_NAME)
     expired: list[PlannedPartition] = []
     skipped: list[SkippedPartition] = []
-    for key, by_id in _live_files(ctx, latest, config.threads).items():
-        files = list(by_id.values())
+    for key, files in _live_files(ctx, latest, config.threads).items():
         values = dict(key)
         display = display_values(values, fields, default_name)
         try:
@@ -154,7 +152,7 @@ def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, 
             continue
         if time < cutoff:
             rows, size = sum(map(_ROW_COUNT, files)), sum(map(_FILE_SIZE, files))
-            expired.append(PlannedPartition(values, display, time, frozenset(by_id), rows, size, tuple(files)))
+            expired.append(PlannedPartition(values, display, time, tuple(files), rows, size))
     expired.sort(key=lambda p: (p.time, tuple(p.display.values())))
     chosen = expired[: config.max_num]
     size = config.batch_size or max(len(chosen), 1)

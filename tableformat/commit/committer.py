@@ -79,9 +79,10 @@ class CommitRequest:
     commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
     commit_identifier: int = 2**63 - 1
     expected_files: frozenset[Hashable] | None = None
-    """DROP only: the files (ManifestEntry identifiers) the caller planned to delete. At commit time a partition
-    whose live files are not all among them (a file was added after planning) is left untouched and reported in
-    ``CommitResult.changed_partitions``; the others lose exactly their planned files that are still live."""
+    """DROP only: the files (ManifestEntry identifiers) the caller planned to delete (by default those of
+    ``planned``, if given). At commit time a partition whose live files are not all among them (a file was added
+    after planning) is left untouched and reported in ``CommitResult.changed_partitions``; the others lose exactly
+    their planned files that are still live."""
     properties: Mapping[str, str] = field(default_factory=dict)
     """Snapshot properties to set (carried forward by later tablefmt commits, like every property)."""
     replaced_files: tuple[ManifestEntry, ...] = ()
@@ -95,16 +96,16 @@ class CommitRequest:
     latest, they are live as given and the commit skips re-reading the manifests."""
     planned: PlannedDrop | None = None
     """DROP only: the drop as the caller planned it. Used as it is when the latest snapshot is still the one it was
-    planned against; otherwise the commit re-plans (``expected_files`` guards that)."""
+    planned against; otherwise the commit re-plans, guarded by ``expected_files`` (by default the planned files)."""
 
 
 @dataclass(frozen=True, slots=True)
 class PlannedDrop:
     """A drop planned against snapshot ``base``: ``records`` are exactly the live files of the dropped partitions in
-    ``base`` (the files ``expected_files`` names). While ``base`` is the latest snapshot, the guarded drop's re-check
-    would find exactly these files, so the commit writes their DELETE copies without reading the manifests again."""
+    ``base``. While ``base`` is the latest snapshot, the guarded drop's re-check would find exactly these files, so
+    the commit writes their DELETE copies without reading the manifests again. ``base`` None: always re-checked."""
 
-    base: Snapshot
+    base: Snapshot | None
     records: Sequence[EntryRecord]
 
 
@@ -212,8 +213,11 @@ class Committer:
             predicate = PartitionPredicate(request.overwrite_scope)
         threads = resolve_parallelism(self.options, self.store.io, None)  # inline on local disk: see parallel.py
         deletes = [e.as_kind(FileKind.DELETE) for e in live_entries(self.store, latest, self.codec, predicate, threads)]
-        if request.expected_files is not None:
-            deletes, self._changed = self._guard_drop(deletes, request.expected_files)
+        expected = request.expected_files
+        if expected is None and request.planned is not None:
+            expected = frozenset(r.identifier() for r in request.planned.records)
+        if expected is not None:
+            deletes, self._changed = self._guard_drop(deletes, expected)
         added = {e.identifier() for e in adds}
         if any(d.identifier() in added for d in deletes):
             raise CommitConflictError("a file to add is already live in the table (the commit was applied before?)")
@@ -237,7 +241,7 @@ class Committer:
     def _planned_records(self, latest: Snapshot | None, request: CommitRequest) -> Sequence[EntryRecord] | None:
         """The planned drop's records when the latest snapshot is still the one it was planned against."""
         planned = request.planned
-        if planned is None or request.kind != ChangeKind.DROP or latest is None or latest != planned.base:
+        if planned is None or planned.base is None or request.kind != ChangeKind.DROP or latest != planned.base:
             return None
         return planned.records
 
