@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
-from tableformat.codec import avro_codec, avro_projection, journal_codec, json_codec, maintain_codec
+from tableformat.codec import avro_codec, avro_projection, entry_codec, journal_codec, json_codec, maintain_codec
 from tableformat.codec.binary_row import decode_row, encode_row
 from tableformat.errors import (
     CorruptMetadataError,
@@ -200,7 +201,17 @@ class MetadataStore:
             data = self._read(path)
         except FileNotFoundError:
             raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
-        return avro_codec.read_manifest(data, self.io.url(path))
+        return entry_codec.read_entries(data, self.io.url(path))
+
+    def read_manifest_records(self, name: str) -> list[entry_codec.EntryRecord]:
+        """``read_manifest(name)`` reduced to entry_codec.EntryRecord (identity, counts, creation time and the encoded
+        entry, which ``write_manifest_copies`` writes again without re-encoding)."""
+        path = self.layout.manifest_file(name)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
+        return entry_codec.read_entry_records(data, self.io.url(path))
 
     def read_manifest_list_fast(
         self, name: str, reader: avro_projection.ManifestListReader | None = None
@@ -227,7 +238,7 @@ class MetadataStore:
 
     def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         """Base then delta manifests of a snapshot, in order."""
-        return self.read_manifest_list(snapshot.base_manifest_list) + self.read_manifest_list(
+        return self.read_manifest_list_fast(snapshot.base_manifest_list) + self.read_manifest_list_fast(
             snapshot.delta_manifest_list
         )
 
@@ -244,22 +255,64 @@ class MetadataStore:
 
         ``written`` gets the path before the write, so a write whose acknowledgement is lost is still cleaned up.
         """
+        added = sum(1 for e in entries if e.kind == FileKind.ADD)
+        return self._write_manifest(
+            entry_codec.write_entries(entries),
+            (added, len(entries) - added),
+            [e.partition for e in entries],
+            ({e.bucket for e in entries}, {e.file.level for e in entries}),
+            names,
+            (schema_id, partition_types),
+            written,
+        )
+
+    def write_manifest_copies(
+        self,
+        kind: FileKind,
+        records: Sequence[entry_codec.EntryRecord],
+        names: NameFactory,
+        schema_id: int,
+        partition_types: Sequence[DataType],
+        *,
+        written: list[str] | None = None,
+    ) -> ManifestFileMeta:
+        """``write_manifest`` of the records' full entries as entries of ``kind`` (the same bytes), written from
+        their encoded bodies (entry_codec.write_copies)."""
+        count = len(records)
+        return self._write_manifest(
+            entry_codec.write_copies(kind, records),
+            (count, 0) if kind == FileKind.ADD else (0, count),
+            list(map(attrgetter("partition"), records)),
+            (set(map(attrgetter("bucket"), records)), set(map(attrgetter("level"), records))),
+            names,
+            (schema_id, partition_types),
+            written,
+        )
+
+    def _write_manifest(
+        self,
+        data: bytes,
+        counts: tuple[int, int],
+        partitions: list[bytes],
+        buckets_levels: tuple[set[int], set[int]],
+        names: NameFactory,
+        schema: tuple[int, Sequence[DataType]],
+        written: list[str] | None,
+    ) -> ManifestFileMeta:
+        """Write manifest bytes: ``counts`` of ADD and DELETE entries, their partitions, buckets and levels."""
         name = names.next(MANIFEST_PREFIX)
-        data = avro_codec.write_manifest(entries)
+        path = self.layout.manifest_file(name)
         if written is not None:
-            written.append(self.layout.manifest_file(name))
-        self.io.write_bytes(self.layout.manifest_file(name), data)
-        buckets = [e.bucket for e in entries]
-        levels = [e.file.level for e in entries]
+            written.append(path)
+        self.io.write_bytes(path, data)
+        buckets, levels = buckets_levels
         return ManifestFileMeta(
             file_name=name,
             file_size=len(data),
-            num_added_files=sum(1 for e in entries if e.kind == FileKind.ADD),
-            num_deleted_files=sum(1 for e in entries if e.kind == FileKind.DELETE),
-            partition_stats=partition_stats(
-                (e.partition for e in entries), partition_types, source=self.io.url(self.layout.manifest_file(name))
-            ),
-            schema_id=schema_id,
+            num_added_files=counts[0],
+            num_deleted_files=counts[1],
+            partition_stats=partition_stats(partitions, schema[1], source=self.io.url(path)),
+            schema_id=schema[0],
             min_bucket=min(buckets) if buckets else None,
             max_bucket=max(buckets) if buckets else None,
             min_level=min(levels) if levels else None,
@@ -270,7 +323,7 @@ class MetadataStore:
         self, metas: Sequence[ManifestFileMeta], names: NameFactory, *, written: list[str] | None = None
     ) -> WrittenFile:
         name = names.next(MANIFEST_LIST_PREFIX)
-        data = avro_codec.write_manifest_list(metas)
+        data = entry_codec.write_manifest_list(metas)
         path = self.layout.manifest_file(name)
         if written is not None:
             written.append(path)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
+from tableformat.commit.committer import ChangeKind, CommitRequest, Committer, PlannedDrop
 from tableformat.context import TableContext
 from tableformat.options import PARTITION_DEFAULT_NAME
 
@@ -87,7 +87,7 @@ def _result(
     snapshot_ids: tuple[int, ...],
     dry_run: bool,
 ) -> PartitionExpireResult:
-    marked = sum(len(p.files) for p in dropped)
+    marked = sum(len(p.records) for p in dropped)
     return PartitionExpireResult(
         dry_run=dry_run,
         expired_partitions=tuple(p.display for p in dropped),
@@ -115,16 +115,18 @@ def execute_partition_expiration(ctx: TableContext, plan: PartitionExpirePlan) -
     dropped: list[PlannedPartition] = []
     skipped = list(plan.skipped)
     snapshot_ids: list[int] = []
+    base = plan.base  # while the table holds only our own drops since planning, each batch commits as planned
     for number, batch in enumerate(plan.batches, start=1):
         request = CommitRequest(
             kind=ChangeKind.DROP,
             overwrite_scope=tuple(p.spec for p in batch),
-            expected_files=frozenset().union(*(p.files for p in batch)),
             commit_user=user,
             commit_identifier=number,
             properties={LAST_RUN_PROPERTY: str(plan.now_ms)},
+            planned=PlannedDrop(base, [r for p in batch for r in p.records]),  # guards the drop: only these files
         )
         outcome = committer.commit(request)
+        base = outcome.snapshot if outcome.created and outcome.used_plan else None
         changed = [display_values(c, schema.partition_fields, default_name) for c in outcome.changed_partitions]
         for partition in batch:
             if partition.display in changed:

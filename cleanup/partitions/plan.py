@@ -7,19 +7,24 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
+from tableformat.codec.entry_codec import EntryRecord
 from tableformat.context import TableContext
-from tableformat.live_set import live_entries
-from tableformat.model.manifest import ManifestEntry
+from tableformat.live_set import merge_entries
 from tableformat.model.partition import value_to_path_string
 from tableformat.model.partition_time import PartitionTimeError
 from tableformat.model.schema import DataField
+from tableformat.model.snapshot import Snapshot
 from tableformat.options import PARTITION_DEFAULT_NAME
+from tableformat.parallel import bounded_map, executor
 
 from .config import PartitionExpireConfig
 
 EPOCH = dt.datetime(1970, 1, 1)
+_ROW_COUNT = attrgetter("row_count")
+_FILE_SIZE = attrgetter("file_size")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +36,15 @@ class PlannedPartition:
     display: Mapping[str, str]
     """The values as users see them (dates ``yyyy-MM-dd``, null as the default partition name)."""
     time: dt.datetime
-    files: frozenset[Hashable]
-    """The identifiers of its live files when planned: the drop deletes only these."""
+    records: tuple[EntryRecord, ...]
+    """Its live files when planned: the drop deletes only these (written again as DELETE entries)."""
     rows: int
     bytes: int
+
+    @property
+    def files(self) -> frozenset[Hashable]:
+        """The identifiers of its live files when planned."""
+        return frozenset(r.identifier() for r in self.records)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +67,8 @@ class PartitionExpirePlan:
     skipped: tuple[SkippedPartition, ...]
     waiting: int
     """Expired partitions beyond ``max-num``, left for the next run."""
+    base: Snapshot | None = None
+    """The snapshot planned against (``base_snapshot_id``)."""
 
     @property
     def expired(self) -> tuple[PlannedPartition, ...]:
@@ -85,21 +97,38 @@ def display_values(values: Mapping[str, Any], fields: Sequence[DataField], defau
 
 
 def _partition_time(
-    config: PartitionExpireConfig, values: Mapping[str, Any], files: list[ManifestEntry]
+    config: PartitionExpireConfig, values: Mapping[str, Any], files: list[EntryRecord]
 ) -> dt.datetime:
     if config.extractor is not None:
         return config.extractor.extract(values)
-    created = [f.file.creation_time_ms for f in files]
+    created = [f.creation_time_ms for f in files]
     if any(c is None for c in created):
         raise PartitionTimeError("a live file has no creation time (update-time needs _CREATION_TIME)")
     return EPOCH + dt.timedelta(milliseconds=max(c for c in created if c is not None))
 
 
-def _group(ctx: TableContext, entries: list[ManifestEntry]) -> dict[tuple[Any, ...], list[ManifestEntry]]:
+def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tuple[Any, ...], list[EntryRecord]]:
+    """The live files of ``snapshot`` (every manifest read, entries merged) by partition values, in order of first
+    appearance (rows of other bytes with equal values are one partition)."""
+    manifests = ctx.store.manifests_of(snapshot)
+    with executor(threads, "tablefmt-partitions") as pool:
+        read = bounded_map(pool, lambda m: ctx.store.read_manifest_records(m.file_name), manifests, 2 * threads)
+        live = merge_entries(records for _, records in read)
+    by_row: dict[bytes, list[EntryRecord]] = {}
+    for record in live.values():
+        files = by_row.get(record.partition)
+        if files is None:
+            by_row[record.partition] = [record]
+        else:
+            files.append(record)
     codec = ctx.partition_codec()
-    groups: dict[tuple[Any, ...], list[ManifestEntry]] = {}
-    for entry in entries:
-        groups.setdefault(tuple(codec.values(entry.partition).items()), []).append(entry)
+    groups: dict[tuple[Any, ...], list[EntryRecord]] = {}
+    for row, files in by_row.items():
+        key = tuple(codec.values(row).items())
+        if key in groups:
+            groups[key].extend(files)
+        else:
+            groups[key] = files
     return groups
 
 
@@ -111,10 +140,9 @@ def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, 
         return PartitionExpirePlan(None, now_ms, cutoff, (), (), 0)
     fields = ctx.schema.partition_fields
     default_name = ctx.options.require(PARTITION_DEFAULT_NAME)
-    entries = live_entries(ctx.store, latest, ctx.partition_codec(), None, config.threads)
     expired: list[PlannedPartition] = []
     skipped: list[SkippedPartition] = []
-    for key, files in _group(ctx, entries).items():
+    for key, files in _live_files(ctx, latest, config.threads).items():
         values = dict(key)
         display = display_values(values, fields, default_name)
         try:
@@ -123,12 +151,12 @@ def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, 
             skipped.append(SkippedPartition(display, f"no partition time: {exc}"))
             continue
         if time < cutoff:
-            ids = frozenset(f.identifier() for f in files)
-            rows, size = sum(f.file.row_count for f in files), sum(f.file.file_size for f in files)
-            expired.append(PlannedPartition(values, display, time, ids, rows, size))
+            rows, size = sum(map(_ROW_COUNT, files)), sum(map(_FILE_SIZE, files))
+            expired.append(PlannedPartition(values, display, time, tuple(files), rows, size))
     expired.sort(key=lambda p: (p.time, tuple(p.display.values())))
     chosen = expired[: config.max_num]
     size = config.batch_size or max(len(chosen), 1)
     batches = tuple(tuple(chosen[i : i + size]) for i in range(0, len(chosen), size))
     skipped.sort(key=lambda s: tuple(s.display.values()))
-    return PartitionExpirePlan(latest.id, now_ms, cutoff, batches, tuple(skipped), len(expired) - len(chosen))
+    waiting = len(expired) - len(chosen)
+    return PartitionExpirePlan(latest.id, now_ms, cutoff, batches, tuple(skipped), waiting, latest)

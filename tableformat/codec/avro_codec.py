@@ -6,6 +6,7 @@ and tolerate missing optional fields, so files written by Java Paimon (fewer tra
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -16,6 +17,8 @@ from tableformat.errors import CorruptMetadataError
 from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
 
 MANIFEST_VERSION = 2
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_ONE_MS = dt.timedelta(milliseconds=1)
 CODEC = "zstandard"
 
 
@@ -149,11 +152,15 @@ def data_file_to_record(meta: DataFileMeta) -> dict[str, Any]:
 
 
 def _creation_ms(value: Any) -> int | None:
+    """The stored milliseconds of a timestamp-millis value (fastavro gives a UTC datetime; a long without the logical
+    type stays an int). Exact integer arithmetic: ``timestamp() * 1000`` is a float and was off by one for some."""
     if value is None:
         return None
     if isinstance(value, int):
         return value
-    return int(value.timestamp() * 1000)
+    epoch = _EPOCH if value.tzinfo is not None else _EPOCH.replace(tzinfo=None)
+    millis: int = (value - epoch) // _ONE_MS
+    return millis
 
 
 def data_file_from_record(record: dict[str, Any]) -> DataFileMeta:
@@ -246,10 +253,10 @@ def manifest_meta_from_record(record: dict[str, Any]) -> ManifestFileMeta:
 
 
 # --- files -------------------------------------------------------------------------------------------------------
-def _write(schema: Any, records: Iterable[dict[str, Any]]) -> bytes:
+def _write(schema: Any, records: Iterable[dict[str, Any]], sync_marker: bytes | None = None) -> bytes:
     # The unparsed schema dict is passed so the header holds the same schema JSON text pypaimon writes.
     buffer = io.BytesIO()
-    fastavro.writer(buffer, schema, records, codec=CODEC)
+    fastavro.writer(buffer, schema, records, codec=CODEC, sync_marker=sync_marker or b"")
     return buffer.getvalue()
 
 
@@ -263,9 +270,9 @@ def _read(data: bytes, path: str) -> Iterator[dict[str, Any]]:
         raise CorruptMetadataError(path, f"unreadable Avro ({type(exc).__name__}: {exc})") from None
 
 
-def write_manifest(entries: Iterable[ManifestEntry]) -> bytes:
-    """Bytes of a manifest file."""
-    return _write(MANIFEST_ENTRY_SCHEMA, (entry_to_record(e) for e in entries))
+def write_manifest(entries: Iterable[ManifestEntry], *, sync_marker: bytes | None = None) -> bytes:
+    """Bytes of a manifest file (``sync_marker``: 16 bytes, random when not given)."""
+    return _write(MANIFEST_ENTRY_SCHEMA, (entry_to_record(e) for e in entries), sync_marker)
 
 
 def read_manifest(data: bytes, path: str) -> list[ManifestEntry]:
@@ -276,9 +283,9 @@ def read_manifest(data: bytes, path: str) -> list[ManifestEntry]:
         raise CorruptMetadataError(path, f"invalid manifest entry ({exc})") from None
 
 
-def write_manifest_list(metas: Iterable[ManifestFileMeta]) -> bytes:
-    """Bytes of a manifest list file."""
-    return _write(MANIFEST_FILE_META_SCHEMA, (manifest_meta_to_record(m) for m in metas))
+def write_manifest_list(metas: Iterable[ManifestFileMeta], *, sync_marker: bytes | None = None) -> bytes:
+    """Bytes of a manifest list file (``sync_marker``: 16 bytes, random when not given)."""
+    return _write(MANIFEST_FILE_META_SCHEMA, (manifest_meta_to_record(m) for m in metas), sync_marker)
 
 
 def read_manifest_list(data: bytes, path: str) -> list[ManifestFileMeta]:

@@ -196,9 +196,10 @@ _HEADERS: tuple[tuple[bytes, bytes, bytes], ...] = ()
 """Recently parsed file metadata (the bytes between magic and sync marker) with its schema and codec."""
 
 
-def _blocks(data: bytes, projection: str) -> tuple[Decoder, list[tuple[int, bytes]]] | None:
-    """The compiled decoder for the file's writer schema and its (record count, decompressed block) pairs; None
-    when the full decoder must decide. Raises on malformed data (callers treat that as None)."""
+def container_blocks(data: bytes, wanted: Callable[[bytes], bool]) -> tuple[bytes, list[tuple[int, bytes]]] | None:
+    """The writer schema text of an Avro container file and its (record count, decompressed block) pairs; None when
+    the full decoder must decide (an unknown codec, or ``wanted(schema_text)`` false: then no block is decompressed).
+    Raises on malformed data (callers treat that as None)."""
     if data[:4] != _MAGIC:
         return None
     global _HEADERS
@@ -239,8 +240,7 @@ def _blocks(data: bytes, projection: str) -> tuple[Decoder, list[tuple[int, byte
     if pos > end:
         return None
     decompress = _BLOCK_CODECS.get(codec)
-    decoder = _compile(schema_text, projection)
-    if decompress is None or decoder is None:
+    if decompress is None or not wanted(schema_text):
         return None
     blocks: list[tuple[int, bytes]] = []
     while pos < end:
@@ -253,7 +253,17 @@ def _blocks(data: bytes, projection: str) -> tuple[Decoder, list[tuple[int, byte
         if data[pos : pos + 16] != sync:
             return None
         pos += 16
-    return decoder, blocks
+    return schema_text, blocks
+
+
+def _blocks(data: bytes, projection: str) -> tuple[Decoder, list[tuple[int, bytes]]] | None:
+    """The compiled decoder for the file's writer schema and its (record count, decompressed block) pairs; None
+    when the full decoder must decide. Raises on malformed data (callers treat that as None)."""
+    found = container_blocks(data, lambda schema_text: _compile(schema_text, projection) is not None)
+    if found is None:
+        return None
+    decoder = _compile(found[0], projection)  # cached: ``wanted`` compiled it
+    return None if decoder is None else (decoder, found[1])
 
 
 def _fast_read(data: bytes, projection: str) -> list[Any] | None:

@@ -16,9 +16,11 @@ import uuid
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import attrgetter
 from typing import Any
 
 from tableformat.codec import json_codec
+from tableformat.codec.entry_codec import EntryRecord
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.manifest_merge import ManifestMerger, MergePolicy
@@ -77,9 +79,10 @@ class CommitRequest:
     commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
     commit_identifier: int = 2**63 - 1
     expected_files: frozenset[Hashable] | None = None
-    """DROP only: the files (ManifestEntry identifiers) the caller planned to delete. At commit time a partition
-    whose live files are not all among them (a file was added after planning) is left untouched and reported in
-    ``CommitResult.changed_partitions``; the others lose exactly their planned files that are still live."""
+    """DROP only: the files (ManifestEntry identifiers) the caller planned to delete (by default those of
+    ``planned``, if given). At commit time a partition whose live files are not all among them (a file was added
+    after planning) is left untouched and reported in ``CommitResult.changed_partitions``; the others lose exactly
+    their planned files that are still live."""
     properties: Mapping[str, str] = field(default_factory=dict)
     """Snapshot properties to set (carried forward by later tablefmt commits, like every property)."""
     replaced_files: tuple[ManifestEntry, ...] = ()
@@ -91,6 +94,19 @@ class CommitRequest:
     replaced_live_in: int | None = None
     """REPLACE only: a snapshot id in which the caller read ``replaced_files`` as live entries. When it is still the
     latest, they are live as given and the commit skips re-reading the manifests."""
+    planned: PlannedDrop | None = None
+    """DROP only: the drop as the caller planned it. Used as it is when the latest snapshot is still the one it was
+    planned against; otherwise the commit re-plans, guarded by ``expected_files`` (by default the planned files)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedDrop:
+    """A drop planned against snapshot ``base``: ``records`` are exactly the live files of the dropped partitions in
+    ``base``. While ``base`` is the latest snapshot, the guarded drop's re-check would find exactly these files, so
+    the commit writes their DELETE copies without reading the manifests again. ``base`` None: always re-checked."""
+
+    base: Snapshot | None
+    records: Sequence[EntryRecord]
 
 
 def read_commit_log(snapshot: Snapshot | None) -> dict[str, int]:
@@ -114,6 +130,7 @@ class Committer:
         self.partition_types = [f.type for f in schema.partition_fields]
         self._changed: tuple[dict[str, Any], ...] = ()
         self._missing: tuple[ManifestEntry, ...] = ()
+        self._used_plan = False
 
     # --- public ----------------------------------------------------------------------------------------------
     def commit(self, request: CommitRequest) -> CommitResult:
@@ -196,8 +213,11 @@ class Committer:
             predicate = PartitionPredicate(request.overwrite_scope)
         threads = resolve_parallelism(self.options, self.store.io, None)  # inline on local disk: see parallel.py
         deletes = [e.as_kind(FileKind.DELETE) for e in live_entries(self.store, latest, self.codec, predicate, threads)]
-        if request.expected_files is not None:
-            deletes, self._changed = self._guard_drop(deletes, request.expected_files)
+        expected = request.expected_files
+        if expected is None and request.planned is not None:
+            expected = frozenset(r.identifier() for r in request.planned.records)
+        if expected is not None:
+            deletes, self._changed = self._guard_drop(deletes, expected)
         added = {e.identifier() for e in adds}
         if any(d.identifier() in added for d in deletes):
             raise CommitConflictError("a file to add is already live in the table (the commit was applied before?)")
@@ -218,6 +238,35 @@ class Committer:
             return []
         return [live[key].as_kind(FileKind.DELETE) for key in wanted]
 
+    def _planned_records(self, latest: Snapshot | None, request: CommitRequest) -> Sequence[EntryRecord] | None:
+        """The planned drop's records when the latest snapshot is still the one it was planned against."""
+        planned = request.planned
+        if planned is None or planned.base is None or request.kind != ChangeKind.DROP or latest != planned.base:
+            return None
+        return planned.records
+
+    def _write_delta(
+        self, latest: Snapshot | None, request: CommitRequest, names: NameFactory, written: list[str]
+    ) -> tuple[ManifestFileMeta, int, int] | None:
+        """Write the delta manifest: (its row, added rows, deleted rows); None when there is nothing to change."""
+        store = self.store
+        copies = self._planned_records(latest, request)
+        self._used_plan = copies is not None
+        if copies is not None:
+            if not copies:
+                return None
+            meta = store.write_manifest_copies(
+                FileKind.DELETE, copies, names, self.schema.id, self.partition_types, written=written
+            )
+            return meta, 0, sum(map(attrgetter("row_count"), copies))
+        delta = self._delta(latest, request)
+        if not delta:
+            return None
+        meta = store.write_manifest(delta, names, self.schema.id, self.partition_types, written=written)
+        added_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.ADD)
+        deleted_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.DELETE)
+        return meta, added_rows, deleted_rows
+
     def _try_once(self, request: CommitRequest) -> CommitResult | _Lost:
         try:
             latest = self.store.latest_snapshot()
@@ -235,10 +284,10 @@ class Committer:
         self._changed = ()
         self._missing = ()
         try:
-            delta = self._delta(latest, request)
+            delta = self._write_delta(latest, request, names, written)
             if self._missing:
                 return CommitResult(None, created=False, missing_files=self._missing)
-            if not delta:
+            if delta is None:
                 return CommitResult(None, created=False, changed_partitions=self._changed)
             snapshot = self._write_metadata(latest, request, delta, names, written)
         except (MissingMetadataError, SnapshotNotFoundError):
@@ -294,7 +343,7 @@ class Committer:
                 "(retention shorter than the commit took); nothing was committed, retry the commit"
             )
         self.store.write_hint("LATEST", snapshot.id)
-        return CommitResult(snapshot, created=True, changed_partitions=self._changed)
+        return CommitResult(snapshot, created=True, changed_partitions=self._changed, used_plan=self._used_plan)
 
     def _created_below_the_frontier(self, snapshot: Snapshot, request: CommitRequest) -> bool:
         """True if snapshot-N re-used an id that was committed and expired while this attempt was prepared (ABA).
@@ -332,12 +381,12 @@ class Committer:
         self,
         latest: Snapshot | None,
         request: CommitRequest,
-        delta: list[ManifestEntry],
+        delta: tuple[ManifestFileMeta, int, int],
         names: NameFactory,
         written: list[str],
     ) -> Snapshot:
         store = self.store
-        delta_meta = store.write_manifest(delta, names, self.schema.id, self.partition_types, written=written)
+        delta_meta, added_rows, deleted_rows = delta
         base_manifests: list[ManifestFileMeta] = store.manifests_of(latest) if latest is not None else []
         merger = ManifestMerger(
             store,
@@ -358,8 +407,6 @@ class Committer:
         base_list = store.write_manifest_list(base, names, written=written)
         delta_list = store.write_manifest_list([delta_meta], names, written=written)
 
-        added_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.ADD)
-        deleted_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.DELETE)
         previous_total = latest.total_record_count if latest is not None else 0
         commit_log = read_commit_log(latest)
         commit_log.pop(request.commit_user, None)
@@ -416,3 +463,5 @@ class CommitResult:
     """A guarded drop (``expected_files``): partitions left untouched because files were added after planning."""
     missing_files: tuple[ManifestEntry, ...] = ()
     """A replace: the replaced files that were no longer live, so nothing was committed."""
+    used_plan: bool = False
+    """The snapshot holds the request's PlannedDrop as it was (its base was still the latest snapshot)."""
