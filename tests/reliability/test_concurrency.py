@@ -26,7 +26,7 @@ from support.tables import DAY_S, age_files, files_under, reachable_files, row_c
 
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
-from tableformat.errors import CommitError, SnapshotNotFoundError
+from tableformat.errors import CommitConflictError, CommitError, SnapshotNotFoundError
 from tableformat.table import Table
 
 from .kit import SCHEMA, batch
@@ -92,7 +92,13 @@ def _writer(root: str, writer: int, commits: int, barrier: Any, out: str) -> Non
     barrier.wait(timeout=120)
     ids, errors = [], []
     for commit in range(commits):
-        snapshot = table.append(batch([writer_row(writer, commit)]))
+        snapshot = None
+        for _attempt in range(5):  # G2b: an id taken and expired meanwhile fails the commit, and it is retried
+            try:
+                snapshot = table.append(batch([writer_row(writer, commit)]))
+                break
+            except CommitConflictError:
+                continue
         assert snapshot is not None
         ids.append(snapshot.id)
         if writer == 0:

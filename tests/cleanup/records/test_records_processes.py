@@ -47,15 +47,17 @@ def _writer(root: str, writer: int, barrier: Any, out: str) -> None:
 
 def _maintainer(root: str, operation: str, barrier: Any, stop: Any, out: str) -> None:
     barrier.wait()
-    runs = 0
+    runs = after_stop = 0
     changed = 0
-    while runs < 200:
+    while after_stop < 50:  # bounded once the writers stopped (they stop within the test's join bound)
         table = Table.open(root)
         result = table.expire_records() if operation == "expire" else table.compact()
         runs += 1
         changed += len(result.snapshot_ids)
-        if stop.is_set() and changed:  # until the writers stopped and this process committed something
-            break
+        if stop.is_set():
+            after_stop += 1
+            if changed:  # until the writers stopped and this process committed something
+                break
     Path(out).write_text(json.dumps({"runs": runs, "snapshots": changed}))
 
 
@@ -91,5 +93,8 @@ def test_writers_expirer_and_compactor_in_processes(tmp_path: Path) -> None:
     actual = Counter((r["id"], r["ts"]) for r in table.to_arrow(include_expired=True).to_pylist())
     assert actual == expected  # every kept row exactly once, no expired row left
     stats = {op: json.loads(Path(out).read_text()) for op, out in outs.items()}
-    assert stats["expire"]["snapshots"] >= 1 and stats["compact"]["snapshots"] >= 1  # both really committed
+    # Both ran against the writers; which of them removes the expired rows is a race (compaction drops them too, and
+    # then expire-records finds nothing left), so at least one committed, and each ran.
+    assert stats["expire"]["snapshots"] + stats["compact"]["snapshots"] >= 1
+    assert stats["expire"]["runs"] >= 1 and stats["compact"]["runs"] >= 1
     assert table.check().ok
