@@ -11,10 +11,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.context import TableContext
@@ -30,6 +29,9 @@ from tableformat.scan.dataset import TableScan
 from tableformat.scan.filters import RowFilter, as_expression
 from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import scan_record_ttl, ttl_scan
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas when present: loaded where used
+    import pyarrow.dataset as ds
 
 PartitionSpec = Mapping[str, Any]
 

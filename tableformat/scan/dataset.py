@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.partition_codec import PartitionCodec
@@ -41,6 +40,9 @@ from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
 from tableformat.scan.filters import and_all, partition_guarantee, stats_guarantee
 from tableformat.scan.reader import DataReader
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas when present: loaded where used
+    import pyarrow.dataset as ds
 
 _MISSING = object()
 
@@ -82,6 +84,8 @@ class TableScan:
         self._codec = PartitionCodec(schema)
         self._paths = DataPaths(schema, self._codec)
         self._fs = file_io.arrow_filesystem()
+        import pyarrow.dataset as ds
+
         self._format = ds.ParquetFileFormat()
         self._entries = list(entries)
         self._selected: list[ManifestEntry] | None = None
@@ -121,6 +125,8 @@ class TableScan:
                 [self._partition_guarantee(entry), stats_guarantee(entry.file, file_schema, self.schema)]
             )
             fragments.append(self._fragment(entry, guarantee))
+        import pyarrow.dataset as ds
+
         probe = ds.FileSystemDataset(fragments, self.arrow_schema, self._format, self._fs)
         kept = {fragment.path for fragment in probe.get_fragments(filter=self.row_filter)}
         self._selected = [e for e, f in zip(self._entries, fragments) if f.path in kept]
@@ -158,6 +164,8 @@ class TableScan:
         for entry in self.files():
             (direct if self._readable_by_name(entry) else by_id).append(entry)
         fragments = [self._fragment(e, self._partition_guarantee(e)) for e in direct]
+        import pyarrow.dataset as ds
+
         dataset: ds.Dataset = ds.FileSystemDataset(fragments, self.arrow_schema, self._format, self._fs)
         if by_id:
             reader = DataReader(self.io, self.layout, self.schema, self.schema_loader, self._codec, threads=1)

@@ -19,7 +19,6 @@ from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from tableformat.codec.arrow_schema import arrow_type_of
@@ -53,6 +52,8 @@ def as_expression(row_filter: RowFilter | None, schema: pa.Schema) -> pc.Express
             f"a filter is a pyarrow.compute expression or a list of (column, op, value) tuples, got "
             f"{type(row_filter).__name__}"
         )
+    import pyarrow.dataset as ds  # here, not at import: it loads pandas when present
+
     try:  # binds the expression to the schema: unknown columns and impossible comparisons fail here, once
         ds.InMemoryDataset(schema.empty_table()).scanner(filter=expression, columns=[])
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as exc:
