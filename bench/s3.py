@@ -74,7 +74,8 @@ class DeleteClock:
 
     @contextmanager
     def installed(self) -> Iterator[DeleteClock]:
-        originals = {name: getattr(S3FileIO, name) for name in ("delete_files", "delete_listed")}
+        names = ("delete_files", "delete_listed")  # (older versions have only delete_files)
+        originals = {name: getattr(S3FileIO, name) for name in names if name in vars(S3FileIO)}
 
         def timed(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
             def wrapper(io: S3FileIO, paths: Any) -> list[str]:
