@@ -132,8 +132,8 @@ class References:
 
         ``include_main=False``: only the branches' roots (snapshot expiration reads the main table itself).
         ``known``: roots read before; one listed again under the same label is taken as read, not read again.
-        ``settle=False``: one listing, its roots read, no listing again (for a caller that lists again itself after
-        reading what the roots reference, as orphan cleanup does).
+        ``settle=False``: one listing, its roots read, no listing again unless a root vanished meanwhile (for a caller
+        that lists again itself after reading what the roots reference, as orphan cleanup does).
         """
         read: dict[tuple[str, str], Root | None] = {}
         for root in known:
@@ -152,7 +152,7 @@ class References:
                 else:
                     label = f"{source.label} {key}"
                     read[(source.label, key)] = Root(label, source.path_of(key), snapshot, source.kind, source.branch)
-            if not settle:
+            if not settle and all(read.get((source.label, key)) is not None for source, key in todo):
                 return [root for source, key in present if (root := read.get((source.label, key))) is not None]
             # A root listed, found missing and listed again (an id reused after a rollback) is read again.
             read = {k: v for k, v in read.items() if v is not None}
