@@ -153,7 +153,8 @@ class References:
                     label = f"{source.label} {key}"
                     read[(source.label, key)] = Root(label, source.path_of(key), snapshot, source.kind, source.branch)
             if not settle and all(read.get((source.label, key)) is not None for source, key in todo):
-                return [root for source, key in present if (root := read.get((source.label, key))) is not None]
+                found = (read.get((source.label, key)) for source, key in present)
+                return [root for root in found if root is not None]
             # A root listed, found missing and listed again (an id reused after a rollback) is read again.
             read = {k: v for k, v in read.items() if v is not None}
         raise MaintenanceError(

@@ -397,8 +397,8 @@ class S3FileIO(FsspecFileIO):
                 existing += [(bucket, key) for key in files]
                 failed += [f"{wanted[bucket, key]}: {reason}" for key, reason in errors.items()]
                 failed += [f"{wanted[bucket, key]}: is a directory" for key, is_dir in missing.items() if is_dir]
-            gone, errors = self._delete_keys(pool, existing)
-        failed += [f"{wanted[bk]}: {reason}" for bk, reason in errors.items()]
+            gone, refused = self._delete_keys(pool, existing)
+        failed += [f"{wanted[bk]}: {reason}" for bk, reason in refused.items()]
         result = [path for bk, path in wanted.items() if bk in gone]
         if failed:
             raise DeleteFailedError(f"could not delete {len(failed)} file(s): {failed[0]}", result, failed)
