@@ -66,6 +66,7 @@ class _ProxyServer:
 
         def run() -> None:
             loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
             self._loop = loop
             self._server = loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=512))
             port = self._server.sockets[0].getsockname()[1]

@@ -17,6 +17,10 @@ For the delete part of expire and remove-orphans, the peer is plain s3fs: the sa
 one ``s3fs.rm(keys)`` (DeleteObjects of 1,000 keys, 3 requests at a time, no existence check and no report of
 what existed), timed through the same proxy.
 
+Planning (a dry run) of expire and remove-orphans is also timed through a second proxy that adds nothing: on a
+small shared machine the client's own work (botocore builds and signs every request: 1.3-2 ms of CPU each) and
+the server's set a floor of their own, and ``*_plan`` compares with the larger of the two.
+
 The lower bound of an operation is ``necessary requests / concurrency x latency``, with the necessary requests =
 distinct objects read (GetObject) + distinct prefixes listed + objects written + ceil(n / 1,000) DeleteObjects per
 delete step (n keys; expiration deletes in 4 steps by design: snapshots, data, manifests, manifest lists) + removing
@@ -167,7 +171,25 @@ def plant_strays(table: Table, count: int) -> list[str]:
     return strays
 
 
-def one_round(weed: SeaweedFS, proxy: LatencyProxy, args: argparse.Namespace, number: int) -> dict[str, float]:
+def planning(proxy: LatencyProxy, zero: LatencyProxy, direct: dict[str, Any], url: str, name: str,
+             plan: Callable[[Table], Any], concurrency: int, latency: float) -> float:
+    """A dry run (planning only) through the latency proxy and through a proxy adding nothing: the second is what
+    this machine needs without latency (client CPU, server). Returns time / max(bound, time without latency)."""
+    def through(via: LatencyProxy) -> Measured:
+        options = dict(direct, endpoint_url=via.endpoint_url)
+        return measure(via, name, lambda: plan(Table.open(url, storage_options=options)))[0]
+
+    zero_run, run = through(zero), through(proxy)
+    bound = run.bound(concurrency, latency)
+    floor = max(bound, zero_run.seconds)
+    print(run.line(concurrency, latency))
+    print(f"    without added latency {zero_run.seconds:.3f} s: the latency costs {run.seconds - zero_run.seconds:.3f} "
+          f"s (bound {bound:.3f} s); time / max(bound, no-latency time) = {run.seconds / floor:.2f}")
+    return run.seconds / floor
+
+
+def one_round(weed: SeaweedFS, proxy: LatencyProxy, zero: LatencyProxy, args: argparse.Namespace,
+              number: int) -> dict[str, float]:
     import s3fs
 
     direct = weed.storage_options()
@@ -184,6 +206,8 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, args: argparse.Namespace, nu
     table = Table.open(url, storage_options=direct)
     strays = plant_strays(table, args.strays)
     future = int(time.time() * 1000) + 2 * DAY_MS
+    figures["orphans_plan"] = planning(proxy, zero, direct, url, "remove-orphans (dry)", lambda t: remove_orphan_files(
+        t.context, now_ms=future, parallelism=args.parallelism, dry_run=True), concurrency, latency)
     table = Table.open(url, storage_options=proxied)
     with DeleteClock().installed() as clock:
         orphans, result = measure(proxy, "remove-orphans", lambda: remove_orphan_files(
@@ -198,11 +222,10 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, args: argparse.Namespace, nu
     figures.update(orphans=orphans.seconds / orphans.bound(concurrency, latency), orphans_delete=clock.seconds / plain)
     fs_direct.rm(keys)
 
+    figures["expire_plan"] = planning(proxy, zero, direct, url, "expire (dry run)", lambda t: expire_snapshots(
+        t.context, retain_min=args.keep, retain_max=args.keep, time_retained=0, limit=1_000_000,
+        parallelism=args.parallelism, dry_run=True), concurrency, latency)
     table = Table.open(url, storage_options=proxied)
-    dry, _ = measure(proxy, "expire (dry run)", lambda: expire_snapshots(
-        table.context, retain_min=args.keep, retain_max=args.keep, time_retained=0, limit=1_000_000,
-        parallelism=args.parallelism, dry_run=True))
-    print(dry.line(concurrency, latency))
     with DeleteClock().installed() as clock:
         expire, result = measure(proxy, "expire", lambda: expire_snapshots(
             table.context, retain_min=args.keep, retain_max=args.keep, time_retained=0, limit=1_000_000,
@@ -247,9 +270,10 @@ def main() -> None:
           f"request; concurrency {args.parallelism}; {args.rounds} round(s)")
     with SeaweedFS() as weed:
         host, port = weed.endpoint_url.rsplit("//", 1)[1].split(":")
-        with LatencyProxy(host, int(port), args.latency_ms / 1000) as proxy:
-            rounds = [one_round(weed, proxy, args, number) for number in range(1, args.rounds + 1)]
-    print("per-round ratios (time / bound; delete part: tablefmt / plain s3fs):")
+        with LatencyProxy(host, int(port), args.latency_ms / 1000) as proxy, LatencyProxy(host, int(port), 0) as zero:
+            rounds = [one_round(weed, proxy, zero, args, number) for number in range(1, args.rounds + 1)]
+    print("per-round ratios (time / bound; *_plan: dry run / max(bound, dry run without latency); delete part: "
+          "tablefmt / plain s3fs):")
     for key in rounds[0]:
         values = [r[key] for r in rounds]
         print(f"  {key:<15} median {statistics.median(values):5.2f}  rounds {' '.join(f'{v:.2f}' for v in values)}")
