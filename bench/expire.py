@@ -12,6 +12,12 @@ dropped after commit 250, then expire all but the newest 10 snapshots:
 ``--memory N`` (repeatable) instead builds a table whose metadata references N data files of 8 bytes (written
 with the metadata store directly), drops them all, and measures the peak RSS of a child process that expires it.
 
+``--history N`` (repeatable) instead builds a table of N one-row appends and times expiring its oldest 10
+snapshots, ``--repeat`` times in a row, with the metadata calls of one run counted (issue 14: the cost must follow
+what expires, not the length of the history): once with ``limit=10`` deciding the range (the result then reports
+the backlog, which lists ``snapshot/`` and reads O(log N) snapshots), once with ``snapshot.num-retained.max``
+deciding it.
+
 Each contender runs ``--repeat`` times (default 3) on fresh copies, synced to disk first (``--no-sync`` skips that:
 then the copies' blocks may not be allocated yet and every unlink, the plain loop's included, is much cheaper);
 the medians are reported.
@@ -243,6 +249,74 @@ def memory_bench(sizes: list[int], work: Path) -> None:
         shutil.rmtree(path)
 
 
+# --- history mode ----------------------------------------------------------------------------------------------
+class _Counting:
+    """Counts a FileIO's metadata calls by kind (reads, listings, existence checks, stats)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+
+    def wrap(self, file_io: Any) -> Any:
+        from tableformat.io.forwarding import ForwardingFileIO
+
+        counts = self.calls
+
+        class Counted(ForwardingFileIO):
+            pass
+
+        for name in ("read_bytes", "list_dir", "list_names", "list_names_with_prefix", "exists", "file_exists",
+                     "stat_file"):
+            def counted(self: Any, *args: Any, _name: str = name) -> Any:
+                counts[_name] = counts.get(_name, 0) + 1
+                return getattr(self.inner, _name)(*args)
+
+            setattr(Counted, name, counted)
+        return Counted(file_io)
+
+
+def history_bench(sizes: list[int], repeat: int, work: Path) -> None:
+    from tableformat.context import TableContext
+    from tableformat.store import MetadataStore
+
+    def counted_context(ctx: TableContext, file_io: Any) -> TableContext:
+        return TableContext(location=ctx.location, io=file_io, layout=ctx.layout,
+                            store=MetadataStore(file_io, ctx.layout), schema=ctx.schema)
+
+    for size in sizes:
+        path = work / f"history-{size}"
+        table = Table.create(str(path), SCHEMA, ["part"], options={"write-only": "true"})
+        start = time.perf_counter()
+        for commit in range(size):
+            table.append(batch(commit, 1))
+        built = time.perf_counter() - start
+        expire_snapshots(table.context, retain_min=1, time_retained=0, limit=1)  # EARLIEST written, as usual
+        for label, by_limit in (("limit=10", True), ("retain_max", False)):
+            runs: list[float] = []
+            plans: list[float] = []
+            calls: dict[str, int] = {}
+            for run in range(min(repeat, (size - 1) // 20 - 1)):  # both variants expire 10 a run from one table
+                count = len(table.snapshots()) if not by_limit else 0
+                settings: dict[str, Any] = (
+                    {"limit": 10, "time_retained": 0} if by_limit
+                    else {"limit": 1_000_000, "time_retained": "1d", "retain_max": count - 10}
+                )
+                begin = time.perf_counter()
+                expire_snapshots(table.context, retain_min=1, dry_run=True, **settings)
+                plans.append(time.perf_counter() - begin)
+                counting = _Counting()
+                ctx = counted_context(table.context, counting.wrap(table.context.io))
+                begin = time.perf_counter()
+                result = expire_snapshots(ctx, retain_min=1, **settings)
+                runs.append(time.perf_counter() - begin)
+                assert result.expired_snapshots == 10, result
+                calls = counting.calls if run == 0 else calls
+            print(f"history {size:>6} snapshots (built in {built:.0f} s), {label}: expire the oldest 10: median "
+                  f"{_median(runs) * 1000:.1f} ms (min {min(runs) * 1000:.1f}), planning alone (dry run) median "
+                  f"{_median(plans) * 1000:.1f} ms (min {min(plans) * 1000:.1f}); calls of one run: "
+                  + ", ".join(f"{n} {name}" for name, n in sorted(calls.items())))
+        shutil.rmtree(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=500)
@@ -254,6 +328,7 @@ def main() -> None:
     parser.add_argument("--no-sync", action="store_true",
                         help="Skip os.sync() after copying (the copies' blocks may still be unwritten: cheap unlinks).")
     parser.add_argument("--memory", type=int, action="append", default=[], metavar="N_FILES")
+    parser.add_argument("--history", type=int, action="append", default=[], metavar="N_SNAPSHOTS")
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", default=None, help="Where to build tables (default: a temp dir, removed).")
     args = parser.parse_args()
@@ -262,7 +337,9 @@ def main() -> None:
         return
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tablefmt-bench-"))
     try:
-        if args.memory:
+        if args.history:
+            history_bench(args.history, max(args.repeat, 5), work)
+        elif args.memory:
             memory_bench(args.memory, work)
         else:
             main_bench(args, work)

@@ -73,12 +73,14 @@ class References:
         self.window = max(2, 2 * parallelism)
 
     # --- roots -----------------------------------------------------------------------------------------------
-    def _sources(self, include_main: bool) -> list[_Source]:
+    def _listed(self, include_main: bool) -> list[tuple[_Source, list[str]]]:
+        """Every source with its keys: the main table's listed while ``branch/`` is (all at once in a pool)."""
         store = self.ctx.store
-        sources = self._sources_of("", store) if include_main else []
-        for branch in store.branch_names():
-            sources += self._sources_of(branch, store.branch_store(branch))
-        return sources
+        branches = self.pool.submit(store.branch_names)
+        main = self._sources_of("", store) if include_main else []
+        listed = list(self.pool.map(lambda s: (s, s.list_keys()), main))
+        others = [source for name in branches.result() for source in self._sources_of(name, store.branch_store(name))]
+        return listed + list(self.pool.map(lambda s: (s, s.list_keys()), others))
 
     def _sources_of(self, branch: str, store: MetadataStore) -> list[_Source]:
         layout = store.layout
@@ -123,20 +125,22 @@ class References:
             ),
         ]
 
-    def collect_roots(self, *, include_main: bool = True, known: Iterable[Root] = ()) -> list[Root]:
+    def collect_roots(
+        self, *, include_main: bool = True, known: Iterable[Root] = (), settle: bool = True
+    ) -> list[Root]:
         """Every root present, read; listed again after reading until the set of roots is stable.
 
         ``include_main=False``: only the branches' roots (snapshot expiration reads the main table itself).
         ``known``: roots read before; one listed again under the same label is taken as read, not read again.
+        ``settle=False``: one listing, its roots read, no listing again unless a root vanished meanwhile (for a caller
+        that lists again itself after reading what the roots reference, as orphan cleanup does).
         """
         read: dict[tuple[str, str], Root | None] = {}
         for root in known:
             source_label, _, key = root.label.rpartition(" ")
             read[(source_label, key)] = root
         for _ in range(MAX_ROUNDS):
-            sources = self._sources(include_main)
-            listed = self.pool.map(lambda s: (s, s.list_keys()), sources)
-            present = [(source, key) for source, keys in listed for key in keys]
+            present = [(source, key) for source, keys in self._listed(include_main) for key in keys]
             todo = [(source, key) for source, key in present if (source.label, key) not in read]
             if not todo:
                 roots = [read[(source.label, key)] for source, key in present]
@@ -148,6 +152,9 @@ class References:
                 else:
                     label = f"{source.label} {key}"
                     read[(source.label, key)] = Root(label, source.path_of(key), snapshot, source.kind, source.branch)
+            if not settle and all(read.get((source.label, key)) is not None for source, key in todo):
+                found = (read.get((source.label, key)) for source, key in present)
+                return [root for root in found if root is not None]
             # A root listed, found missing and listed again (an id reused after a rollback) is read again.
             read = {k: v for k, v in read.items() if v is not None}
         raise MaintenanceError(

@@ -94,6 +94,15 @@ BUCKET_KEY = _register(
 )
 FILE_FORMAT = _register(Option("file.format", STRING, "parquet", "Data file format; tablefmt writes parquet."))
 FILE_COMPRESSION = _register(Option("file.compression", STRING, "zstd", "Parquet compression codec for data files."))
+FILE_COMPRESSION_ZSTD_LEVEL = _register(
+    Option(
+        "file.compression.zstd-level",
+        INT,
+        1,
+        "zstd level of data files (Paimon's default, 1: fast; higher levels write smaller files, slower).",
+        minimum=1,
+    )
+)
 DATA_FILE_PREFIX = _register(Option("data-file.prefix", STRING, "data-", "Prefix of data file names."))
 DATA_FILE_PATH_DIRECTORY = _register(
     Option(

@@ -20,7 +20,7 @@ from tableformat.errors import (
     StorageError,
     TableNotFoundError,
 )
-from tableformat.io.fileio import FileIO
+from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.layout import (
     BRANCH_DIR,
     BRANCH_PREFIX,
@@ -101,7 +101,8 @@ class MetadataStore:
         return sorted(i for i in ids if i is not None)
 
     def snapshot_exists(self, snapshot_id: int) -> bool:
-        return self.io.exists(self.layout.snapshot_file(snapshot_id))
+        """Whether ``snapshot-N`` exists: one HEAD on object stores."""
+        return self.io.file_exists(self.layout.snapshot_file(snapshot_id))
 
     def read_snapshot(self, snapshot_id: int) -> Snapshot:
         """The snapshot; SnapshotNotFoundError if its file does not exist."""
@@ -159,15 +160,26 @@ class MetadataStore:
 
     def earliest_snapshot_id(self) -> int | None:
         """EARLIEST if that snapshot exists and the one before it does not; otherwise the listing's min."""
-        hint = self.read_hint(EARLIEST)
+        return self.earliest_from_hint(self.read_hint(EARLIEST))
+
+    def earliest_from_hint(self, hint: int | None) -> int | None:
+        """``earliest_snapshot_id`` for an EARLIEST hint the caller has read already (None: missing)."""
         if hint is not None and self.snapshot_exists(hint) and not self.snapshot_exists(hint - 1):
             return hint
         ids = self.snapshot_ids()
         return ids[0] if ids else None
 
     def latest_snapshot(self) -> Snapshot | None:
-        latest = self.latest_snapshot_id()
-        return None if latest is None else self.read_snapshot(latest)
+        """The snapshot ``latest_snapshot_id`` names, reading it once: with a LATEST hint whose successor does not
+        exist, the read of ``snapshot-LATEST`` itself says whether it exists (3 requests on object stores: the
+        hint, a HEAD of the successor, the snapshot); otherwise the listing's max."""
+        hint = self.read_hint(LATEST)
+        if hint is not None and not self.snapshot_exists(hint + 1):
+            found = self.try_read_snapshot(hint)
+            if found is not None:
+                return found
+        ids = self.snapshot_ids()
+        return None if not ids else self.read_snapshot(ids[-1])
 
     def write_snapshot_if_absent(self, snapshot: Snapshot) -> bool:
         return self.io.write_if_absent(self.layout.snapshot_file(snapshot.id), json_codec.snapshot_to_json(snapshot))
@@ -335,6 +347,16 @@ class MetadataStore:
         names = [n[len(TAG_PREFIX) :] for n in self.io.list_names(self.layout.tag_dir) if n.startswith(TAG_PREFIX)]
         return sorted(n for n in names if n)  # temp files of atomic writes start with '.', not with the prefix
 
+    def tag_infos(self) -> list[FileInfo]:
+        """The tag files as listed, by name (``FileInfo.version`` says which content each has where the store
+        tells, so a caller that read a tag already can tell whether it changed)."""
+        infos = [
+            info
+            for info in self.io.list_dir(self.layout.tag_dir)
+            if not info.is_dir and info.name.startswith(TAG_PREFIX) and len(info.name) > len(TAG_PREFIX)
+        ]
+        return sorted(infos, key=lambda info: info.name)
+
     def read_tag(self, name: str) -> Tag:
         path = self.layout.tag_file(name)
         try:
@@ -355,12 +377,10 @@ class MetadataStore:
 
     # --- expiration journals ----------------------------------------------------------------------------------
     def expire_journals(self) -> list[str]:
-        """Paths of pending expiration journals (temp files of an interrupted write are not journals)."""
-        return sorted(
-            info.path
-            for info in self.io.list_dir(self.layout.snapshot_dir)
-            if not info.is_dir and info.name.startswith(EXPIRE_JOURNAL_PREFIX) and not info.name.endswith(".tmp")
-        )
+        """Paths of pending expiration journals (temp files of an interrupted write are not journals). Names only,
+        by prefix: no stat per snapshot file on local disk, one request on object stores whatever the history."""
+        names = self.io.list_names_with_prefix(self.layout.snapshot_dir, EXPIRE_JOURNAL_PREFIX)
+        return sorted(f"{self.layout.snapshot_dir}/{n}" for n in names if not n.endswith(".tmp"))
 
     def write_expire_journal(self, plan_id: str, document: Mapping[str, Any]) -> str:
         """Write the journal of plan ``plan_id`` (atomically, FileIO.write_bytes); returns its path."""
@@ -379,7 +399,8 @@ class MetadataStore:
         return journal_codec.decode_journal(data)
 
     def delete_expire_journal(self, path: str) -> None:
-        self.io.delete_files([path])
+        """Remove a journal this run wrote or listed (known to exist: no existence check first)."""
+        self.io.delete_listed([path])
 
     # --- the maintainer's lease and state (tablefmt maintain) --------------------------------------------------
     def lease_generations(self) -> list[int]:

@@ -2,8 +2,15 @@
 
 Paths are relative to the table root and are joined to it here, so nothing outside the root can be named.
 ``FileIO.delete_files`` never deletes a directory and reports the paths that existed and are gone now; only those
-are reported as deleted. Directories are removed only when empty, one at a time, never recursively, and never on
-object stores (where they do not exist and every attempt would cost a listing).
+are reported as deleted, and paths that were already gone are counted apart (``absent``). A caller that listed or
+read the files in this operation passes ``listed=True``: then ``FileIO.delete_listed`` deletes them without asking
+the store first whether they exist (on S3 that question costs a listing or a HEAD; DeleteObjects alone answers
+"deleted" for a missing key too, which is why only files known to exist may go that way).
+
+On stores that batch by themselves (``FileIO.bulk_delete``: S3, DeleteObjects of 1,000 keys, batches in parallel)
+everything of one call goes to the store at once, so n files cost ceil(n / 1,000) requests. Elsewhere (local disk)
+the files are split into batches spread over the threads. Directories are removed only when empty, one at a time,
+never recursively, and never on object stores (where they do not exist and every attempt would cost a listing).
 """
 
 from __future__ import annotations
@@ -63,40 +70,64 @@ class Deleter:
         self.deleted_bytes = 0
         self.failures: list[str] = []
         """``'path: reason'`` of every file that could not be deleted."""
+        self.absent: list[str] = []
+        """Files that were already gone (deleted by another run, or by hand): never reported as deleted."""
         self.first_error: BaseException | None = None
         """The first storage error met (for chaining when the caller stops)."""
 
-    def _batch(self, files: Sequence[tuple[str, int]]) -> tuple[list[tuple[str, int]], list[str], OSError | None]:
+    def _batch(
+        self, files: Sequence[tuple[str, int]], listed: bool = False
+    ) -> tuple[list[tuple[str, int]], list[str], OSError | None, list[str]]:
+        """(deleted (path, size), failures, first error, paths already gone) of one FileIO call."""
         root = self.layout.root.rstrip("/") + "/"
         by_path = {root + rel.strip("/"): (rel, size) for rel, size in files}
+        delete = self.io.delete_listed if listed else self.io.delete_files
         try:
-            return [by_path[p] for p in self.io.delete_files(list(by_path)) if p in by_path], [], None
+            deleted = [by_path[p] for p in delete(list(by_path)) if p in by_path]
+            failed: list[str] = []
+            error: OSError | None = None
         except DeleteFailedError as exc:
-            return [by_path[p] for p in exc.deleted if p in by_path], list(exc.failed), exc
+            deleted = [by_path[p] for p in exc.deleted if p in by_path]
+            failed, error = list(exc.failed), exc
         except OSError as exc:
-            return [], [f"{rel}: {exc}" for rel, _ in files], exc
+            return [], [f"{rel}: {exc}" for rel, _ in files], exc, []
+        done = {rel for rel, _ in deleted}
+        refused = {failure.partition(": ")[0] for failure in failed}  # failures start with the store's path
+        absent = [rel for path, (rel, _) in by_path.items() if rel not in done and path not in refused]
+        return deleted, failed, error, absent
 
-    def delete(self, files: Sequence[tuple[str, int]], *, ordered: bool = False) -> list[str]:
+    def delete(self, files: Sequence[tuple[str, int]], *, ordered: bool = False, listed: bool = False) -> list[str]:
         """Delete the files (``(relative path, size)`` pairs); returns the paths actually deleted, in order of
-        confirmation. ``ordered``: batches one after another in the given order (e.g. snapshot files ascending);
-        otherwise batches of up to DELETE_BATCH paths, spread over the threads. Failures are recorded, not raised."""
+        confirmation. Failures are recorded, not raised.
+
+        ``ordered``: batches one after another in the given order (e.g. snapshot files ascending). ``listed``: this
+        operation saw every file in a listing or read it, so it existed (see the module docstring).
+        """
         if not files:
             return []
-        spread = min(DELETE_BATCH, max(MIN_DELETE_BATCH, -(-len(files) // self.threads)))
-        size = ORDERED_BATCH if ordered else spread
+        if self.io.bulk_delete:
+            size = DELETE_BATCH if ordered else len(files)
+        elif ordered:
+            size = ORDERED_BATCH
+        else:
+            size = min(DELETE_BATCH, max(MIN_DELETE_BATCH, -(-len(files) // self.threads)))
         batches = [files[i : i + size] for i in range(0, len(files), size)]
         gone: list[str] = []
         if ordered or len(batches) == 1:
-            outcomes = (self._batch(batch) for batch in batches)
-            for outcome in outcomes:
-                gone += self._record(*outcome)
+            for batch in batches:
+                gone += self._record(*self._batch(batch, listed))
             return gone
         with executor(min(self.threads, len(batches)), "tablefmt-delete") as pool:
-            for outcome in pool.map(self._batch, batches):
+            for outcome in pool.map(lambda batch: self._batch(batch, listed), batches):
                 gone += self._record(*outcome)
         return gone
 
-    def _record(self, deleted: list[tuple[str, int]], failed: list[str], error: OSError | None) -> list[str]:
+    def _record(
+        self, deleted: list[tuple[str, int]], failed: list[str], error: OSError | None, absent: list[str]
+    ) -> list[str]:
+        for rel in absent:
+            log.info("%s: %s was already gone", self.label, rel)
+        self.absent += absent
         for rel, size in deleted:
             log.info("%s %s", self.label, rel)
             self.deleted.append(rel)
@@ -106,7 +137,7 @@ class Deleter:
         self.failures += failed
         if error is not None and self.first_error is None:
             self.first_error = error
-        self.done += len(deleted) + len(failed)
+        self.done += len(deleted) + len(failed) + len(absent)
         if self.progress is not None:
             self.progress(self.done, self.total)
         return [rel for rel, _ in deleted]

@@ -17,8 +17,9 @@ Plan, then execute (``remove_orphan_files`` does both; a dry run stops after pla
    On the local filesystem, data, manifest and metadata directories are listed without a stat per file; only the
    files left unreferenced are stat'ed, after the references were read (as safe: table files are never
    rewritten, so a later stat sees the same mtime).
-3. **Delete** what is left, in batches of ``DELETE_BATCH`` paths through ``FileIO.delete_files``, batches in
-   parallel; report only what the store confirms deleted. Then remove partition and bucket directories that are
+3. **Delete** what is left through the kernel Deleter (on S3: DeleteObjects of 1,000 keys, in parallel, with no
+   existence check: the census listed every orphan; elsewhere batches spread over the threads); report only what
+   the store confirms deleted. Then remove partition and bucket directories that are
    empty (non-recursively, never on object stores, never the table root or a metadata directory).
 
 Listing candidates before reading references closes the race of Paimon #3074: a file committed after step 2's

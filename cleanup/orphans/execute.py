@@ -19,17 +19,23 @@ log = logging.getLogger(__name__)
 
 
 def execute_orphan_plan(
-    ctx: TableContext, plan: OrphanPlan, *, parallelism: int | None = None, now_ms: int | None = None
+    ctx: TableContext,
+    plan: OrphanPlan,
+    *,
+    parallelism: int | None = None,
+    now_ms: int | None = None,
+    fresh: bool = False,
 ) -> OrphanResult:
-    """Delete a plan's orphans (batched, in parallel), then its empty directories; report confirmed deletions."""
+    """Delete a plan's orphans (batched, in parallel), then its empty directories; report confirmed deletions.
+
+    ``fresh``: the plan was made moments ago in this run, so its census listing says the orphans exist and they are
+    deleted without asking the store again (on S3: DeleteObjects only). Otherwise each is confirmed first."""
     if plan.root != ctx.layout.root:
         raise ValidationError(f"the plan was made for {plan.root!r}, not for {ctx.layout.root!r}")
     if resolve_now(now_ms) - plan.planned_at_ms > MAX_PLAN_AGE_MS:
         raise MaintenanceError("the orphan plan is more than an hour old; plan again (new commits may reference files)")
-    deleter = Deleter(
-        ctx.io, ctx.layout, resolve_delete_parallelism(ctx.options, parallelism), label="deleted orphan"
-    )
-    deleter.delete([(o.path, o.size) for o in plan.orphans])
+    deleter = Deleter(ctx.io, ctx.layout, resolve_delete_parallelism(ctx.options, parallelism), label="deleted orphan")
+    deleter.delete([(o.path, o.size) for o in plan.orphans], listed=fresh)
     return OrphanResult(
         orphan_files=len(plan.orphans),
         orphan_bytes=plan.orphan_bytes,
@@ -42,6 +48,7 @@ def execute_orphan_plan(
         removed_dirs=tuple(deleter.remove_empty_dirs(plan.empty_dirs)),
         skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
+        notes=(f"{len(deleter.absent)} orphan(s) were already gone when deleted",) if deleter.absent else (),
     )
 
 

@@ -65,7 +65,7 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
     def execute(
         self, ctx: TableContext, plan: OrphanPlan, config: OrphanConfig, progress: Progress | None
     ) -> OrphanResult:
-        return execute_orphan_plan(ctx, plan, parallelism=config.parallelism, now_ms=plan.planned_at_ms)
+        return execute_orphan_plan(ctx, plan, parallelism=config.parallelism, now_ms=plan.planned_at_ms, fresh=True)
 
 
 ORPHAN_CLEANUP = OrphanCleanup()

@@ -29,7 +29,7 @@ def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, cen
     meanwhile is read in full, until a listing shows no root that was not read.
     """
     refs = References(ctx, pool, parallelism)
-    roots = refs.collect_roots()
+    roots = refs.collect_roots(settle=False)  # _close_over_new_roots lists them again after reading everything
     main_snapshots = [r for r in roots if r.kind == "snapshot" and not r.branch]
     if not main_snapshots and ctx.io.exists(ctx.layout.hint_file(LATEST)):
         raise MaintenanceError(

@@ -11,7 +11,10 @@ reader of a retained snapshot or tag ever meets a missing file:
 5. delete expired tag files (only if the tag still holds the planned snapshot);
 6. re-read the tag set: files of a tag created since planning on an expired snapshot are dropped from the plan;
    an unreadable tag stops the run (the journal stays, a re-run retries);
-7. delete data files, then manifests, then manifest lists, in parallel;
+7. delete data files (and their extra files), manifests and manifest lists, in one step (batches in parallel; on
+   S3 one listing per directory settles which exist, then DeleteObjects of up to 1,000 keys). Nothing references
+   them any more once step 4 is done, so their order among themselves does not matter: a crash leaves the journal,
+   which lists each by path;
 8. remove empty partition/bucket directories (optional, never on object stores, never recursive);
 9. remove the journal.
 
@@ -29,14 +32,17 @@ from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
-from tableformat.layout import EARLIEST
-from tableformat.parallel import Workers
+from tableformat.layout import EARLIEST, TAG_PREFIX
+from tableformat.model.snapshot import Tag
+from tableformat.parallel import Workers, executor
 
 from ..kernel import Deleter, OperationResult, Progress
+from ..roots import Root
 from .config import ExpireConfig
 from .journal import remove_journal, write_journal
 from .metadata import DataPaths, MetadataCache, TagRef
-from .plan import ExpirePlan, PlannedFile, branch_ref, branch_roots
+from .plan import ExpirePlan, PlannedFile, branch_ref
+from .start import branch_roots
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +131,10 @@ def planned_result(plan: ExpirePlan) -> ExpireResult:
 
 
 # --- deleting ----------------------------------------------------------------------------------------------------
-def _delete(deleter: Deleter, files: Sequence[PlannedFile], *, ordered: bool = False) -> list[str]:
-    return deleter.delete([(f.path, f.size) for f in files], ordered=ordered)
+def _delete(
+    deleter: Deleter, files: Sequence[PlannedFile], *, ordered: bool = False, listed: bool = False
+) -> list[str]:
+    return deleter.delete([(f.path, f.size) for f in files], ordered=ordered, listed=listed)
 
 
 def _stop_on_failures(ctx: TableContext, deleter: Deleter, journal: str) -> None:
@@ -137,10 +145,24 @@ def _stop_on_failures(ctx: TableContext, deleter: Deleter, journal: str) -> None
         ) from deleter.first_error
 
 
-def _advance_earliest(ctx: TableContext, end: int) -> None:
-    current = ctx.store.read_hint(EARLIEST)
-    if current is None or current < end:
-        ctx.store.write_hint(EARLIEST, end)
+@dataclass(slots=True)
+class EarliestHint:
+    """The EARLIEST hint as this run knows it: read once per run (by the planner, else on first use), then kept
+    up to date with what the run writes. Only moved forward."""
+
+    value: int | None = None
+    known: bool = False
+
+    @classmethod
+    def of(cls, plan: ExpirePlan) -> EarliestHint:
+        return cls(plan.earliest_hint, plan.earliest_hint_read)
+
+    def advance(self, ctx: TableContext, end: int) -> None:
+        if not self.known:
+            self.value, self.known = ctx.store.read_hint(EARLIEST), True
+        if self.value is None or self.value < end:
+            ctx.store.write_hint(EARLIEST, end)
+            self.value = end
 
 
 def _live_consumers(ctx: TableContext, plan: ExpirePlan) -> list[PlannedFile]:
@@ -155,34 +177,66 @@ def _live_consumers(ctx: TableContext, plan: ExpirePlan) -> list[PlannedFile]:
     return [f for f in plan.consumer_files if f.path in still]
 
 
-def _unchanged_tags(ctx: TableContext, plan: ExpirePlan) -> list[PlannedFile]:
-    """Planned tag files that still hold the planned snapshot (a re-created tag is kept)."""
-    result = []
-    for ref, planned in zip(plan.expired_tags, plan.tag_files):
-        try:
-            tag = ctx.store.read_tag(ref.name)
-        except SnapshotNotFoundError:
-            continue
-        if TagRef.of(tag) == ref:
-            result.append(planned)
-    return result
+@dataclass(frozen=True, slots=True)
+class RootsNow:
+    """The tags and branch roots present after the snapshot files went (step 6 of the module docstring)."""
+
+    unchanged: frozenset[str]
+    """Tags the plan read whose listing version is the same now (the same bytes: not read again)."""
+    read: tuple[Tag, ...]
+    """Every other tag present, read now."""
+    branches: tuple[Root, ...]
 
 
-def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
-    """The plan minus files of roots that appeared after planning: tags created on a snapshot older than the plan's
-    end, and any new snapshot or tag of any branch (a branch created meanwhile from an expiring snapshot or tag)."""
-    if not (plan.data_files or plan.manifests or plan.manifest_lists):
-        return plan
+def roots_now(ctx: TableContext, plan: ExpirePlan, workers: Workers, *, branches: bool = True) -> RootsNow:
+    """List the tags (and, with ``branches``, read every branch root) now, at once on object stores; only tags new
+    or rewritten since planning are read. Unreadable metadata stops the run (the journal stays)."""
+    seen = {name: version for name, version in plan.tag_versions if version}
+    cache = MetadataCache(ctx, workers)
+
+    def tags() -> tuple[frozenset[str], tuple[Tag, ...]]:
+        for attempt in range(2):
+            versions = {info.name[len(TAG_PREFIX) :]: info.version for info in ctx.store.tag_infos()}
+            unchanged = frozenset(name for name, version in versions.items() if seen.get(name) == version)
+            try:
+                return unchanged, tuple(cache.read_all(ctx.store.read_tag, sorted(versions.keys() - unchanged), 1))
+            except SnapshotNotFoundError:  # deleted between listing and reading: list again once
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
     try:
-        try:
-            tags = ctx.store.tags()
-        except SnapshotNotFoundError:
-            tags = ctx.store.tags()
-        branches = branch_roots(ctx)
+        with executor(2 if branches and cache.parallel else 1, "tablefmt-recheck") as pool:
+            listed = pool.submit(tags)
+            found = tuple(branch_roots(ctx)) if branches else ()
+            unchanged, read = listed.result()
     except (CorruptMetadataError, OSError, SnapshotNotFoundError) as exc:
-        raise MaintenanceError(
-            f"cannot re-check tags and branches before deleting data; a re-run continues: {exc}"
-        ) from exc
+        raise MaintenanceError(f"cannot re-check tags and branches before deleting; a re-run continues: {exc}") from exc
+    return RootsNow(unchanged, read, found)
+
+
+def _unchanged_tags(plan: ExpirePlan, now: RootsNow) -> list[PlannedFile]:
+    """Planned tag files that still hold the planned snapshot (a re-created tag is kept)."""
+    read = {tag.name: TagRef.of(tag) for tag in now.read}
+    return [
+        planned
+        for ref, planned in zip(plan.expired_tags, plan.tag_files)
+        if ref.name in now.unchanged or read.get(ref.name) == ref
+    ]
+
+
+def _deletes_files(plan: ExpirePlan) -> bool:
+    return bool(plan.data_files or plan.manifests or plan.manifest_lists)
+
+
+def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now: RootsNow | None = None) -> ExpirePlan:
+    """The plan minus files of roots that appeared after planning: tags created on a snapshot older than the plan's
+    end, and any new snapshot or tag of any branch (a branch created meanwhile from an expiring snapshot or tag).
+    ``now``: the roots as listed after the snapshot files went (default: listed here)."""
+    if not _deletes_files(plan):
+        return plan
+    now = now or roots_now(ctx, plan, workers)
+    tags, branches = now.read, now.branches  # tags the plan read, unchanged, are known by definition
     known = set(plan.protecting_tags) | set(plan.expired_tags)
     new_tags = [t for t in tags if TagRef.of(t) not in known and (plan.end is None or t.snapshot.id < plan.end)]
     new = [(f"tag {t.name!r}", t.snapshot) for t in new_tags]
@@ -232,25 +286,32 @@ def _complete(
     config: ExpireConfig,
     progress: Progress | None,
     workers: Workers,
+    hint: EarliestHint,
+    *,
+    fresh: bool = False,
 ) -> ExpireResult:
-    """Steps 2-9 of the module docstring for a journaled plan."""
+    """Steps 2-9 of the module docstring for a journaled plan. ``fresh``: planned in this run, so its snapshot
+    files were read moments ago (they are deleted without asking the store first whether they exist; tags and
+    consumers are re-read just before deletion in any case)."""
     deleter = Deleter(
         ctx.io, ctx.layout, workers.threads, progress=progress, total=plan.file_count(), label="expiration deleted"
     )
     if plan.end is not None:
-        _advance_earliest(ctx, plan.end)
-    consumers = _delete(deleter, _live_consumers(ctx, plan))
-    snapshots = _delete(deleter, plan.snapshot_files, ordered=True)
-    tags = _delete(deleter, _unchanged_tags(ctx, plan))
+        hint.advance(ctx, plan.end)
+    consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
+    snapshots = _delete(deleter, plan.snapshot_files, ordered=True, listed=fresh)
+    now = (
+        roots_now(ctx, plan, workers, branches=_deletes_files(plan)) if plan.tag_files or _deletes_files(plan) else None
+    )
+    tags = _delete(deleter, _unchanged_tags(plan, now), listed=True) if now is not None else []
     _stop_on_failures(ctx, deleter, journal)
-    plan = protect_new_tags(ctx, plan, workers)
-    data = len(_delete(deleter, plan.data_files))
-    _delete(deleter, [PlannedFile(e, 0) for f in plan.data_files for e in f.extras])  # sidecars after their data
+    plan = protect_new_tags(ctx, plan, workers, now)
+    extras = [PlannedFile(e, 0) for f in plan.data_files for e in f.extras]
+    gone = set(_delete(deleter, [*plan.data_files, *extras, *plan.manifests, *plan.manifest_lists]))
     _stop_on_failures(ctx, deleter, journal)
-    manifests = _delete(deleter, plan.manifests)
-    _stop_on_failures(ctx, deleter, journal)
-    lists = _delete(deleter, plan.manifest_lists)
-    _stop_on_failures(ctx, deleter, journal)
+    data, manifests, lists = (
+        [f for f in files if f.path in gone] for files in (plan.data_files, plan.manifests, plan.manifest_lists)
+    )
     removed = deleter.remove_empty_dirs(plan.empty_dir_candidates) if config.clean_empty_dirs else []
     remove_journal(ctx, journal)
     tag_names = {f.path: r.name for r, f in zip(plan.expired_tags, plan.tag_files)}
@@ -259,7 +320,7 @@ def _complete(
         expired_snapshots=len(snapshots),
         expired_snapshot_ids=tuple(sorted(snapshot_ids[p] for p in snapshots)),
         earliest_snapshot=plan.end,
-        deleted_data_files=data,
+        deleted_data_files=len(data),
         deleted_manifests=len(manifests),
         deleted_manifest_lists=len(lists),
         deleted_bytes=deleter.deleted_bytes,
@@ -268,9 +329,15 @@ def _complete(
         expired_consumers=tuple(sorted(p.rsplit("/", 1)[-1][len("consumer-") :] for p in consumers)),
         skipped_external_files=plan.skipped_external,
         removed_dirs=tuple(removed),
-        notes=(plan.note,) if plan.note else (),
+        notes=tuple(n for n in (plan.note, _absent_note(deleter)) if n),
         backlog=plan.backlog,
     )
+
+
+def _absent_note(deleter: Deleter) -> str:
+    if not deleter.absent:
+        return ""
+    return f"{len(deleter.absent)} planned file(s) were already gone (another run or a crashed one deleted them)"
 
 
 def execute_expiration(
@@ -280,19 +347,23 @@ def execute_expiration(
     config: ExpireConfig | None = None,
     progress: Progress | None = None,
     workers: Workers | None = None,
+    hint: EarliestHint | None = None,
+    fresh: bool = False,
 ) -> ExpireResult:
-    """Journal the plan, then delete exactly its files (minus files of tags that appeared meanwhile)."""
+    """Journal the plan, then delete exactly its files (minus files of tags that appeared meanwhile). ``hint``: the
+    EARLIEST hint as this run knows it (default: the plan's); ``fresh``: the plan was made in this run, moments ago
+    (see ``_complete``)."""
     config = config or ExpireConfig.resolve(ctx.options)
     if workers is None:
         with Workers(config.parallelism) as own:
-            return execute_expiration(ctx, plan, config=config, progress=progress, workers=own)
+            return execute_expiration(ctx, plan, config=config, progress=progress, workers=own, hint=hint, fresh=fresh)
     if plan.is_empty:
         return ExpireResult(earliest_snapshot=plan.end, notes=(plan.note,) if plan.note else ())
     try:
         journal = write_journal(ctx, plan)
     except OSError as exc:
         raise MaintenanceError(f"could not write the expiration journal, nothing was deleted: {exc}") from exc
-    return _complete(ctx, plan, journal, config, progress, workers)
+    return _complete(ctx, plan, journal, config, progress, workers, hint or EarliestHint.of(plan), fresh=fresh)
 
 
 def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
@@ -330,7 +401,10 @@ def _stale(ctx: TableContext, plan: ExpirePlan, cache: MetadataCache) -> bool:
     return False
 
 
-def _write_missing_earliest(ctx: TableContext, earliest: int) -> None:
+def write_missing_earliest(ctx: TableContext, earliest: int, hint: EarliestHint) -> None:
     """Paimon PR #3398: with nothing to expire, still write EARLIEST if it is missing (pypaimon relies on it)."""
-    if not ctx.io.exists(ctx.layout.hint_file(EARLIEST)):
+    if not hint.known:
+        hint.value, hint.known = ctx.store.read_hint(EARLIEST), True
+    if hint.value is None:
         ctx.store.write_hint(EARLIEST, earliest)
+        hint.value = earliest

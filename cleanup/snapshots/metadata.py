@@ -13,6 +13,7 @@ costs more than the read and decoding holds the GIL. Deletes are parallel everyw
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -44,6 +45,18 @@ class TagRef:
         return cls(tag.name, tag.snapshot.id, tag.snapshot.base_manifest_list)
 
 
+def tag_expired(tag: Tag, now_ms: int) -> bool:
+    """Whether a tag's ``tagTimeRetained`` has passed (its create time is a local date-time, as Paimon writes it)."""
+    if tag.time_retained_seconds is None or not tag.create_time or len(tag.create_time) < 3:
+        return False
+    parts = [*tag.create_time, 0, 0, 0, 0][:7]
+    try:
+        created = dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
+    except ValueError:
+        return False
+    return created.timestamp() * 1000 + tag.time_retained_seconds * 1000 < now_ms
+
+
 class Candidate(NamedTuple):
     """A data file that expiration may delete: size from its manifest entry and its extra files (same directory).
 
@@ -58,6 +71,10 @@ class Candidate(NamedTuple):
 
 ENTRIES_IN_FLIGHT = 100_000
 """Manifest entries decoded at once (projected, about 300 bytes each): bounds peak memory on tables with many files."""
+
+REMEMBERED_ENTRIES = 200_000
+"""Entries (as kind + path, about 70 bytes each) of manifests read for the candidates and kept in case the
+protection checks need the same manifests: beyond this, such a manifest is read again (bounded memory wins)."""
 
 
 _DOTS = (".", "..")
@@ -107,16 +124,20 @@ class MetadataCache:
         self.workers = workers
         self._lists: dict[str, list[ManifestFileMeta]] = {}
         self._filtered: dict[str, list[PathEntry]] = {}
+        self.kept_manifests: AbstractSet[str] = frozenset()
+        """Manifests some kept root references: the protection checks may read them (see ``remember``)."""
+        self._remembered: dict[str, list[PathEntry]] = {}
+        self._remembered_count = 0
         self._reader = ManifestListReader()
         # Parallel reads pay off where a read waits on the network. On a local disk a read costs less than a pool
         # task, and decoding holds the GIL: reading in order in this thread is faster (and lets consecutive
         # manifest lists share their decoded prefixes).
-        self._parallel = ctx.io.is_object_store
+        self.parallel = ctx.io.is_object_store
 
     def read_all(self, fn: Callable[[T], R], items: Sequence[T], chunk: int = READ_CHUNK) -> list[R]:
         """``[fn(x) for x in items]`` for metadata reads: in parallel chunks on object stores, in order otherwise."""
-        if self._parallel:
-            return self.workers.map_chunked(fn, items, chunk)
+        if self.parallel:  # small tasks: a read is a wait, and the threads must not idle at the end of a batch
+            return self.workers.map_chunked(fn, items, min(chunk, 2))
         return [fn(item) for item in items]
 
     def read_snapshot_file(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
@@ -157,6 +178,16 @@ class MetadataCache:
         if chunk:
             yield from self.read_all(read, chunk, 4)
 
+    def remember(self, name: str, entries: list[EntryRef], paths: DataPaths) -> None:
+        """Keep the entries (kind and path) of a manifest read for another purpose when a kept root references it,
+        so that ``live_among`` does not read it again (within REMEMBERED_ENTRIES)."""
+        fits = self._remembered_count + len(entries) <= REMEMBERED_ENTRIES
+        if fits and name in self.kept_manifests and name not in self._remembered:
+            of = paths.of
+            kept = [PathEntry(e.kind, path) for e in entries if (path := of(e)) is not None]
+            self._remembered[name] = kept
+            self._remembered_count += len(kept)
+
     def live_paths(
         self,
         snapshot: Snapshot,
@@ -181,6 +212,10 @@ class MetadataCache:
         """The candidates whose last entry in these manifests (in order) is an ADD; see ``live_paths``."""
         wanted = candidates
         metas = [m for m in manifests if paths.may_hold(m, predicate)]
+        for meta in metas:
+            remembered = self._remembered.get(meta.file_name)
+            if remembered is not None and meta.file_name not in self._filtered:
+                self._filtered[meta.file_name] = [entry for entry in remembered if entry.path in wanted]
         unread = list({m.file_name: m for m in metas if m.file_name not in self._filtered}.values())
         of = paths.of
         for meta, entries in zip(unread, self.entries(unread)):

@@ -17,15 +17,16 @@ from tableformat.parallel import Workers
 from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
 from .config import Duration, ExpireConfig
 from .execute import (
+    EarliestHint,
     ExpireResult,
     _complete,
     _merge,
     _remaining,
     _stale,
-    _write_missing_earliest,
     execute_expiration,
     planned_result,
     protect_new_tags,
+    write_missing_earliest,
 )
 from .journal import list_journals, read_journal, remove_journal
 from .metadata import MetadataCache
@@ -101,16 +102,20 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
         self, ctx: TableContext, plan: ExpirationRun, config: ExpireConfig, progress: Progress | None
     ) -> ExpireResult:
         results = []
+        hint = EarliestHint.of(plan.plan)  # read by the planner: not read again
         with Workers(config.parallelism) as workers:
             for path in plan.stale:
                 remove_journal(ctx, path)  # nothing it lists is deleted: its snapshots hold other content now
             for path, journaled in plan.pending:
-                done = _complete(ctx, journaled, path, config, progress, workers)
+                done = _complete(ctx, journaled, path, config, progress, workers, hint)
                 results.append(replace(done, completed_journals=(journaled.plan_id,)))
             new = plan.plan
-            if new.is_empty and new.end is not None and ctx.store.earliest_snapshot_id() == new.end:
-                _write_missing_earliest(ctx, new.end)
-            results.append(execute_expiration(ctx, new, config=config, progress=progress, workers=workers))
+            if new.is_empty and new.end is not None:
+                write_missing_earliest(ctx, new.end, hint)
+            result = execute_expiration(
+                ctx, new, config=config, progress=progress, workers=workers, hint=hint, fresh=True
+            )
+            results.append(result)
         return _merge(results, dry_run=False, earliest=_earliest(ctx, plan.plan))
 
 

@@ -33,13 +33,14 @@ planner with a MaintenanceError naming the file; nothing is deleted.
 from __future__ import annotations
 
 import bisect
-import datetime as dt
 import logging
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
+from tableformat.codec.avro_projection import EntryRef
 from tableformat.context import TableContext
 from tableformat.errors import (
     CorruptMetadataError,
@@ -51,15 +52,16 @@ from tableformat.errors import (
 )
 from tableformat.layout import EXPIRE_JOURNAL_PREFIX, TableLayout
 from tableformat.live_set import PartitionPredicate, merge_entries
-from tableformat.model.manifest import FileKind
+from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
-from tableformat.parallel import InlineExecutor, Workers
+from tableformat.parallel import Workers
 
 from ..kernel.clock import resolve_now
-from ..roots import References, Root
+from ..roots import Root
 from .config import ExpireConfig
-from .metadata import Candidate, DataPaths, MetadataCache, TagRef
+from .metadata import Candidate, DataPaths, MetadataCache, TagRef, tag_expired
 from .reason import StopReason, stop_reason
+from .start import PlanStart
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +107,13 @@ class ExpirePlan:
     backlog: int = 0
     """Snapshots left expirable by ``snapshot.expire.limit`` (reason.py counts them); 0 when the limit did not
     decide the range."""
+    tag_versions: tuple[tuple[str, str], ...] = ()
+    """(name, listing version) of the tags this plan holds as expired or protecting, as planning listed them
+    (execution re-reads only tags whose version changed). Not journaled."""
+    earliest_hint: int | None = None
+    earliest_hint_read: bool = False
+    """The EARLIEST hint as planning read it (when ``earliest_hint_read``): execution advances it from there without
+    reading it again. Not journaled: a run completing a journal reads the hint itself."""
 
     @property
     def is_empty(self) -> bool:
@@ -129,26 +138,9 @@ def new_plan_id() -> str:
     return str(uuid.uuid4())
 
 
-def branch_roots(ctx: TableContext) -> list[Root]:
-    """Every snapshot and tag of every branch, read (unreadable branch metadata raises: nothing may be deleted)."""
-    return References(ctx, InlineExecutor(), 1).collect_roots(include_main=False)
-
-
 def branch_ref(root: Root) -> TagRef:
     """How a plan records a branch root it protects (a re-created one is a different ref)."""
     return TagRef(root.label, root.snapshot.id, root.snapshot.base_manifest_list)
-
-
-def tag_expired(tag: Tag, now_ms: int) -> bool:
-    """Whether a tag's ``tagTimeRetained`` has passed (its create time is a local date-time, as Paimon writes it)."""
-    if tag.time_retained_seconds is None or not tag.create_time or len(tag.create_time) < 3:
-        return False
-    parts = [*tag.create_time, 0, 0, 0, 0][:7]
-    try:
-        created = dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
-    except ValueError:
-        return False
-    return created.timestamp() * 1000 + tag.time_retained_seconds * 1000 < now_ms
 
 
 def plan_expiration(
@@ -203,7 +195,9 @@ class _Planner:
         self.cache = MetadataCache(ctx, workers)
         self.paths = DataPaths(ctx)
         self._listing: list[int] | None = None
+        self._listing_lock = threading.Lock()
         self._earliest_seen: int | None = None
+
         self._started = False
         self._pending_ids: set[str] = set()
         self._snapshots: dict[int, tuple[Snapshot, int] | None] = {}
@@ -222,16 +216,19 @@ class _Planner:
         except OSError:
             return False
 
-    def _tags(self) -> list[Tag]:
-        try:
-            return self.ctx.store.tags()
-        except SnapshotNotFoundError:  # a tag was deleted between listing and reading: list again once
-            return self.ctx.store.tags()
-
     def _ids(self) -> list[int]:
-        if self._listing is None:
-            self._listing = self.ctx.store.snapshot_ids()
-        return self._listing
+        with self._listing_lock:
+            if self._listing is None:
+                self._listing = self.ctx.store.snapshot_ids()
+            return self._listing
+
+    def _prefetch(self, first: int, last: int) -> None:
+        """Read the snapshots first..last not read yet, at once (on object stores; elsewhere each is read when the
+        walk needs it)."""
+        if self.cache.parallel:
+            ids = [i for i in range(first, last + 1) if i not in self._snapshots]
+            for sid, found in zip(ids, self.cache.read_all(self.cache.read_snapshot_file, ids)):
+                self._snapshots[sid] = found
 
     def _read(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
         if snapshot_id not in self._snapshots:
@@ -247,22 +244,23 @@ class _Planner:
         return ids[pos] if pos < len(ids) and ids[pos] <= upto else None
 
     # --- planning ----------------------------------------------------------------------------------------------
+    def _started_at(self, earliest: int | None) -> None:
+        self._earliest_seen, self._started = earliest, True
+
     def plan(self, pending: Sequence[ExpirePlan]) -> ExpirePlan:
-        store = self.ctx.store
-        self._earliest_seen = store.earliest_snapshot_id()
-        self._started = True
+        start = PlanStart(self.ctx, self.cache, self._read, self._ids)
+        latest, all_tags, all_consumers, branches = start.run(self._started_at)
         self._pending_ids = {p.plan_id for p in pending}
         gone_tags = {ref for p in pending for ref in p.expired_tags}
         gone_consumers = {c for p in pending for c in p.expired_consumers}
         ends = [p.end for p in pending if p.end is not None and p.expired_snapshots]
         floor = max(ends) if ends else None
         spent = sum(len(p.expired_snapshots) for p in pending)
-        tags = [t for t in self._tags() if TagRef.of(t) not in gone_tags]
-        consumers = [c for c in store.consumers() if c.consumer_id not in gone_consumers]
+        tags = [t for t in all_tags if TagRef.of(t) not in gone_tags]
+        consumers = [c for c in all_consumers if c.consumer_id not in gone_consumers]
         cutoff = None if self.config.consumer_expiration_ms is None else self.now - self.config.consumer_expiration_ms
         dead = [c for c in consumers if cutoff is not None and c.modified_ms is not None and c.modified_ms < cutoff]
         alive = [c for c in consumers if c not in dead]
-        branches = branch_roots(self.ctx)
         expired_tags = [t for t in tags if tag_expired(t, self.now)]
         held = {t.name: sorted({r.branch for r in branches if r.snapshot.same_state(t.snapshot)}) for t in expired_tags}
         notes = [
@@ -274,7 +272,6 @@ class _Planner:
         protecting = [t for t in tags if t not in expired_tags]
 
         earliest = self._earliest_seen
-        latest = store.latest_snapshot_id()
         if earliest is None or latest is None:
             return self._consumers_only(dead, cutoff)
         if floor is not None:
@@ -285,12 +282,13 @@ class _Planner:
         if limit > 0 and earliest <= latest:
             end = self._select_end(earliest, latest, consumer_next, limit)
         span = self._expired_range(earliest, end, latest)
-        why = self._why(earliest, latest, span.end, consumer_next, limit)
+        why = self._why(span, latest, consumer_next, limit)
         notes.append(why.text)
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
         plan = self._files(span, protecting, branches, expired_tags, stale_tags, dead, cutoff)
-        if why.left:
-            plan = replace(plan, backlog=why.left)
+        versions = tuple((t.name, start.tag_versions.get(t.name, "")) for t in tags)
+        hint = start.earliest_hint
+        plan = replace(plan, backlog=why.left, tag_versions=versions, earliest_hint=hint, earliest_hint_read=True)
         return replace(plan, note="; ".join(notes)) if notes else plan
 
     def _select_end(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> int:
@@ -305,7 +303,11 @@ class _Planner:
         threshold = self.now - config.time_retained_ms
         candidate: int | None = None
         current = self._next_existing(low, latest)
+        window = 2  # read ahead in doubling windows: the walk often stops after a snapshot or two
         while current is not None:
+            if current not in self._snapshots:
+                self._prefetch(current, min(current + window - 1, max_exclusive))
+                window = min(2 * window, 8 * self.workers.threads)
             found = self._read(current)
             if found is None:  # vanished while walking
                 raise _ConcurrentChange(f"snapshot {current} disappeared while planning; another expirer is at work")
@@ -317,7 +319,7 @@ class _Planner:
             current = self._next_existing(current + 1, latest)
         return max_exclusive
 
-    def _why(self, earliest: int, latest: int, end: int, consumer_next: int | None, limit: int) -> StopReason:
+    def _why(self, span: _Range, latest: int, consumer_next: int | None, limit: int) -> StopReason:
         """What ended the range (printed by dry runs and real runs alike; reason.py)."""
 
         def read(snapshot_id: int) -> Snapshot | None:
@@ -326,10 +328,11 @@ class _Planner:
 
         return stop_reason(
             self.config,
-            ids=self._ids(),
-            earliest=earliest,
+            ids=self._ids,
+            expired=len(span.expired),
+            earliest=span.earliest,
             latest=latest,
-            end=end,
+            end=span.end,
             consumer_next=consumer_next,
             limit=limit,
             now_ms=self.now,
@@ -387,6 +390,7 @@ class _Planner:
         gone_roots = [*expired, *[t.snapshot for t in stale_tags]]
         roots = [*keep_roots, *gone_roots]
         self.cache.load_lists(n for s in roots for n in (s.base_manifest_list, s.delta_manifest_list))
+        self.cache.kept_manifests = {m.file_name for s in keep_roots for m in self.cache.manifests_of(s)}
 
         candidates, external = self._unprotected_data(span, stale_tags, keep_roots)
         lists, manifests = self._unreferenced_metadata(keep_roots, gone_roots)
@@ -447,7 +451,7 @@ class _Planner:
         """Manifest lists and manifests (name -> size) of the gone roots that no kept root references."""
         layout = self.ctx.layout
         keep_lists = {n for s in keep_roots for n in (s.base_manifest_list, s.delta_manifest_list)}
-        keep_manifests = {m.file_name for s in keep_roots for m in self.cache.manifests_of(s)}
+        keep_manifests = self.cache.kept_manifests
         lists: dict[str, int] = {}
         manifests: dict[str, int] = {}
         for snap in gone_roots:
@@ -533,7 +537,7 @@ class _Planner:
             is_end = sid == span.end
             pending: dict[str, Candidate] = {}
             added: set[str] = set()
-            for entries in self.cache.entries(metas):
+            for entries in self._remembering(metas):
                 for entry in entries:
                     path = of(entry)
                     if path is None:
@@ -563,13 +567,20 @@ class _Planner:
         self._add_live_files([*stranded, *[t.snapshot for t in stale_tags]], candidates, partitions, external)
         return candidates, partitions, external, end_added
 
+    def _remembering(self, metas: list[ManifestFileMeta]) -> Iterator[list[EntryRef]]:
+        """``cache.entries(metas)``, each manifest that a kept root references remembered on the way (the
+        protection checks then need not read it again)."""
+        for meta, entries in zip(metas, self.cache.entries(metas)):
+            self.cache.remember(meta.file_name, entries, self.paths)
+            yield entries
+
     def _add_live_files(
         self, roots: list[Snapshot], candidates: dict[str, Candidate], partitions: set[bytes], external: set[str]
     ) -> None:
         """Every file live in these roots (snapshots stranded below a gap, expired tags) becomes a candidate."""
         of, paths = self.paths.of, self.paths
         for snap in roots:
-            live = merge_entries(self.cache.entries(self.cache.manifests_of(snap)))
+            live = merge_entries(self._remembering(self.cache.manifests_of(snap)))
             for entry in live.values():
                 path = of(entry)
                 if path is None:

@@ -4,7 +4,8 @@ expired: snapshot 4 is kept, the snapshot after it committed less than snapshot.
 
 The planner's range rule (plan.py ``_select_end``) is the truth; this only names the bound that decided it. When
 the per-run limit decides, the number of snapshots expirable without it is found by a binary search over the
-listed ids (commit times grow with ids; a skewed clock only makes the count approximate, never the plan).
+listed ids (commit times grow with ids; a skewed clock only makes the count approximate, never the plan); only
+then is ``snapshot/`` listed (issue 14: otherwise the cost of a run follows what expires, not the history).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class StopReason(NamedTuple):
 def stop_reason(
     config: ExpireConfig,
     *,
-    ids: Sequence[int],
+    ids: Callable[[], Sequence[int]],
+    expired: int,
     earliest: int,
     latest: int,
     end: int,
@@ -56,8 +58,8 @@ def stop_reason(
     now_ms: int,
     read: Callable[[int], Snapshot | None],
 ) -> StopReason:
-    """One sentence naming what ended the expired range [earliest, end), and the limit's backlog."""
-    expired = bisect.bisect_left(ids, end) - bisect.bisect_left(ids, earliest)
+    """One sentence naming what ended the expired range [earliest, end) of ``expired`` snapshots, and the limit's
+    backlog (``ids`` lists every snapshot id: called only for it)."""
     retain_bound = latest - config.retain_min + 1
     bound = retain_bound if consumer_next is None else min(retain_bound, consumer_next)
     retained = format_duration_ms(config.time_retained_ms)
@@ -72,8 +74,9 @@ def stop_reason(
         )
     if end >= earliest + limit:
         low = max(latest - config.retain_max + 1, earliest)
-        expirable_end = _young_from(ids, max(low, end), bound, now_ms - config.time_retained_ms, read)
-        expirable = bisect.bisect_left(ids, expirable_end) - bisect.bisect_left(ids, earliest)
+        listed = ids()
+        expirable_end = _young_from(listed, max(low, end), bound, now_ms - config.time_retained_ms, read)
+        expirable = bisect.bisect_left(listed, expirable_end) - bisect.bisect_left(listed, earliest)
         text = f"{expired} of {expirable} expirable snapshots: snapshot.expire.limit={config.limit}"
         return StopReason(text, max(0, expirable - expired))
     return StopReason(

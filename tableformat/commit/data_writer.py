@@ -26,6 +26,7 @@ from tableformat.options import (
     BUCKET,
     DATA_FILE_PREFIX,
     FILE_COMPRESSION,
+    FILE_COMPRESSION_ZSTD_LEVEL,
     PARTITION_DEFAULT_NAME,
     PARTITION_TIMESTAMP_FORMAT_STRICT,
     PARTITION_TIMESTAMP_FORMATTER,
@@ -38,6 +39,10 @@ from tableformat.options import (
 UNAWARE_BUCKET = 0
 UNAWARE_TOTAL_BUCKETS = -1
 _NO_STATS_ROOTS = frozenset({"TIME"})
+
+DICTIONARY_PAGE_LIMIT = 1024 * 1024
+"""parquet-mr's dictionary page size (Paimon's and Spark's writers): a column whose dictionary would need more is
+written plain."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +152,46 @@ def _stat_value(scalar: pa.Scalar) -> Any:
     return value
 
 
+def dictionary_columns(table: pa.Table) -> list[str]:
+    """The leaf columns to dictionary-encode, decided as parquet-mr decides for Paimon and Spark: a column keeps its
+    dictionary only when dictionary plus indices are smaller than its plain values and the dictionary fits one
+    dictionary page; otherwise it is written plain. (pyarrow keeps a dictionary whatever it costs: under zstd that
+    made files with unique ids and timestamps twice the size Spark writes.) Booleans never gain from a dictionary;
+    nested columns keep one on every leaf."""
+    result: list[str] = []
+    rows = table.num_rows
+    for name, column in zip(table.column_names, table.columns):
+        if pa.types.is_nested(column.type):
+            result += _leaf_paths(name, column.type)
+            continue
+        if rows == 0 or pa.types.is_boolean(column.type):
+            continue
+        distinct = int(pc.count_distinct(column, mode="only_valid").as_py() or 0)
+        plain = column.nbytes
+        dictionary = plain * distinct / rows  # the distinct values, written plain once
+        indices = rows * max(1, (distinct - 1).bit_length()) / 8
+        if dictionary + indices < plain and dictionary <= DICTIONARY_PAGE_LIMIT:
+            result.append(name)
+    return result
+
+
+def _leaf_paths(name: str, dtype: pa.DataType) -> list[str]:
+    """Parquet column paths of the leaves of a column as pyarrow writes them (``a.b``, ``l.list.element``)."""
+    if pa.types.is_struct(dtype):
+        return [
+            p
+            for i in range(dtype.num_fields)
+            for p in _leaf_paths(f"{name}.{dtype.field(i).name}", dtype.field(i).type)
+        ]
+    if pa.types.is_map(dtype):
+        return _leaf_paths(f"{name}.key_value.key", dtype.key_type) + _leaf_paths(
+            f"{name}.key_value.value", dtype.item_type
+        )
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
+        return _leaf_paths(f"{name}.list.element", dtype.value_type)
+    return [name]
+
+
 def value_stats(table: pa.Table, types: Sequence[DataType]) -> SimpleStats:
     """Min/max/null-count statistics over every column (stats mode 'full')."""
     mins: list[Any] = []
@@ -201,6 +246,7 @@ class DataFileWriter:
         self._partition_types = [f.type for f in schema.partition_fields]
         self._prefix = options.require(DATA_FILE_PREFIX)
         self._compression = options.require(FILE_COMPRESSION)
+        self._zstd_level = options.require(FILE_COMPRESSION_ZSTD_LEVEL)
         self._row_group_rows = options.require(ROW_GROUP_ROWS)
         self._target_size = options.require(TARGET_FILE_SIZE)
         self._paths = DataPaths(schema)
@@ -234,8 +280,9 @@ class DataFileWriter:
             chunk,
             buffer,
             compression=self._compression,
-            compression_level=1 if self._compression == "zstd" else None,
+            compression_level=self._zstd_level if self._compression == "zstd" else None,
             row_group_size=self._row_group_rows,
+            use_dictionary=dictionary_columns(chunk),
             write_page_index=True,
         )
         data = buffer.getvalue()

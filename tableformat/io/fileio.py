@@ -18,6 +18,10 @@ class FileInfo(NamedTuple):
     size: int
     mtime_ms: int
     is_dir: bool = False
+    version: str = ""
+    """What identifies this content of the file where the store says so at no extra cost (the ETag in an S3
+    listing); "" when unknown. Equal non-empty versions of one path mean the same bytes: an operation that read
+    the file already need not read it again."""
 
     @property
     def name(self) -> str:
@@ -62,9 +66,17 @@ class FileIO(ABC):
         the outcome is unknown after the backend's own checks (the caller then reads the file back to compare).
         """
 
+    bulk_delete: bool = False
+    """True where one delete_files call batches and parallelises by itself (S3: DeleteObjects of up to 1,000 keys
+    per request): callers then hand it everything at once instead of spreading batches over threads."""
+
     @abstractmethod
     def exists(self, path: str) -> bool:
         """Whether a file exists, answered by the store itself (never from a cache)."""
+
+    def file_exists(self, path: str) -> bool:
+        """Whether a file (not a directory) exists; one request on object stores (``exists`` may need two)."""
+        return self.exists(path)
 
     @abstractmethod
     def list_dir(self, path: str) -> list[FileInfo]:
@@ -84,6 +96,11 @@ class FileIO(ABC):
                 return info
         return None
 
+    def list_names_with_prefix(self, path: str, prefix: str) -> list[str]:
+        """Names of the files directly in a directory that start with ``prefix`` (object stores list only those:
+        one request whatever else the directory holds)."""
+        return [name for name in self.list_names(path) if name.startswith(prefix)]
+
     def list_names(self, path: str) -> list[str]:
         """Names of the files (not directories) directly in a directory, without sizes or times (cheaper on local
         disk); [] when the directory does not exist."""
@@ -100,6 +117,12 @@ class FileIO(ABC):
         A path that is already missing is not reported as deleted. Failures other than a missing file raise a
         StorageError naming the path, after the other paths of the batch have been attempted.
         """
+
+    def delete_listed(self, paths: Sequence[str]) -> list[str]:
+        """Delete files this operation saw in a listing or read (so it knows they existed), without asking the store
+        again whether they exist; returns those the store confirmed gone. Object stores confirm a missing key as
+        deleted too, so only paths known to exist may be passed. By default, exactly ``delete_files``."""
+        return self.delete_files(paths)
 
     @abstractmethod
     def remove_empty_dir(self, path: str) -> bool:

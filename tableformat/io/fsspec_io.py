@@ -90,9 +90,8 @@ class FsspecFileIO(FileIO):
         failed: list[str] = []
         for path in paths:
             try:
-                if not self.fs.exists(path):
-                    continue
-                if self.fs.isdir(path):
+                self.fs.invalidate_cache(path)
+                if self.fs.info(path).get("type") == "directory":  # one request settles existence and kind
                     failed.append(f"{path}: is a directory")
                     continue
                 self.fs.rm_file(path)
@@ -105,6 +104,16 @@ class FsspecFileIO(FileIO):
         if failed:
             raise DeleteFailedError(f"could not delete {len(failed)} file(s): {failed[0]}", deleted, failed)
         return deleted
+
+    def delete_listed(self, paths: Sequence[str]) -> list[str]:
+        """One ``fs.rm`` of the whole batch (backends batch it: GCS, Azure); should it fail, file by file, exactly."""
+        if not paths:
+            return []
+        try:
+            self.fs.rm(list(paths))
+        except Exception:  # which of the batch went is unknown: settle each one
+            return self.delete_files(paths)
+        return list(dict.fromkeys(paths))
 
     def remove_empty_dir(self, path: str) -> bool:
         return False

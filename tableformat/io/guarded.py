@@ -31,6 +31,10 @@ class GuardedFileIO(ForwardingFileIO):
         self.guard()
         return self.inner.delete_files(paths)
 
+    def delete_listed(self, paths: Sequence[str]) -> list[str]:
+        self.guard()
+        return self.inner.delete_listed(paths)
+
     def remove_empty_dir(self, path: str) -> bool:
         self.guard()
         return self.inner.remove_empty_dir(path)

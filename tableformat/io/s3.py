@@ -170,6 +170,7 @@ class S3FileIO(FsspecFileIO):
     scheme = "s3"
     atomic_create = True
     is_object_store = True
+    bulk_delete = True
 
     list_page_size: int = 1000
     """MaxKeys of every ListObjectsV2 request (tests lower it to exercise paging)."""
@@ -229,6 +230,24 @@ class S3FileIO(FsspecFileIO):
             return True
         return self._is_object(bucket, key) or self._has_children(bucket, key)
 
+    @_scrubbed
+    def file_exists(self, path: str) -> bool:
+        """One HEAD of the key (a prefix with objects below is not a file)."""
+        bucket, key = split_path(path)
+        return bool(key) and self._is_object(bucket, key)
+
+    def list_names_with_prefix(self, path: str, prefix: str) -> list[str]:
+        """One ListObjectsV2 with ``Prefix=<dir>/<prefix>`` (per 1,000 matches), whatever else the directory holds."""
+        bucket, key = split_path(path)
+        base = f"{key}/" if key else ""
+        names: list[str] = []
+        try:
+            for page in self._pages(bucket, base + prefix, delimiter="/"):
+                names += [e["Key"][len(base) :] for e in page.get("Contents", []) if not e["Key"].endswith("/")]
+        except FileNotFoundError:  # no such bucket
+            return []
+        return sorted(names)
+
     def _has_children(self, bucket: str, key: str) -> bool:
         try:
             page = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=f"{key}/", MaxKeys=1)
@@ -251,7 +270,8 @@ class S3FileIO(FsspecFileIO):
 
     @staticmethod
     def _file_info(bucket: str, entry: dict[str, Any]) -> FileInfo:
-        return FileInfo(f"{bucket}/{entry['Key']}", int(entry.get("Size") or 0), mtime_ms_of(entry))
+        etag = str(entry.get("ETag") or "")
+        return FileInfo(f"{bucket}/{entry['Key']}", int(entry.get("Size") or 0), mtime_ms_of(entry), False, etag)
 
     def list_dir(self, path: str) -> list[FileInfo]:
         bucket, key = split_path(path)
@@ -349,9 +369,10 @@ class S3FileIO(FsspecFileIO):
 
     @_scrubbed
     def delete_files(self, paths: Sequence[str]) -> list[str]:
-        """Delete objects with DeleteObjects (1,000 keys per request), checking every per-key result.
+        """Delete objects with DeleteObjects, checking every per-key result; report only keys that existed.
 
-        S3 reports a missing key as deleted, so existence is settled first, per directory (parent prefix):
+        S3 reports a missing key as deleted, so existence is settled first, once per directory (parent prefix) for
+        the whole call, every directory in parallel:
 
         * four or more keys in one directory: ListObjectsV2 of that directory (delimiter ``/``) starting just before
           the smallest key, for at most one page per KEYS_PER_LIST_PAGE keys. Listed objects arrive in key order,
@@ -359,10 +380,47 @@ class S3FileIO(FsspecFileIO):
         * keys the listing did not reach (a sparse selection of a huge directory), and directories with fewer keys:
           one HEAD each, in parallel.
 
-        A key that is not an object but has objects below ``key/`` is a directory: it is never deleted and is
-        reported as failed, like a directory on local disk. Returns the paths that existed and were confirmed
-        deleted; raises DeleteFailedError after attempting the whole batch when some could not be deleted.
+        Then the existing keys go in DeleteObjects requests of up to 1,000 keys, in parallel (:meth:`delete_listed`).
+        No listing or HEAD is repeated per request. A key that is not an object but has objects below ``key/`` is a
+        directory: it is never deleted and is reported as failed, like a directory on local disk. Returns the paths
+        that existed and were confirmed deleted; raises DeleteFailedError after attempting the whole call when some
+        could not be deleted.
         """
+        wanted, failed = self._keys(paths)
+        groups: dict[tuple[str, str], list[str]] = {}
+        for bucket, key in wanted:
+            groups.setdefault((bucket, key.rpartition("/")[0]), []).append(key)
+        existing: list[tuple[str, str]] = []
+        with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="tablefmt-s3") as pool:
+            found = self._classify_all(pool, [(bucket, sorted(keys)) for (bucket, _), keys in groups.items()])
+            for bucket, files, missing, errors in found:
+                existing += [(bucket, key) for key in files]
+                failed += [f"{wanted[bucket, key]}: {reason}" for key, reason in errors.items()]
+                failed += [f"{wanted[bucket, key]}: is a directory" for key, is_dir in missing.items() if is_dir]
+            gone, refused = self._delete_keys(pool, existing)
+        failed += [f"{wanted[bk]}: {reason}" for bk, reason in refused.items()]
+        result = [path for bk, path in wanted.items() if bk in gone]
+        if failed:
+            raise DeleteFailedError(f"could not delete {len(failed)} file(s): {failed[0]}", result, failed)
+        return result
+
+    @_scrubbed
+    def delete_listed(self, paths: Sequence[str]) -> list[str]:
+        """DeleteObjects of up to 1,000 keys each, in parallel, without settling existence first (the caller knows
+        the objects existed: it listed or read them). Every per-key result is checked; returns the paths confirmed
+        deleted, raises DeleteFailedError (with ``deleted`` and ``failed``) when some were not."""
+        wanted, failed = self._keys(paths)
+        with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="tablefmt-s3") as pool:
+            gone, errors = self._delete_keys(pool, list(wanted))
+        failed += [f"{wanted[bk]}: {reason}" for bk, reason in errors.items()]
+        result = [path for bk, path in wanted.items() if bk in gone]
+        if failed:
+            raise DeleteFailedError(f"could not delete {len(failed)} file(s): {failed[0]}", result, failed)
+        return result
+
+    @staticmethod
+    def _keys(paths: Sequence[str]) -> tuple[dict[tuple[str, str], str], list[str]]:
+        """({(bucket, key): path} of the distinct object paths, failures of paths that name a directory)."""
         wanted: dict[tuple[str, str], str] = {}
         failed: list[str] = []
         for path in paths:
@@ -371,61 +429,83 @@ class S3FileIO(FsspecFileIO):
                 failed.append(f"{path}: is a directory")
             else:
                 wanted.setdefault((bucket, key), path)
-        groups: dict[tuple[str, str], list[str]] = {}
-        for bucket, key in wanted:
-            groups.setdefault((bucket, key.rpartition("/")[0]), []).append(key)
+        return wanted, failed
 
-        existing: list[tuple[str, str]] = []
-        with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-            for (bucket, _parent), keys in groups.items():
-                files, missing, errors = self._classify(pool, bucket, sorted(keys))
-                existing += [(bucket, key) for key in files]
-                failed += [f"{wanted[bucket, key]}: {reason}" for key, reason in errors.items()]
-                for key, is_dir in missing.items():
-                    if is_dir:
-                        failed.append(f"{wanted[bucket, key]}: is a directory")
-            batches: list[tuple[str, list[str]]] = []
-            for bucket in dict.fromkeys(b for b, _ in existing):
-                keys = [k for b, k in existing if b == bucket]
-                batches += [(bucket, keys[i : i + DELETE_BATCH]) for i in range(0, len(keys), DELETE_BATCH)]
-            gone: set[tuple[str, str]] = set()
-            for bucket, deleted, errors in pool.map(lambda job: self._delete_batch(*job), batches):
-                gone.update((bucket, key) for key in deleted)
-                failed += [f"{wanted[bucket, key]}: {reason}" for key, reason in errors.items()]
-        result = [path for bk, path in wanted.items() if bk in gone]
-        if failed:
-            raise DeleteFailedError(f"could not delete {len(failed)} file(s): {failed[0]}", result, failed)
-        return result
+    def _delete_keys(
+        self, pool: ThreadPoolExecutor, keys: list[tuple[str, str]]
+    ) -> tuple[set[tuple[str, str]], dict[tuple[str, str], str]]:
+        """DeleteObjects requests of up to DELETE_BATCH keys, one bucket each, in parallel (only full batches are
+        ever split off, so n keys cost ceil(n / 1,000) requests). Returns (keys confirmed deleted, {key: error})."""
+        batches: list[tuple[str, list[str]]] = []
+        for bucket in dict.fromkeys(b for b, _ in keys):
+            names = [k for b, k in keys if b == bucket]
+            batches += [(bucket, names[i : i + DELETE_BATCH]) for i in range(0, len(names), DELETE_BATCH)]
+        gone: set[tuple[str, str]] = set()
+        errors: dict[tuple[str, str], str] = {}
+        outcomes = (
+            pool.map(lambda job: self._delete_batch(*job), batches)
+            if len(batches) > 1
+            else (self._delete_batch(*job) for job in batches)
+        )
+        for bucket, deleted, failures in outcomes:
+            gone.update((bucket, key) for key in deleted)
+            errors.update(((bucket, key), reason) for key, reason in failures.items())
+        return gone, errors
 
-    def _classify(
-        self, pool: ThreadPoolExecutor, bucket: str, keys: list[str]
-    ) -> tuple[list[str], dict[str, bool], dict[str, str]]:
-        """Split sorted keys of one directory into (objects, {missing key: is a directory}, {key: error})."""
-        files: set[str] = set()
-        settled: set[str] = set()
-        prefixes: set[str] = set()
-        complete = False
-        if len(keys) >= LIST_MIN_KEYS:
-            try:
-                complete, files, settled, prefixes = self._list_range(bucket, keys)
-            except Exception as exc:  # e.g. no s3:ListBucket permission: HEAD every key instead
-                _log.debug("listing for delete failed, using HEAD: %s", self._message(exc))
-        errors: dict[str, str] = {}
-        unsettled = [key for key in keys if key not in settled]
-        for key, outcome in zip(unsettled, self._each(pool, self._is_object, bucket, unsettled), strict=True):
-            if isinstance(outcome, str):
-                errors[key] = outcome
-            elif outcome:
-                files.add(key)
-        absent = [key for key in keys if key not in files and key not in errors]
-        missing = {key: f"{key}/" in prefixes for key in absent if complete or f"{key}/" in prefixes}
-        unknown = [key for key in absent if key not in missing]
-        for key, outcome in zip(unknown, self._each(pool, self._has_children, bucket, unknown), strict=True):
+    def _classify_all(
+        self, pool: ThreadPoolExecutor, groups: list[tuple[str, list[str]]]
+    ) -> list[tuple[str, list[str], dict[str, bool], dict[str, str]]]:
+        """Split each directory's sorted keys into (bucket, objects, {missing key: is a directory}, {key: error}):
+        every directory's range listing at once, then every remaining HEAD at once, then the directory checks."""
+        listed = (
+            list(pool.map(lambda group: self._listed(*group), groups))
+            if len(groups) > 1
+            else [self._listed(*group) for group in groups]
+        )
+        unsettled = [
+            (bucket, key)
+            for (bucket, keys), (_, settled, _, _) in zip(groups, listed)
+            for key in keys
+            if key not in settled
+        ]
+        heads = dict(zip(unsettled, self._each(pool, self._is_object, unsettled)))
+        states: list[tuple[str, set[str], dict[str, bool], dict[str, str]]] = []
+        undecided: list[tuple[str, str]] = []
+        owner: dict[tuple[str, str], int] = {}
+        for index, ((bucket, keys), (complete, _settled, files, prefixes)) in enumerate(zip(groups, listed)):
+            errors: dict[str, str] = {}
+            missing: dict[str, bool] = {}
+            for key in keys:
+                head = heads.get((bucket, key))
+                if isinstance(head, str):
+                    errors[key] = head
+                elif head is True or key in files:
+                    files.add(key)
+                elif complete or f"{key}/" in prefixes:
+                    missing[key] = f"{key}/" in prefixes
+                else:
+                    undecided.append((bucket, key))
+                    owner[bucket, key] = index
+            states.append((bucket, files, missing, errors))
+        for (bucket, key), outcome in zip(undecided, self._each(pool, self._has_children, undecided)):
+            _, _, missing, errors = states[owner[bucket, key]]
             if isinstance(outcome, str):
                 errors[key] = outcome
             else:
                 missing[key] = outcome
-        return sorted(files), missing, errors
+        return [(bucket, sorted(files), missing, errors) for bucket, files, missing, errors in states]
+
+    def _listed(self, bucket: str, keys: list[str]) -> tuple[bool, set[str], set[str], set[str]]:
+        """(listing complete, keys settled, keys found as objects, common prefixes) of one directory's range
+        listing; nothing settled for fewer than LIST_MIN_KEYS keys or when listing is refused (HEADs then)."""
+        if len(keys) < LIST_MIN_KEYS:
+            return False, set(), set(), set()
+        try:
+            complete, files, settled, prefixes = self._list_range(bucket, keys)
+        except Exception as exc:  # e.g. no s3:ListBucket permission: HEAD every key instead
+            _log.debug("listing for delete failed, using HEAD: %s", self._message(exc))
+            return False, set(), set(), set()
+        return complete, settled, files, prefixes
 
     def _list_range(self, bucket: str, keys: list[str]) -> tuple[bool, set[str], set[str], set[str]]:
         """List the directory of ``keys`` from just before the first one, within the page budget.
@@ -461,17 +541,17 @@ class S3FileIO(FsspecFileIO):
         return True
 
     def _each(
-        self, pool: ThreadPoolExecutor, check: Callable[[str, str], bool], bucket: str, keys: list[str]
-    ) -> Iterator[bool | str]:
+        self, pool: ThreadPoolExecutor, check: Callable[[str, str], bool], keys: list[tuple[str, str]]
+    ) -> list[bool | str]:
         """``check(bucket, key)`` for every key in parallel; a failure yields its (scrubbed) message instead."""
 
-        def run(key: str) -> bool | str:
+        def run(bucket_key: tuple[str, str]) -> bool | str:
             try:
-                return check(bucket, key)
+                return check(*bucket_key)
             except Exception as exc:
                 return self._message(exc)
 
-        return pool.map(run, keys)
+        return list(pool.map(run, keys)) if len(keys) > 1 else [run(k) for k in keys]
 
     def _delete_batch(self, bucket: str, keys: list[str]) -> tuple[str, set[str], dict[str, str]]:
         """One DeleteObjects call: (bucket, keys confirmed deleted, {key: error}) from its per-key results."""

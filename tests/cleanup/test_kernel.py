@@ -60,7 +60,8 @@ def test_deleter_batches_reports_only_what_went_and_removes_empty_dirs_non_recur
     assert sorted(len(c) for c in io.calls) == [125, 125]  # spread over two threads, at least 100 a batch
     assert set(gone) == {p for p, _ in files} - {"part=0/bucket-0/data-0003.parquet"}
     assert deleter.deleted_bytes == sum(size for _, size in files) - 4
-    assert progress[-1] == (249, 250) and deleter.failures == []
+    assert progress[-1] == (250, 250) and deleter.failures == []  # the one already gone counts as done
+    assert deleter.absent == ["part=0/bucket-0/data-0003.parquet"]
     (tmp_path / "part=1" / "bucket-0").mkdir(parents=True)
     (tmp_path / "part=1" / "bucket-0" / "keep").write_bytes(b"k")
     removed = deleter.remove_empty_dirs(["part=0/bucket-0", "part=0", "part=1/bucket-0", "part=1"])

@@ -80,7 +80,7 @@ id  kind       committed                  records     added   removed
  1  APPEND     YYYY-MM-DDThh:mm:ss+00:00      100  #.## KiB       # B
  2  APPEND     YYYY-MM-DDThh:mm:ss+00:00      200  #.## KiB       # B
  3  APPEND     YYYY-MM-DDThh:mm:ss+00:00      300  #.## KiB       # B
- 4  OVERWRITE  YYYY-MM-DDThh:mm:ss+00:00      201  #.## KiB  #.## KiB
+ 4  OVERWRITE  YYYY-MM-DDThh:mm:ss+00:00      201     ### B  #.## KiB
  5  OVERWRITE  YYYY-MM-DDThh:mm:ss+00:00      101       # B  #.## KiB
 """
 
@@ -92,14 +92,14 @@ nightly         2  YYYY-MM-DDThh:mm:ss+00:00      200  forever
 PARTITIONS = """\
 partition      records  files      size  last update
 dt=2024-01-01      100      1  #.## KiB  YYYY-MM-DDThh:mm:ss+00:00
-dt=2024-01-02        1      1  #.## KiB  YYYY-MM-DDThh:mm:ss+00:00
+dt=2024-01-02        1      1     ### B  YYYY-MM-DDThh:mm:ss+00:00
 2 partition(s), 2 file(s), 101 records, #.## KiB
 """
 
 FILES = """\
 partition      files  records      size  smallest   largest
 dt=2024-01-01      1      100  #.## KiB  #.## KiB  #.## KiB
-dt=2024-01-02      1        1  #.## KiB  #.## KiB  #.## KiB
+dt=2024-01-02      1        1     ### B     ### B     ### B
 2 partition(s), 2 file(s), 101 records, #.## KiB
 """
 
@@ -108,7 +108,7 @@ file                                                   records      size
 dt=2024-01-01  bucket-0
   data-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx-0.parquet      100  #.## KiB
 dt=2024-01-02  bucket-0
-  data-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx-0.parquet        1  #.## KiB
+  data-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx-0.parquet        1     ### B
 2 partition(s), 2 file(s), 101 records, #.## KiB
 """
 

@@ -1,0 +1,90 @@
+"""The reads a snapshot expiration plan starts with, all at once on object stores: the EARLIEST and LATEST hints
+(with the snapshots they name), the tags (with their listing versions), the consumers and the branch roots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.errors import SnapshotNotFoundError
+from tableformat.layout import EARLIEST, LATEST, TAG_PREFIX
+from tableformat.model.snapshot import Consumer, Snapshot, Tag
+from tableformat.parallel import InlineExecutor, executor
+
+from ..roots import References, Root
+from .metadata import MetadataCache
+
+
+def branch_roots(ctx: TableContext) -> list[Root]:
+    """Every snapshot and tag of every branch, read (unreadable branch metadata raises: nothing may be deleted)."""
+    return References(ctx, InlineExecutor(), 1).collect_roots(include_main=False)
+
+
+class PlanStart:
+    """The first reads of one plan. ``read`` reads a snapshot through the planner's cache (None: missing), ``ids``
+    lists every snapshot id (only when a hint is missing or stale)."""
+
+    def __init__(
+        self,
+        ctx: TableContext,
+        cache: MetadataCache,
+        read: Callable[[int], tuple[Snapshot, int] | None],
+        ids: Callable[[], list[int]],
+    ) -> None:
+        self.ctx = ctx
+        self.cache = cache
+        self._read = read
+        self._ids = ids
+        self.earliest_hint: int | None = None
+        self.tag_versions: dict[str, str] = {}
+        """Listing version of each tag read, by name."""
+
+    def _tags(self) -> list[Tag]:
+        store = self.ctx.store
+        for attempt in range(2):
+            infos = {info.name[len(TAG_PREFIX) :]: info.version for info in store.tag_infos()}
+            try:
+                tags = self.cache.read_all(store.read_tag, list(infos), 1)
+            except SnapshotNotFoundError:  # a tag was deleted between listing and reading: list again once
+                if attempt:
+                    raise
+                continue
+            self.tag_versions = infos
+            return tags
+        raise AssertionError("unreachable")
+
+    def _earliest(self) -> int | None:
+        """EARLIEST if that snapshot exists and the one before it does not, else the listing's min; the hinted
+        snapshot is read (it starts the range) rather than checked with a request of its own."""
+        store = self.ctx.store
+        self.earliest_hint = hint = store.read_hint(EARLIEST)
+        if hint is not None and self._read(hint) is not None and not store.snapshot_exists(hint - 1):
+            return hint
+        ids = self._ids()
+        return ids[0] if ids else None
+
+    def _latest(self) -> int | None:
+        store = self.ctx.store
+        hint = store.read_hint(LATEST)
+        if hint is not None and not store.snapshot_exists(hint + 1) and store.snapshot_exists(hint):
+            return hint
+        ids = self._ids()
+        return ids[-1] if ids else None
+
+    def run(self, started: Callable[[int | None], None]) -> tuple[int | None, list[Tag], list[Consumer], list[Root]]:
+        """(latest, tags, consumers, branch roots); ``started(earliest)`` is called as soon as the earliest snapshot is
+        known, even when another read fails (the planner compares with it to tell a concurrent expirer from damage).
+        A separate small pool: each job uses the workers for its own reads."""
+        jobs: list[Callable[[], Any]] = [
+            self._earliest,
+            self._latest,
+            self._tags,
+            self.ctx.store.consumers,
+            lambda: branch_roots(self.ctx),
+        ]
+        with executor(len(jobs) if self.cache.parallel else 1, "tablefmt-plan") as pool:
+            futures = [pool.submit(job) for job in jobs]
+            started(futures[0].result())
+            latest, tags, consumers, branches = (future.result() for future in futures[1:])
+        return latest, tags, consumers, branches

@@ -1,0 +1,147 @@
+"""Request counts on a real S3 server (SeaweedFS), counted at the botocore call (issue 14).
+
+Deletes: n keys cost ceil(n / 1,000) DeleteObjects, with no LIST or HEAD per batch (existence is settled by one
+listing per directory, before any delete, or not at all when the operation listed or read the files itself).
+Operations: expiration, orphan cleanup and a commit never fetch the same object twice.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from support.s3_requests import RequestLog
+
+from tableformat import Table
+from tableformat.cleanup.kernel import Deleter
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.io.factory import open_location
+from tableformat.layout import TableLayout
+
+pytestmark = pytest.mark.s3
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
+DAY_MS = 86_400_000
+
+
+def rows(start: int, count: int = 8) -> pa.Table:
+    return pa.table({"id": list(range(start, start + count)), "part": [i % 2 for i in range(count)]}, schema=SCHEMA)
+
+
+def planted(io: Any, root: str, rels: list[str]) -> None:
+    io.fs.pipe({f"{root}/{rel}": b"x" for rel in rels})
+
+
+def test_a_delete_of_2500_listed_keys_is_three_delete_objects_and_nothing_else(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    io, root = open_location(*s3_root)
+    rels = [f"part=0/bucket-0/data-{i:05d}.parquet" for i in range(2500)]
+    planted(io, root, rels)
+    log = RequestLog().attach(io)
+    deleter = Deleter(io, TableLayout(root), 8)
+    gone = deleter.delete([(rel, 1) for rel in rels], listed=True)
+    assert sorted(gone) == rels and deleter.failures == [] and deleter.absent == []
+    assert sorted(call.keys for call in log.of("DeleteObjects")) == [500, 1000, 1000]
+    assert log.counts() == {"DeleteObjects": 3}  # no LIST, no HEAD
+    assert list(io.walk_files(root)) == []
+
+
+def test_a_delete_of_2500_keys_settles_existence_with_one_listing_per_directory(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    io, root = open_location(*s3_root)
+    directories = [f"part={p}/bucket-0" for p in range(5)]
+    rels = [f"{d}/data-{i:05d}.parquet" for d in directories for i in range(500)]
+    missing = [f"{d}/data-{i:05d}-gone.parquet" for d in directories for i in (7, 250, 499, 1000)]
+    planted(io, root, rels)
+    log = RequestLog().attach(io)
+    deleter = Deleter(io, TableLayout(root), 8)
+    gone = deleter.delete([(rel, 1) for rel in rels + missing])
+    assert sorted(gone) == sorted(rels) and deleter.failures == []
+    assert sorted(deleter.absent) == sorted(missing)  # already gone: reported apart, never as deleted
+    operations = [call.operation for call in log.calls]
+    assert operations.count("DeleteObjects") == 3
+    assert sorted(call.keys for call in log.of("DeleteObjects")) == [500, 1000, 1000]
+    listed = [call.key for call in log.of("ListObjectsV2")]
+    assert sorted(listed) == sorted(f"{root.split('/', 1)[1]}/{d}/" for d in directories)  # one per directory
+    assert operations.index("DeleteObjects") == len(listed)  # every listing before the first delete
+    assert "HeadObject" not in operations
+
+
+def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(24):
+        table.append(rows(i * 8))
+        if i == 11:
+            table.drop_partitions([{"part": 0}])
+    table.create_tag("keep", 16)
+    settings: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0, "limit": 100}
+    dry = expire_snapshots(table.context, dry_run=True, **settings)
+    log = RequestLog().attach(table.context.io)
+    result = expire_snapshots(table.context, **settings)
+    assert sorted(result.deleted_paths) == sorted(dry.deleted_paths)
+    assert result.expired_snapshot_ids == tuple(range(1, 22)) and result.deleted_data_files == 12
+    assert log.read_twice() == []
+    # snapshot files; data files, manifests and manifest lists in one step; the journal
+    assert [call.keys for call in log.of("DeleteObjects")] == [21, len(result.deleted_paths) - 21, 1]
+    listed = [call.key.rsplit("/", 2)[-2] + "/" + call.key.rsplit("/", 1)[-1] for call in log.of("ListObjectsV2")]
+    assert sorted(listed) == sorted(
+        [
+            "snapshot/.expire-journal-",  # pending journals, by prefix: one request whatever the history
+            "snapshot/",  # no EARLIEST hint yet (the first expiration): the listing decides
+            "tag/",
+            "consumer/",
+            "branch/",
+            "tag/",  # the re-check after the snapshot files went (the tag is not read again: same version)
+            "branch/",
+            "bucket-0/",  # existence of the data files and manifests: one listing per directory
+            "manifest/",
+        ]
+    )
+    assert log.counts()["HeadObject"] == 2  # LATEST is checked: snapshot LATEST exists, LATEST + 1 does not
+    assert table.to_arrow(tag="keep").num_rows == 15 * 4 + 3 * 4  # part 1 of appends 0-14, part 0 since the drop
+
+
+def test_orphan_cleanup_on_s3_reads_nothing_twice_and_deletes_in_one_request(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(6):
+        table.append(rows(i * 8))
+    io, root = table.context.io, table.context.layout.root
+    strays = [f"part={i % 2}/bucket-0/data-{uuid.uuid4()}-0.parquet" for i in range(30)]
+    strays += [f"manifest/manifest-{uuid.uuid4()}-0" for _ in range(5)]
+    planted(io, root, strays)
+    log = RequestLog().attach(io)
+    result = remove_orphan_files(table.context, now_ms=int(time.time() * 1000) + 2 * DAY_MS)
+    assert sorted(result.deleted_paths) == sorted(strays)
+    assert log.read_twice() == []
+    assert [call.keys for call in log.of("DeleteObjects")] == [35]  # the census listed them: no HEAD, no LIST
+    assert "HeadObject" not in log.counts()
+    assert table.to_arrow().num_rows == 48
+
+
+def test_a_commit_reads_five_objects_once_each(s3_root: tuple[str, dict[str, Any]]) -> None:
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    table.append(rows(0))
+    table.append(rows(8))  # the first commit of a Table also probes the store for conditional writes
+    log = RequestLog().attach(table.context.io)
+    table.append(rows(16))
+    reads = sorted(call.key.rsplit("/", 2)[-2] + "/" + call.key.rsplit("/", 1)[-1] for call in log.of("GetObject"))
+    assert [r for r in reads if not r.startswith("manifest/")] == ["schema/schema-0", "snapshot/LATEST",
+                                                                     "snapshot/snapshot-2"]
+    assert len([r for r in reads if r.startswith("manifest/")]) == 2  # the base and delta lists of snapshot 2
+    assert log.read_twice() == []
+    assert log.counts()["HeadObject"] == 3  # snapshot 3 before, snapshots 2 and 4 after the conditional PUT
+    assert log.counts()["ListObjectsV2"] == 1  # schema/ (the latest schema)
+    assert table.to_arrow().num_rows == 24
