@@ -15,10 +15,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tableformat.context import TableContext
+from tableformat.errors import TableFormatError
 from tableformat.model.maintain import HourStats, MaintainState
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import CommitKind, Snapshot
+from tableformat.options import REGISTRY
 from tableformat.store import MetadataStore
+
+from ..kernel import Operation
 
 HOUR_MS = 3_600_000
 MAX_SNAPSHOTS_COUNTED = 1000
@@ -167,3 +172,20 @@ def assess(
         falling_behind=bool(advice),
         advice=tuple(advice),
     )
+
+
+def operation_limits(ctx: TableContext, operations: Iterable[Operation[Any, Any, Any]]) -> dict[str, tuple[str, int]]:
+    """Operation name -> (its limit option, the table's value), for the keep-up advice (operations without a limit
+    option, or whose value does not parse, are left out)."""
+    limits = {}
+    for op in operations:
+        option = REGISTRY.get(op.limit_option) if op.limit_option else None
+        if option is None:
+            continue
+        try:
+            value = ctx.options.require(option)
+        except TableFormatError:
+            continue
+        if isinstance(value, int):
+            limits[op.name] = (op.limit_option, value)
+    return limits

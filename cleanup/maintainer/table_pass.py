@@ -22,14 +22,13 @@ from tableformat.io.factory import open_location
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
-from tableformat.options import REGISTRY
 from tableformat.store import MetadataStore
 
 from ..kernel import Cadence, Operation, OperationResult, run_operation
 from ..kernel.clock import Clock, system_clock
 from ..registry import OPERATIONS
 from .config import MaintainSettings
-from .keep_up import KeepUp, assess, count_ingest, merge_hours
+from .keep_up import KeepUp, assess, count_ingest, merge_hours, operation_limits
 from .lease import TableLease
 from .targets import Opener, TableTarget
 
@@ -214,20 +213,6 @@ def _run_operations(
     return run
 
 
-def _limits(ctx: TableContext, settings: MaintainSettings) -> dict[str, tuple[str, int]]:
-    limits = {}
-    for op in _operations(settings):
-        option = REGISTRY.get(op.limit_option) if op.limit_option else None
-        if option is not None:
-            try:
-                value = ctx.options.require(option)
-            except TableFormatError:
-                continue
-            if isinstance(value, int):
-                limits[op.name] = (op.limit_option, value)
-    return limits
-
-
 def _new_state(
     found: Probe, run: _Run, ingest: tuple[list[HourStats], int], settings: MaintainSettings, now_ms: int
 ) -> MaintainState:
@@ -351,12 +336,13 @@ def _pass(
     if lease is not None:
         guarded.write_maintain_state(state)
     next_due, on_change = _next_due(state)
+    limits = operation_limits(ctx, _operations(settings))
     return TableReport(
         table=target.name,
         location=target.location,
         operations=tuple(run.ran),
         errors=tuple(run.errors),
-        keep_up=assess(state, clock(), settings.keep_up_window_ms, _limits(ctx, settings), settings.backlog_retry_ms),
+        keep_up=assess(state, clock(), settings.keep_up_window_ms, limits, settings.backlog_retry_ms),
         next_due_ms=next_due,
         watch_changes=on_change,
         last_success_ms=state.last_success_ms or None,

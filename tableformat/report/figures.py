@@ -20,7 +20,7 @@ from typing import Any
 
 from tableformat.cleanup.kernel import Operation, OperationResult, run_operation
 from tableformat.cleanup.maintainer import MaintainSettings
-from tableformat.cleanup.maintainer.keep_up import assess, count_ingest, merge_hours
+from tableformat.cleanup.maintainer.keep_up import assess, count_ingest, merge_hours, operation_limits
 from tableformat.cleanup.orphans import OrphanResult
 from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.partitions.plan import display_values
@@ -31,7 +31,7 @@ from tableformat.durations import parse_duration_ms
 from tableformat.errors import CorruptMetadataError, TableFormatError, ValidationError
 from tableformat.inspect import TableInspector
 from tableformat.model.maintain import MaintainState, OperationState
-from tableformat.options import PARTITION_DEFAULT_NAME, REGISTRY
+from tableformat.options import PARTITION_DEFAULT_NAME
 from tableformat.parallel import resolve_parallelism
 
 from .history import CachingStore, storage_history
@@ -139,22 +139,6 @@ def _partitions(ctx: TableContext, rules: tuple[RuleFigures, ...]) -> tuple[Part
     )
 
 
-def _limits(ctx: TableContext) -> dict[str, tuple[str, int]]:
-    """Operation -> (its limit option, the table's value), for the keep-up advice."""
-    limits = {}
-    for op in OPERATIONS:
-        option = REGISTRY.get(op.limit_option) if op.limit_option else None
-        if option is None:
-            continue
-        try:
-            value = ctx.options.require(option)
-        except TableFormatError:
-            continue
-        if isinstance(value, int):
-            limits[op.name] = (op.limit_option, value)
-    return limits
-
-
 def _keep_up(
     ctx: TableContext,
     state: MaintainState | None,
@@ -177,7 +161,7 @@ def _keep_up(
     else:
         source = "maintain state"
     state = replace(state, hours=merge_hours(state.hours, fresh, now_ms, window_ms))
-    keep_up = assess(state, now_ms, window_ms, _limits(ctx), settings.backlog_retry_ms)
+    keep_up = assess(state, now_ms, window_ms, operation_limits(ctx, OPERATIONS), settings.backlog_retry_ms)
     return KeepUpFigures(keep_up=keep_up, hours=state.hours, source=source, window_ms=window_ms)
 
 
