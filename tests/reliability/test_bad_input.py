@@ -380,7 +380,7 @@ def test_snapshot_id_gaps(table_root: Path, history: History, missing: list[int]
     check_reads(table_root, history)
     assert table.append(batch([(50, "p0")])).id == 7  # type: ignore[union-attr]
     history.record(7, history.rows[6] + row_counts(batch([(50, "p0")])))
-    result = expire_snapshots(Table.open(str(table_root)).context, retain_min=2, time_retained=0)
+    result = expire_snapshots(Table.open(str(table_root)).context, retain_min=2, retain_max=2, time_retained=0)
     assert result.earliest_snapshot == 6
     assert check_reads(table_root, history) == [6, 7]
     # What only the vanished snapshots referenced goes to orphan cleanup. A data file whose DELETE entry was in a
@@ -425,7 +425,7 @@ def test_hints_pointing_anywhere_are_only_hints(
     assert row_counts(table.to_arrow()) == history.rows[6]
     assert table.append(batch([(50, "p0")])).id == 7  # type: ignore[union-attr]
     assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5, 6, 7]
-    result = expire_snapshots(table.context, retain_min=2, time_retained=0)
+    result = expire_snapshots(table.context, retain_min=2, retain_max=2, time_retained=0)
     assert result.expired_snapshot_ids == (1, 2, 3, 4, 5) and result.earliest_snapshot == 6
 
 
@@ -574,7 +574,8 @@ def test_s3_and_s3a_address_the_same_table(s3_root: tuple[str, dict[str, Any]]) 
         Table.open(f"s3a://{rest}", options).context, older_than=timedelta(0), force=True, now_ms=future
     )
     assert result.deleted_paths == (orphan,)
-    expired = expire_snapshots(Table.open(f"s3a://{rest}", options).context, retain_min=1, time_retained=0)
+    s3a_ctx = Table.open(f"s3a://{rest}", options).context
+    expired = expire_snapshots(s3a_ctx, retain_min=1, retain_max=1, time_retained=0)
     assert expired.expired_snapshot_ids == (1,)
     assert row_counts(Table.open(url, options).to_arrow()) == row_counts(batch([(1, "p0"), (2, "p1"), (3, "p0")]))
     assert all(io.read_bytes(path) == b"sentinel" for path in sentinels)

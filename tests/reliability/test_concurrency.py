@@ -313,7 +313,7 @@ def test_read_of_a_snapshot_expired_meanwhile_says_so(tmp_path: Path, trigger: s
     table.overwrite(batch(INITIAL[4:]), None)  # snapshot 1 now shares nothing with the latest
 
     def expire() -> None:
-        result = expire_snapshots(Table.open(str(root)).context, retain_min=1, time_retained=0)
+        result = expire_snapshots(Table.open(str(root)).context, retain_min=1, retain_max=1, time_retained=0)
         assert 1 in result.expired_snapshot_ids
 
     ctx = Table.open(str(root)).context
