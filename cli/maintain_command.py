@@ -13,7 +13,6 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -24,20 +23,7 @@ from tableformat.cleanup.maintainer import Maintainer, MaintainSettings, TableRe
 from tableformat.errors import ValidationError
 
 from .common import handle_errors, parse_storage_options, storage_option_flag
-
-
-def _size(num: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(num) < 1024 or unit == "TiB":
-            return f"{num:.0f} {unit}" if unit == "B" else f"{num:.1f} {unit}"
-        num /= 1024
-    return f"{num:.1f} TiB"
-
-
-def _when(ms: int | None) -> str:
-    if ms is None:
-        return "unknown"
-    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(ms / 1000))
+from .render import human_bytes, iso_time
 
 
 def human_line(report: TableReport) -> str:
@@ -46,7 +32,7 @@ def human_line(report: TableReport) -> str:
         problems = "; ".join(f"{op}: {msg}" if op else msg for op, msg in report.errors)
         head = f"FAILED {report.table}: {problems}"
     elif report.skipped:
-        due = f" (next due {_when(report.next_due_ms)})" if report.next_due_ms else ""
+        due = f" (next due {iso_time(report.next_due_ms)})" if report.next_due_ms else ""
         head = f"{report.table}: {report.skipped}{due}"
     else:
         head = f"{report.table}: ok"
@@ -56,7 +42,7 @@ def human_line(report: TableReport) -> str:
         done.append(f"{name}: {what.removeprefix(name + ': ')}")
     lines = [head + (" - " + "; ".join(done) if done else "")]
     if report.operations:
-        lines[0] += f" [{_size(report.reclaimed_bytes)} freed, {report.seconds:.2f} s]"
+        lines[0] += f" [{human_bytes(report.reclaimed_bytes)} freed, {report.seconds:.2f} s]"
     if report.keep_up is not None and report.keep_up.falling_behind:
         lines += [f"  warning: retention is falling behind: {advice}" for advice in report.keep_up.advice]
     return "\n".join(lines)
@@ -180,4 +166,4 @@ def _run_once(maintainer: Maintainer, tables: list[Any], output: _Output) -> Non
         done = sum(1 for r in output.latest.values() if r.operations)
         failed = sum(1 for r in output.latest.values() if not r.ok)
         freed = sum(r.reclaimed_bytes for r in output.latest.values())
-        click.echo(f"{len(tables)} table(s): {done} maintained, {failed} failed, {_size(freed)} freed")
+        click.echo(f"{len(tables)} table(s): {done} maintained, {failed} failed, {human_bytes(freed)} freed")
