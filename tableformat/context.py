@@ -43,7 +43,7 @@ class TableContext:
         return self._schemas[schema_id]
 
     def partition_codec(self) -> PartitionCodec:
-        return PartitionCodec(self.schema)
+        return self.store.partition_codec(self.schema)
 
     def url(self, path: str | None = None) -> str:
         return self.io.url(path if path is not None else self.layout.root)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from tableformat.codec.binary_row import decode_row
+from tableformat.codec.entry_codec import EntryRecord
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.errors import CorruptMetadataError
 from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
@@ -99,6 +101,10 @@ class Entry(Protocol):
 
 
 E = TypeVar("E", bound=Entry)
+_KIND = itemgetter(0)
+"""EntryRecord.kind, by index."""
+_NAME = itemgetter(3)
+"""EntryRecord.file_name, by index."""
 
 
 def merge_entries(entry_lists: Iterable[Iterable[E]]) -> dict[Hashable, E]:
@@ -116,6 +122,21 @@ def merge_entries(entry_lists: Iterable[Iterable[E]]) -> dict[Hashable, E]:
             else:
                 live.pop(key, None)
     return live
+
+
+def merge_records(record_lists: Sequence[Sequence[EntryRecord]]) -> list[EntryRecord]:
+    """The live records of ``record_lists`` (``merge_entries(...).values()``, in the same order).
+
+    The usual history of an append table only adds files: when no list holds a DELETE and no file name appears twice,
+    every record is live and no merge is needed (each record's kind is checked, not the manifests' counts)."""
+    total = sum(map(len, record_lists))
+    delete = FileKind.DELETE
+    if any(delete in map(_KIND, records) for records in record_lists):
+        return list(merge_entries(record_lists).values())
+    names = {name for records in record_lists for name in map(_NAME, records)}
+    if len(names) != total:  # a name twice (another bucket or partition, or the same file): identities decide
+        return list(merge_entries(record_lists).values())
+    return [record for records in record_lists for record in records]
 
 
 class PathEntry(NamedTuple):

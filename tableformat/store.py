@@ -6,13 +6,14 @@ This is the only module that turns metadata paths into bytes and bytes into mode
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
 from tableformat.codec import avro_codec, avro_projection, entry_codec, journal_codec, json_codec, maintain_codec
 from tableformat.codec.binary_row import decode_row, encode_row
+from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.errors import (
     CorruptMetadataError,
     MissingMetadataError,
@@ -62,6 +63,15 @@ class MetadataStore:
     def __init__(self, file_io: FileIO, layout: TableLayout) -> None:
         self.io = file_io
         self.layout = layout
+        self._codecs: dict[int, PartitionCodec] = {}
+
+    def partition_codec(self, schema: TableSchema) -> PartitionCodec:
+        """The partition codec of ``schema``, one per schema id: plans, commits and manifest statistics of one
+        context decode each partition row once."""
+        codec = self._codecs.get(schema.id)
+        if codec is None or codec.keys != schema.partition_keys:
+            codec = self._codecs[schema.id] = PartitionCodec(schema)
+        return codec
 
     # --- generic ---------------------------------------------------------------------------------------------
     def _read(self, path: str) -> bytes:
@@ -323,13 +333,18 @@ class MetadataStore:
             file_size=len(data),
             num_added_files=counts[0],
             num_deleted_files=counts[1],
-            partition_stats=partition_stats(partitions, schema[1], source=self.io.url(path)),
+            partition_stats=partition_stats(partitions, schema[1], source=self.io.url(path), rows=self._rows(schema)),
             schema_id=schema[0],
             min_bucket=min(buckets) if buckets else None,
             max_bucket=max(buckets) if buckets else None,
             min_level=min(levels) if levels else None,
             max_level=max(levels) if levels else None,
         )
+
+    def _rows(self, schema: tuple[int, Sequence[DataType]]) -> Callable[..., Sequence[object]] | None:
+        """The cached decoder of partition rows of this schema id and these types, if a codec exists."""
+        codec = self._codecs.get(schema[0])
+        return codec.row if codec is not None and codec.types == list(schema[1]) else None
 
     def write_manifest_list(
         self, metas: Sequence[ManifestFileMeta], names: NameFactory, *, written: list[str] | None = None
@@ -487,8 +502,15 @@ class MetadataStore:
         self.io.write_bytes(self.layout.consumer_file(consumer.consumer_id), json_codec.consumer_to_json(consumer))
 
 
-def partition_stats(partitions: Iterable[bytes], types: Sequence[DataType], *, source: str) -> SimpleStats:
-    """Min/max binary rows and per-entry null counts over partition rows (manifest pruning statistics)."""
+def partition_stats(
+    partitions: Iterable[bytes],
+    types: Sequence[DataType],
+    *,
+    source: str,
+    rows: Callable[..., Sequence[object]] | None = None,
+) -> SimpleStats:
+    """Min/max binary rows and per-entry null counts over partition rows (manifest pruning statistics); ``rows``
+    decodes a row as ``decode_row`` does (a codec's cached ``row``)."""
     if not types:
         return EMPTY_STATS
     counts: dict[bytes, int] = {}
@@ -496,13 +518,14 @@ def partition_stats(partitions: Iterable[bytes], types: Sequence[DataType], *, s
         counts[partition] = counts.get(partition, 0) + 1
     if not counts:
         return SimpleStats(null_counts=tuple(0 for _ in types))
-    rows = [(decode_row(p, types, source=source), n) for p, n in counts.items()]
+    decode = rows or (lambda p, source: decode_row(p, types, source=source))
+    decoded = [(decode(p, source=source), n) for p, n in counts.items()]
     mins: list[object] = []
     maxs: list[object] = []
     nulls: list[int | None] = []
     for index in range(len(types)):
-        values = [row[index] for row, _ in rows if row[index] is not None]
+        values = [row[index] for row, _ in decoded if row[index] is not None]
         mins.append(min(values) if values else None)  # type: ignore[type-var]
         maxs.append(max(values) if values else None)  # type: ignore[type-var]
-        nulls.append(sum(n for row, n in rows if row[index] is None))
+        nulls.append(sum(n for row, n in decoded if row[index] is None))
     return SimpleStats(min_values=encode_row(mins, types), max_values=encode_row(maxs, types), null_counts=tuple(nulls))

@@ -12,7 +12,8 @@ from typing import Any
 
 from tableformat.codec.entry_codec import EntryRecord
 from tableformat.context import TableContext
-from tableformat.live_set import merge_entries
+from tableformat.gc_pause import paused_gc
+from tableformat.live_set import merge_records
 from tableformat.model.partition import value_to_path_string
 from tableformat.model.partition_time import PartitionTimeError
 from tableformat.model.schema import DataField
@@ -96,9 +97,7 @@ def display_values(values: Mapping[str, Any], fields: Sequence[DataField], defau
     return shown
 
 
-def _partition_time(
-    config: PartitionExpireConfig, values: Mapping[str, Any], files: list[EntryRecord]
-) -> dt.datetime:
+def _partition_time(config: PartitionExpireConfig, values: Mapping[str, Any], files: list[EntryRecord]) -> dt.datetime:
     if config.extractor is not None:
         return config.extractor.extract(values)
     created = [f.creation_time_ms for f in files]
@@ -113,9 +112,9 @@ def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tup
     manifests = ctx.store.manifests_of(snapshot)
     with executor(threads, "tablefmt-partitions") as pool:
         read = bounded_map(pool, lambda m: ctx.store.read_manifest_records(m.file_name), manifests, 2 * threads)
-        live = merge_entries(records for _, records in read)
+        live = merge_records([records for _, records in read])
     by_row: dict[bytes, list[EntryRecord]] = {}
-    for record in live.values():
+    for record in live:
         files = by_row.get(record.partition)
         if files is None:
             by_row[record.partition] = [record]
@@ -134,6 +133,11 @@ def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tup
 
 def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
     """Decide which partitions of the latest snapshot expire at ``now_ms``."""
+    with paused_gc():  # a record per live file, none in a cycle: see gc_pause
+        return _plan(ctx, config, now_ms)
+
+
+def _plan(ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
     cutoff = local_datetime(now_ms) - dt.timedelta(milliseconds=config.expiration_ms)
     latest = ctx.store.latest_snapshot()
     if latest is None:

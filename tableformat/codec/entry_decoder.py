@@ -312,12 +312,12 @@ _LAYOUTS: dict[tuple[Any, ...], Layout] = {}
 
 
 def _source(p: _Parsed, full: bool) -> bytes:
-    """The pattern of ``p``'s layout. Groups: kind, partition, bucket, file name, file size, row count and creation
-    time; with ``full`` also total buckets, min and max key, value statistics and sequence numbers (in file order)."""
+    """The pattern of ``p``'s layout. Groups: kind, then (records only) the body after the kind, then partition,
+    bucket, file name, file size, row count and creation time; with ``full`` also total buckets, min and max key,
+    value statistics and sequence numbers (in file order)."""
     value = _VALUE if full else _ANY_LONG
-    return b"".join(
+    body = b"".join(
         (
-            rb"\x04([\x00\x02])",
             _sized(len(p.partition), True),
             _VALUE,
             value,
@@ -335,6 +335,7 @@ def _source(p: _Parsed, full: bool) -> bytes:
             re.escape(p.tail_raw),
         )
     )
+    return rb"\x04([\x00\x02])" + (body if full else b"(" + body + b")")
 
 
 def _layout(key: tuple[Any, ...], p: _Parsed, full: bool) -> Layout:
@@ -391,8 +392,9 @@ def _value(raw: bytes) -> int:
         result = raw[0]
     elif size == 2:
         result = raw[0] & 0x7F | raw[1] << 7
-    elif size == 3:
-        result = raw[0] & 0x7F | (raw[1] & 0x7F) << 7 | raw[2] << 14
+    elif size <= 4:  # sizes and counts up to 2**28
+        whole = int.from_bytes(raw, "little")
+        result = whole & 0x7F | whole >> 1 & 0x3F80 | whole >> 2 & 0x1FC000 | whole >> 3 & 0xFE00000
     elif size == 6:  # epoch milliseconds of this era
         whole = int.from_bytes(raw, "little")
         result = (
@@ -512,19 +514,21 @@ def decode_block(buf: bytes, count: int, out: list[Any], learner: Learner) -> in
 def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: list[Any]) -> tuple[int, int]:
     """EntryRecords of the entries from ``pos`` on while ``layout`` matches (the first one does), at most ``left``:
     (the position after them, how many)."""
-    match = layout.pattern.match
+    match = layout.pattern.scanner(buf, pos).match  # each match starts where the previous one ended
     kinds = _KINDS
     value = _value
     new_record = tuple.__new__
     append = out.append
     level, extra = layout.level[1], layout.level[2]
     embedded, external = layout.tail[1], layout.tail[4]
-    for done in range(left):
-        found = match(buf, pos)
+    found = None
+    done = 0
+    while done < left:
+        last, found = found, match()
         if found is None:
-            return pos, done
-        kind, partition, bucket, name, size, rows, created = found.groups()
-        end = found.end()
+            found = last
+            break
+        kind, body, partition, bucket, name, size, rows, created = found.groups()
         if not created:
             created = None
         elif len(created) > 6 and not -_TIME_SAFE_MS <= value(created) <= _TIME_SAFE_MS:  # 6 bytes: 41 bits
@@ -544,9 +548,9 @@ def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: lis
                     embedded,
                     external,
                     created,
-                    buf[pos + 2 : end],
+                    body,
                 ),
             )
         )
-        pos = end
-    return pos, left
+        done += 1
+    return (pos if found is None else found.end()), done

@@ -7,6 +7,9 @@ from typing import Any
 from tableformat.codec.binary_row import decode_row
 from tableformat.model.schema import TableSchema
 
+CACHE_LIMIT = 1 << 16
+"""Decoded rows kept per codec; beyond, the cache starts again (a table with more partitions decodes some twice)."""
+
 
 class PartitionCodec:
     """Decodes partition rows of one table, caching by the row bytes."""
@@ -19,6 +22,12 @@ class PartitionCodec:
     def values(self, partition: bytes, *, source: str = "<partition>") -> dict[str, Any]:
         cached = self._cache.get(partition)
         if cached is None:
+            if len(self._cache) >= CACHE_LIMIT:
+                self._cache = {}
             cached = dict(zip(self.keys, decode_row(partition, self.types, source=source)))
             self._cache[partition] = cached
         return cached
+
+    def row(self, partition: bytes, *, source: str = "<partition>") -> list[Any]:
+        """The row's values in column order (``decode_row``), from the same cache."""
+        return list(self.values(partition, source=source).values())

@@ -21,7 +21,6 @@ from typing import Any
 
 from tableformat.codec import json_codec
 from tableformat.codec.entry_codec import EntryRecord
-from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.manifest_merge import ManifestMerger, MergePolicy
 from tableformat.errors import (
@@ -126,7 +125,7 @@ class Committer:
         self.store = store
         self.schema = schema
         self.options = TableOptions(schema.options)
-        self.codec = PartitionCodec(schema)
+        self.codec = store.partition_codec(schema)
         self.partition_types = [f.type for f in schema.partition_fields]
         self._changed: tuple[dict[str, Any], ...] = ()
         self._missing: tuple[ManifestEntry, ...] = ()

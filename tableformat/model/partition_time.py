@@ -132,14 +132,22 @@ def _local(value: dt.datetime, dtype: DataType) -> dt.datetime:
 
 @dataclass(frozen=True, slots=True)
 class PartitionTimeExtractor:
-    """Turns a partition's typed values into the start of its period (see the module docstring)."""
+    """Turns a partition's typed values into the start of its period (see the module docstring).
+
+    Everything that depends only on the pattern is worked out once by :meth:`create`: the columns it uses, whether it
+    is one whole DATE or TIMESTAMP column, and its literal pieces; :meth:`extract` runs once per partition."""
 
     fields: tuple[DataField, ...]
     pattern: str
     formatter: str | None
     default_name: str
     _compiled: _Formatter | None
-    _keys: re.Pattern[str]
+    _used: tuple[str, ...]
+    """The columns the pattern names, in order (a column named twice is checked once)."""
+    _whole: DataField | None
+    """The column, when the pattern is exactly one DATE, TIMESTAMP or TIMESTAMP_LTZ column: its value is the time."""
+    _pieces: tuple[tuple[str, DataField | None], ...]
+    """The pattern as (literal text, column whose string form follows it or None)."""
 
     @classmethod
     def create(
@@ -158,26 +166,38 @@ class PartitionTimeExtractor:
                 f"(partition columns: {', '.join(f.name for f in fields)})"
             )
         compiled = compile_formatter(formatter) if formatter is not None else None
-        return cls(tuple(fields), text, formatter, default_name, compiled, keys)
+        by_name = {f.name: f for f in fields}
+        pieces: list[tuple[str, DataField | None]] = []
+        last = 0
+        for match in keys.finditer(text):
+            pieces.append((text[last : match.start()], by_name[match.group(1)]))
+            last = match.end()
+        pieces.append((text[last:], None))
+        used = tuple(dict.fromkeys(field.name for _, field in pieces if field is not None))
+        whole = keys.fullmatch(text)
+        single = by_name[whole.group(1)] if whole is not None else None
+        time_column = single is not None and single.type.root in ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ")
+        return cls(
+            tuple(fields), text, formatter, default_name, compiled, used, single if time_column else None, tuple(pieces)
+        )
 
     def extract(self, values: Mapping[str, Any]) -> dt.datetime:
         """The partition's time; PartitionTimeError with the reason when it has none."""
-        by_name = {f.name: f for f in self.fields}
-        used = [m.group(1) for m in self._keys.finditer(self.pattern)]
-        for name in used:
+        for name in self._used:
             value = values.get(name)
             if value is None:
                 raise PartitionTimeError(f"{name} is null (the default partition)")
             if isinstance(value, str) and value == self.default_name:
                 raise PartitionTimeError(f"{name} is the default partition {self.default_name!r}")
-        whole = self._keys.fullmatch(self.pattern)
+        whole = self._whole
         if whole is not None:
-            field = by_name[whole.group(1)]
-            if field.type.root == "DATE":
-                return dt.datetime.combine(values[field.name], dt.time())
-            if field.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-                return _local(values[field.name], field.type)
-        text = self._keys.sub(lambda m: _user_string(values[m.group(1)], by_name[m.group(1)].type), self.pattern)
+            if whole.type.root == "DATE":
+                return dt.datetime.combine(values[whole.name], dt.time())
+            return _local(values[whole.name], whole.type)
+        text = "".join(
+            literal if field is None else literal + _user_string(values[field.name], field.type)
+            for literal, field in self._pieces
+        )
         if self._compiled is None:
             return parse_default(text)
         return parse_with(self._compiled, text, str(self.formatter))
