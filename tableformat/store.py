@@ -64,6 +64,7 @@ class MetadataStore:
         self.io = file_io
         self.layout = layout
         self._codecs: dict[int, PartitionCodec] = {}
+        self._last_manifests: tuple[tuple[str, str], tuple[ManifestFileMeta, ...]] | None = None
 
     def partition_codec(self, schema: TableSchema) -> PartitionCodec:
         """The partition codec of ``schema``, one per schema id: plans, commits and manifest statistics of one
@@ -259,10 +260,18 @@ class MetadataStore:
         return avro_projection.read_manifest_refs(data, self.io.url(path))
 
     def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        """Base then delta manifests of a snapshot, in order."""
-        return self.read_manifest_list_fast(snapshot.base_manifest_list) + self.read_manifest_list_fast(
-            snapshot.delta_manifest_list
-        )
+        """Base then delta manifests of a snapshot, in order.
+
+        The lists of the snapshot asked for last are kept: a plan and the commit after it (both on the latest
+        snapshot) read them once. Manifest lists never change once written, and those of the latest snapshot are
+        never deleted while it is the latest."""
+        key = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
+        last = self._last_manifests
+        if last is not None and last[0] == key:
+            return list(last[1])
+        metas = self.read_manifest_list_fast(key[0]) + self.read_manifest_list_fast(key[1])
+        self._last_manifests = (key, tuple(metas))
+        return metas
 
     def write_manifest(
         self,
