@@ -12,7 +12,8 @@
    runtime uses several). Whole process: ``--processes`` rounds of a fresh interpreter per side (``python -c``:
    start, imports, open, expire, exit), timed by the parent, with the import time the child measured itself, and
    the time of the same interpreter doing nothing (``python -c pass``: start and exit with this environment's site
-   packages).
+   packages). Children run from compiled bytecode, as an installed program does (PYTHONDONTWRITEBYTECODE removed,
+   one untimed run per side first).
 2. The drop commit alone (plan excluded: ``execute`` of a plan made just before) on tables of N + 30 daily DATE
    partitions x 1 file, expiring the N oldest (N = 100, 1,000, 10,000 by default): total and per dropped partition.
    ``--history H`` repeats N = 1,000 on a table with H more commits before the drop (appends into the 30 kept
@@ -114,12 +115,17 @@ def time_delta(source: Path, scratch: Path) -> tuple[float, float]:
     return elapsed, cpu
 
 
+_CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""Children run as installed programs do, from compiled bytecode (pip compiles it at install; without it every
+start compiles tablefmt's modules from source: about 150 ms more, none of it deltalake's, which is compiled Rust)."""
+
+
 def time_process(code: str, source: Path, scratch: Path) -> tuple[float, float, float]:
     """(whole process, import, open + operation) seconds of a fresh interpreter running ``code`` on a copy."""
     path = _fresh(source, scratch)
     started = time.perf_counter()
     command = [sys.executable, "-c", code.format(path=str(path))]
-    out = subprocess.run(command, check=True, capture_output=True, text=True)
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=_CHILD_ENV)
     elapsed = time.perf_counter() - started
     imported, operation = (float(x) for x in out.stdout.split())
     return elapsed, imported, operation
@@ -184,11 +190,12 @@ def compare_processes(tablefmt_path: Path, delta_path: Path | None, scratch: Pat
     starts = []
     for _ in range(repeat):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        subprocess.run([sys.executable, "-c", "pass"], check=True, env=_CHILD_ENV)
         starts.append(time.perf_counter() - started)
     print(f"whole process: the interpreter alone (python -c pass) takes {_ms(statistics.median(starts))}")
     medians = {}
     for name, code, source in sides:
+        time_process(code, source, scratch)  # untimed: writes the bytecode caches if missing
         runs = [time_process(code, source, scratch) for _ in range(repeat)]
         whole, imported, operation = (statistics.median(r[i] for r in runs) for i in range(3))
         medians[name] = whole

@@ -7,23 +7,31 @@ import os
 import random
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
 import click
-import pyarrow as pa
 
 from tableformat.cli.common import OneLineErrorCommand, handle_errors
+from tableformat.lazy_module import lazy_module
 from tableformat.table import Table
 
-EVENT_SCHEMA = pa.schema(
-    [
-        pa.field("event_id", pa.int64(), nullable=False),
-        pa.field("user_id", pa.int32()),
-        pa.field("kind", pa.string()),
-        pa.field("amount", pa.float64()),
-        pa.field("ts", pa.timestamp("us")),
-        pa.field("day", pa.date32()),
-    ]
-)
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
+
+def event_schema() -> pa.Schema:
+    """The demo table's columns."""
+    return pa.schema(
+        [
+            pa.field("event_id", pa.int64(), nullable=False),
+            pa.field("user_id", pa.int32()),
+            pa.field("kind", pa.string()),
+            pa.field("amount", pa.float64()),
+            pa.field("ts", pa.timestamp("us")),
+            pa.field("day", pa.date32()),
+        ]
+    )
 
 
 def events_for(day: dt.date, count: int, first_id: int, rng: random.Random) -> pa.Table:
@@ -38,7 +46,7 @@ def events_for(day: dt.date, count: int, first_id: int, rng: random.Random) -> p
             "ts": [start + dt.timedelta(seconds=rng.randrange(86_400)) for _ in range(count)],
             "day": [day] * count,
         },
-        schema=EVENT_SCHEMA,
+        schema=event_schema(),
     )
 
 
@@ -47,7 +55,7 @@ def build_history(path: str) -> Table:
     rng = random.Random(7)
     table = Table.create(
         path,
-        EVENT_SCHEMA,
+        event_schema(),
         partition_keys=["day"],
         options={"snapshot.num-retained.min": "3", "snapshot.time-retained": "0 s", "write-only": "true"},
     )

@@ -4,10 +4,9 @@ machines (``--json``). Registered on the group in cli/main.py."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pyarrow as pa
 
 from tableformat.cli.common import (
     OneLineErrorCommand,
@@ -25,6 +24,12 @@ from tableformat.cli.render import (
     iso_time,
     print_table,
 )
+from tableformat.lazy_module import lazy_module
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 _snapshot_flag = click.option(
     "--snapshot", "snapshot_id", type=int, default=None, help="Snapshot id (default: latest)."

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import click
-import pyarrow.parquet as pq
 
 from tableformat.cli.common import (
     OneLineErrorGroup,
@@ -32,9 +32,15 @@ from tableformat.cli.report_command import report
 from tableformat.cli.steer_commands import options, rollback, tag
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.inspect import nearby_partitions
+from tableformat.lazy_module import lazy_module
 from tableformat.model.partition import parse_spec_text
 from tableformat.options import TableOptions, check_option_keys
 from tableformat.table import Table
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+else:
+    pq = lazy_module("pyarrow.parquet")
 
 
 @click.group(cls=OneLineErrorGroup, context_settings={"help_option_names": ["-h", "--help"]})

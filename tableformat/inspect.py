@@ -14,15 +14,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from tableformat.cleanup.check import check_table
 from tableformat.codec.arrow_schema import arrow_type_of
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
 from tableformat.errors import ValidationError
+from tableformat.lazy_module import lazy_module
 from tableformat.live_set import live_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
 from tableformat.model.partition import spec_text
@@ -30,7 +29,14 @@ from tableformat.model.snapshot import Snapshot
 from tableformat.options import PARTITION_DEFAULT_NAME, REGISTRY
 from tableformat.parallel import Workers, resolve_parallelism
 
-UTC_MS = pa.timestamp("ms", tz="UTC")
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
+
+def _utc_ms() -> pa.DataType:
+    """The type of commit times in inspection tables."""
+    return pa.timestamp("ms", tz="UTC")
 
 
 def local_creation_time(millis: int | None) -> dt.datetime | None:
@@ -142,7 +148,7 @@ class TableInspector:
             "snapshot_id": pa.array([s.id for s in found], pa.int64()),
             "schema_id": pa.array([s.schema_id for s in found], pa.int64()),
             "commit_kind": pa.array([s.commit_kind.value for s in found], pa.string()),
-            "commit_time": pa.array([s.time_millis for s in found], pa.int64()).cast(UTC_MS),
+            "commit_time": pa.array([s.time_millis for s in found], pa.int64()).cast(_utc_ms()),
             "total_record_count": pa.array([s.total_record_count for s in found], pa.int64()),
             "delta_record_count": pa.array([s.delta_record_count for s in found], pa.int64()),
             "commit_user": pa.array([s.commit_user for s in found], pa.string()),
@@ -191,7 +197,7 @@ class TableInspector:
                 "tag_name": pa.array([t.name for t in found], pa.string()),
                 "snapshot_id": pa.array([t.snapshot.id for t in found], pa.int64()),
                 "schema_id": pa.array([t.snapshot.schema_id for t in found], pa.int64()),
-                "commit_time": pa.array([t.snapshot.time_millis for t in found], pa.int64()).cast(UTC_MS),
+                "commit_time": pa.array([t.snapshot.time_millis for t in found], pa.int64()).cast(_utc_ms()),
                 "record_count": pa.array([t.snapshot.total_record_count for t in found], pa.int64()),
                 "create_time": pa.array(created, pa.timestamp("us")),
                 "time_retained_seconds": pa.array([t.time_retained_seconds for t in found], pa.float64()),

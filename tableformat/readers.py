@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, SnapshotNotFoundError, StorageError, ValidationError
+from tableformat.lazy_module import lazy_module
 from tableformat.live_set import PartitionPredicate, live_entries
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import normalize_spec
@@ -31,7 +30,10 @@ from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import scan_record_ttl, ttl_scan
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas when present: loaded where used
+    import pyarrow as pa
     import pyarrow.dataset as ds
+else:
+    pa = lazy_module("pyarrow")
 
 PartitionSpec = Mapping[str, Any]
 

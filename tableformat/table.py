@@ -8,9 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult
@@ -35,6 +33,7 @@ from tableformat.errors import (
 from tableformat.inspect import TableInspector
 from tableformat.io.factory import open_location
 from tableformat.layout import NameFactory, TableLayout
+from tableformat.lazy_module import lazy_module
 from tableformat.maintenance import RewriteMethods, TableMaintenance
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot, Tag
@@ -47,9 +46,15 @@ from tableformat.options import (
     check_option_keys,
 )
 from tableformat.readers import DataFileInfo, PartitionSpec, TableReaders
-from tableformat.report import TableRetentionReport, since_cutoff, table_report
 from tableformat.scan.record_ttl import resolve_record_ttl
 from tableformat.store import MetadataStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tableformat.report import TableRetentionReport
+else:
+    pa = lazy_module("pyarrow")
 
 log = logging.getLogger(__name__)
 
@@ -440,6 +445,8 @@ class Table(TableReaders, RewriteMethods):
         """The retention report's figures (``tablefmt report``): storage over time, partitions, what each rule's
         dry run would free now, keep-up. ``since``: a duration back from now for the charts and keep-up."""
         now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        from tableformat.report import since_cutoff, table_report  # only here: its import costs every command
+
         return table_report(self._ctx, now_ms=now, since_ms=since_cutoff(since, now))
 
     # --- maintenance -----------------------------------------------------------------------------------------

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from tableformat.errors import ValidationError
+from tableformat.lazy_module import lazy_module
 from tableformat.model.schema import DataField
 from tableformat.model.types import DataType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 
 def paimon_type_of(arrow_type: pa.DataType, nullable: bool = True) -> DataType:

@@ -514,20 +514,17 @@ def decode_block(buf: bytes, count: int, out: list[Any], learner: Learner) -> in
 def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: list[Any]) -> tuple[int, int]:
     """EntryRecords of the entries from ``pos`` on while ``layout`` matches (the first one does), at most ``left``:
     (the position after them, how many)."""
-    match = layout.pattern.scanner(buf, pos).match  # each match starts where the previous one ended
+    match = layout.pattern.match
     kinds = _KINDS
     value = _value
     new_record = tuple.__new__
     append = out.append
     level, extra = layout.level[1], layout.level[2]
     embedded, external = layout.tail[1], layout.tail[4]
-    found = None
-    done = 0
-    while done < left:
-        last, found = found, match()
+    for done in range(left):
+        found = match(buf, pos)
         if found is None:
-            found = last
-            break
+            return pos, done
         kind, body, partition, bucket, name, size, rows, created = found.groups()
         if not created:
             created = None
@@ -552,5 +549,5 @@ def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: lis
                 ),
             )
         )
-        done += 1
-    return (pos if found is None else found.end()), done
+        pos = found.end()
+    return pos, left

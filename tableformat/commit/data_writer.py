@@ -6,11 +6,7 @@ import io
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.binary_row import encode_row
@@ -18,6 +14,7 @@ from tableformat.data_paths import DataPaths, require_data_inside_root
 from tableformat.errors import UnsupportedFormatError, ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import NameFactory, TableLayout
+from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import DataFileMeta, FileSource, SimpleStats
 from tableformat.model.partition_time import PartitionTimeError, PartitionTimeExtractor
 from tableformat.model.schema import TableSchema
@@ -35,6 +32,15 @@ from tableformat.options import (
     TARGET_FILE_SIZE,
     TableOptions,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+    pq = lazy_module("pyarrow.parquet")
 
 UNAWARE_BUCKET = 0
 UNAWARE_TOTAL_BUCKETS = -1

@@ -10,11 +10,7 @@ them for appends) are accumulated across row groups.
 from __future__ import annotations
 
 import io
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.binary_row import encode_row
@@ -26,9 +22,19 @@ from tableformat.commit.data_writer import (
 from tableformat.data_paths import DataPaths
 from tableformat.io.fileio import FileIO
 from tableformat.layout import NameFactory, TableLayout
+from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import DataFileMeta, FileSource, SimpleStats
 from tableformat.model.schema import TableSchema
 from tableformat.options import DATA_FILE_PREFIX, FILE_COMPRESSION, ROW_GROUP_ROWS, TableOptions
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+    pq = lazy_module("pyarrow.parquet")
 
 ROW_GROUP_BYTES = 64 * 1024**2
 """A row group is written once this much Arrow data is pending (or ``parquet.row-group.rows`` rows)."""

@@ -26,15 +26,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.data_paths import DataPaths
 from tableformat.errors import CorruptMetadataError, StorageError, ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
+from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
@@ -42,7 +40,12 @@ from tableformat.scan.filters import and_all, partition_guarantee, stats_guarant
 from tableformat.scan.reader import DataReader
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas when present: loaded where used
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.dataset as ds
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
 
 _MISSING = object()
 

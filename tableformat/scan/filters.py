@@ -15,18 +15,24 @@ applied to the rows read. Columns whose statistics cannot be trusted as bounds a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
-
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tableformat.codec.arrow_schema import arrow_type_of
 from tableformat.codec.binary_row import decode_row, row_arity
 from tableformat.errors import CorruptMetadataError, ValidationError
+from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import DataFileMeta
 from tableformat.model.schema import DataField, TableSchema
 from tableformat.model.types import BINARY_ROOTS, DataType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+    pq = lazy_module("pyarrow.parquet")
 
 RowFilter: TypeAlias = "pc.Expression | Sequence[Any]"
 """What ``filter=`` accepts: a pyarrow compute expression, or a DNF list of ``(column, op, value)`` tuples."""

@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from tableformat.codec.arrow_schema import arrow_schema_of, arrow_type_of
 from tableformat.codec.partition_codec import PartitionCodec
@@ -16,9 +13,17 @@ from tableformat.data_paths import DataPaths
 from tableformat.errors import CorruptMetadataError, StorageError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
+from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.scan.record_ttl import RecordTTL
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+else:
+    pa = lazy_module("pyarrow")
+    pq = lazy_module("pyarrow.parquet")
 
 STREAM_BUFFER_BYTES = 1 << 20
 """Read buffer of :meth:`DataReader.iter_entry_batches` (per column)."""

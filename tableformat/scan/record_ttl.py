@@ -25,16 +25,21 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from tableformat.codec.binary_row import decode_field
 from tableformat.errors import ValidationError
+from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.options import RECORD_LEVEL_EXPIRE_TIME, RECORD_LEVEL_TIME_FIELD, TableOptions
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
 
 TIME_ROOTS = ("INT", "BIGINT", "TIMESTAMP", "TIMESTAMP_LTZ", "DATE")
 """Column types a time field may have."""
