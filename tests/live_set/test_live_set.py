@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 from support.manifests import Manifests, kinds
 from support.tables import ID_PART_SCHEMA, id_part_rows
 
-from tableformat.live_set import PartitionPredicate, PathEntry, live_entries, merge_entries, read_entries
+from tableformat.live_set import (
+    PartitionPredicate,
+    PathEntry,
+    live_entries,
+    merge_entries,
+    merge_records,
+    read_entries,
+)
 from tableformat.model.manifest import EMPTY_STATS, FileKind
 from tableformat.table import Table
 
@@ -191,3 +198,28 @@ def test_live_entries_of_a_real_table_with_and_without_a_predicate(tmp_path: Pat
         d_ctx.store, d_latest, d_ctx.partition_codec(), PartitionPredicate(({"d": dt.date(1969, 12, 31)},))
     )
     assert [e.file.row_count for e in found] == [1]
+
+
+# --- merge_records ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "lists",
+    [
+        [[("a", 0), ("b", 0)], [("c", 1)]],  # only additions: every record, in order
+        [[("a", 0), ("b", 0)], [("a", 0, DELETE), ("c", 1)]],  # a DELETE: merged
+        [[("a", 0), ("b", 1)], [("a", 1)]],  # the same name in two partitions: identities decide
+        [[("a", 0)], [("a", 0)]],  # the same file twice: once
+        [],
+    ],
+)
+def test_merge_records_is_merge_entries_on_records(by_part: Manifests, lists: list[list[tuple[Any, ...]]]) -> None:
+    def entry(spec: tuple[Any, ...]) -> Any:
+        name, part, *kind = spec
+        return by_part.entry(name, [part], kind=kind[0] if kind else ADD)
+
+    metas = [by_part.write(entry(spec) for spec in specs) for specs in lists]
+    records = [by_part.store.read_manifest_records(m.file_name) for m in metas]
+    merged = merge_records(records)
+    assert merged == list(merge_entries(records).values())
+    assert [(r.file_name, r.partition) for r in merged] == [
+        (e.file.file_name, e.partition) for e in merge_entries(by_part.entries_of([m]) for m in metas).values()
+    ]
