@@ -177,9 +177,11 @@ def compare_in_process(tablefmt_path: Path, delta_path: Path | None, scratch: Pa
         cpu_ratios = [o[1] / t[1] for o, t in zip(ours, theirs)]
         their_wall = statistics.median(t[0] for t in theirs)
         print(f"  deltalake DeltaTable.delete on the partition column: median {_ms(their_wall)}")
+        best = min(o[0] for o in ours) / min(t[0] for t in theirs)
         print(
             f"  tablefmt/deltalake: median of rounds {statistics.median(ratios):.2f}x, ratio of medians "
-            f"{wall / their_wall:.2f}x (target <= 0.5); CPU time, median of rounds {statistics.median(cpu_ratios):.2f}x"
+            f"{wall / their_wall:.2f}x, best-of {best:.2f}x (target <= 0.5); CPU time, median of rounds "
+            f"{statistics.median(cpu_ratios):.2f}x"
         )
 
 
