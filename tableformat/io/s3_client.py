@@ -61,13 +61,17 @@ def parse_timestamp(value: Any) -> Any:
 
 
 class LeanS3FileSystem(S3FileSystem):  # type: ignore[misc]
-    """s3fs's filesystem whose botocore session parses timestamps with :func:`parse_timestamp`."""
+    """s3fs's filesystem whose botocore session parses timestamps with :func:`parse_timestamp` (set when s3fs
+    creates the session, on the first request; ``connect()`` is s3fs's own and does not set it)."""
+
+    _tuned: Any = None
 
     async def set_session(self, refresh: bool = False, kwargs: dict[str, Any] | None = None) -> Any:
         client = await super().set_session(refresh=refresh, kwargs=kwargs or {})
         session = getattr(self, "session", None)
-        if session is not None:
+        if session is not None and session is not self._tuned:
             session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
+            self._tuned = session
         return client
 
     _connect = set_session
