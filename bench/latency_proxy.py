@@ -55,7 +55,7 @@ class _ProxyServer:
         self.counts: Counter[str] = Counter()
         self.keys_read: Counter[str] = Counter()
         self.prefixes_listed: set[str] = set()
-        self.spans: list[tuple[float, float, str]] = []
+        self.spans: list[tuple[float, float, str, str]] = []
         self.endpoint_url = ""
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -101,8 +101,8 @@ class _ProxyServer:
             self.prefixes_listed.clear()
             self.spans.clear()
 
-    def timeline(self) -> list[tuple[float, float, str]]:
-        """(arrival, answered, operation) of every request since the last reset, in seconds of a monotonic clock."""
+    def timeline(self) -> list[tuple[float, float, str, str]]:
+        """(arrival, answered, operation, key or prefix) of every request since the last reset (monotonic seconds)."""
         with self._lock:
             return list(self.spans)
 
@@ -154,7 +154,7 @@ class _ProxyServer:
                 client_out.write(response + payload)
                 await client_out.drain()
                 with self._lock:
-                    self.spans.append((arrived, time.monotonic(), operation))
+                    self.spans.append((arrived, time.monotonic(), operation, key))
                 if response_headers.get("connection", "").lower() == "close":
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -275,7 +275,7 @@ class LatencyProxy:
         result: tuple[Counter[str], list[str], int, int] = self._ask("stats")
         return result
 
-    def timeline(self) -> list[tuple[float, float, str]]:
-        """(arrival, answered, operation) of every request since reset (seconds, the proxy's monotonic clock)."""
-        spans: list[tuple[float, float, str]] = self._ask("timeline")
+    def timeline(self) -> list[tuple[float, float, str, str]]:
+        """(arrival, answered, operation, key or prefix) of every request since reset (monotonic seconds)."""
+        spans: list[tuple[float, float, str, str]] = self._ask("timeline")
         return spans

@@ -26,7 +26,9 @@ distinct objects read (GetObject) + distinct prefixes listed + objects written +
 delete step (n keys; expiration deletes in 4 steps by design: snapshots, data, manifests, manifest lists) + removing
 the expiration journal. Existence checks (HEAD), repeated reads and extra pages are not counted, and neither is
 the order the metadata imposes (a manifest list can only be read after its snapshot): a bound no client reaches.
-Concurrency = ``--parallelism`` (the operations' ``parallelism``, ``file-operation.thread-num``).
+Concurrency = ``--parallelism`` (the operations' ``parallelism``, ``file-operation.thread-num``). "in flight" is
+the mean number of requests the proxy held (arrival to answer, latency included) over the operation's time: at most
+the concurrency, less where the client computes or waits on a step the metadata orders.
 
 Usage: ``python bench/s3.py [--commits 200] [--drop-at 100] [--keep 10] [--strays 200] [--rounds 3]
 [--latency-ms 20] [--parallelism 8]``.
@@ -105,9 +107,10 @@ class Measured:
     """One operation through the proxy: seconds, requests by type, objects read twice, the lower bound."""
 
     def __init__(self, name: str, seconds: float, counts: Counter[str], distinct_reads: int, read_twice: list[str],
-                 listed_prefixes: int, min_deletes: int, extra: int = 0) -> None:
+                 listed_prefixes: int, min_deletes: int, extra: int = 0, in_flight: float = 0.0) -> None:
         self.name = name
         self.seconds = seconds
+        self.in_flight = in_flight
         self.counts = counts
         self.read_twice = read_twice
         self.necessary = distinct_reads + listed_prefixes + counts["PutObject"] + min_deletes + extra
@@ -120,7 +123,8 @@ class Measured:
         bound = self.bound(concurrency, latency_s)
         twice = f"; READ TWICE: {len(self.read_twice)} e.g. {self.read_twice[:3]}" if self.read_twice else ""
         return (f"  {self.name:<15} {self.seconds:7.3f} s  bound {bound:6.3f} s ({self.necessary} necessary)  "
-                f"ratio {self.seconds / bound:5.2f}  requests {sum(self.counts.values())}: {requests}{twice}")
+                f"ratio {self.seconds / bound:5.2f}  in flight {self.in_flight:.1f}  "
+                f"requests {sum(self.counts.values())}: {requests}{twice}")
 
 
 def measure(proxy: LatencyProxy, name: str, fn: Callable[[], Any], *, min_deletes: int = 0,
@@ -130,7 +134,9 @@ def measure(proxy: LatencyProxy, name: str, fn: Callable[[], Any], *, min_delete
     value = fn()
     seconds = time.perf_counter() - start
     counts, twice, distinct, prefixes = proxy.stats()
-    return Measured(name, seconds, counts, distinct, twice, prefixes, min_deletes, extra), value
+    busy = sum(answered - arrived for arrived, answered, _op, _key in proxy.timeline())
+    measured = Measured(name, seconds, counts, distinct, twice, prefixes, min_deletes, extra, busy / seconds)
+    return measured, value
 
 
 def build(url: str, options: dict[str, Any], commits: int, drop_at: int, rows: int) -> None:
