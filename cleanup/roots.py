@@ -88,7 +88,7 @@ class References:
         self._listed_versions: dict[str, str] = {}
 
     # --- roots -----------------------------------------------------------------------------------------------
-    def _listed(self, include_main: bool) -> list[tuple[_Source, list[str]]]:
+    def _listed(self, include_main: bool) -> list[tuple[_Source, list[tuple[str, str]]]]:
         """Every source with its keys: the main table's listed while ``branch/`` is (all at once in a pool)."""
         store = self.ctx.store
         branches = self.pool.submit(store.branch_names)
