@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import threading
+import time
 from collections import Counter
 from multiprocessing.connection import Connection
 from typing import Any
@@ -54,6 +55,7 @@ class _ProxyServer:
         self.counts: Counter[str] = Counter()
         self.keys_read: Counter[str] = Counter()
         self.prefixes_listed: set[str] = set()
+        self.spans: list[tuple[float, float, str, str]] = []
         self.endpoint_url = ""
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -97,6 +99,12 @@ class _ProxyServer:
             self.counts.clear()
             self.keys_read.clear()
             self.prefixes_listed.clear()
+            self.spans.clear()
+
+    def timeline(self) -> list[tuple[float, float, str, str]]:
+        """(arrival, answered, operation, key or prefix) of every request since the last reset (monotonic seconds)."""
+        with self._lock:
+            return list(self.spans)
 
     def snapshot(self) -> Counter[str]:
         with self._lock:
@@ -117,6 +125,7 @@ class _ProxyServer:
                 head = await _read_head(client_in)
                 if head is None:
                     return
+                arrived = time.monotonic()
                 method, target, headers = _parse_request_head(head)
                 if headers.get("expect", "").lower() == "100-continue":
                     client_out.write(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -144,6 +153,8 @@ class _ProxyServer:
                 payload = b"" if no_body else await _read_body(upstream_in, response_headers, until_close=True)
                 client_out.write(response + payload)
                 await client_out.drain()
+                with self._lock:
+                    self.spans.append((arrived, time.monotonic(), operation, key))
                 if response_headers.get("connection", "").lower() == "close":
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -223,6 +234,8 @@ def _child(upstream_host: str, upstream_port: int, latency_s: float, conn: Conne
                 conn.send(None)
             elif command == "stats":
                 conn.send(server.stats())
+            elif command == "timeline":
+                conn.send(server.timeline())
 
 
 class LatencyProxy:
@@ -261,3 +274,8 @@ class LatencyProxy:
         """(requests by type, keys read more than once, distinct keys read, distinct prefixes listed) since reset."""
         result: tuple[Counter[str], list[str], int, int] = self._ask("stats")
         return result
+
+    def timeline(self) -> list[tuple[float, float, str, str]]:
+        """(arrival, answered, operation, key or prefix) of every request since reset (monotonic seconds)."""
+        spans: list[tuple[float, float, str, str]] = self._ask("timeline")
+        return spans

@@ -26,7 +26,10 @@ distinct objects read (GetObject) + distinct prefixes listed + objects written +
 delete step (n keys; expiration deletes in 4 steps by design: snapshots, data, manifests, manifest lists) + removing
 the expiration journal. Existence checks (HEAD), repeated reads and extra pages are not counted, and neither is
 the order the metadata imposes (a manifest list can only be read after its snapshot): a bound no client reaches.
-Concurrency = ``--parallelism`` (the operations' ``parallelism``, ``file-operation.thread-num``).
+Concurrency = ``--parallelism`` (the operations' ``parallelism``, ``file-operation.thread-num``). "in flight" is
+the mean number of requests the proxy held (arrival to answer, latency included) over the operation's time: at most
+the concurrency, less where the client computes or waits on a step the metadata orders. "client CPU" is the CPU
+time of this process (all threads) during the operation.
 
 Usage: ``python bench/s3.py [--commits 200] [--drop-at 100] [--keep 10] [--strays 200] [--rounds 3]
 [--latency-ms 20] [--parallelism 8]``.
@@ -105,9 +108,12 @@ class Measured:
     """One operation through the proxy: seconds, requests by type, objects read twice, the lower bound."""
 
     def __init__(self, name: str, seconds: float, counts: Counter[str], distinct_reads: int, read_twice: list[str],
-                 listed_prefixes: int, min_deletes: int, extra: int = 0) -> None:
+                 listed_prefixes: int, min_deletes: int, extra: int = 0, in_flight: float = 0.0,
+                 cpu: float = 0.0) -> None:
         self.name = name
         self.seconds = seconds
+        self.in_flight = in_flight
+        self.cpu = cpu
         self.counts = counts
         self.read_twice = read_twice
         self.necessary = distinct_reads + listed_prefixes + counts["PutObject"] + min_deletes + extra
@@ -120,17 +126,20 @@ class Measured:
         bound = self.bound(concurrency, latency_s)
         twice = f"; READ TWICE: {len(self.read_twice)} e.g. {self.read_twice[:3]}" if self.read_twice else ""
         return (f"  {self.name:<15} {self.seconds:7.3f} s  bound {bound:6.3f} s ({self.necessary} necessary)  "
-                f"ratio {self.seconds / bound:5.2f}  requests {sum(self.counts.values())}: {requests}{twice}")
+                f"ratio {self.seconds / bound:5.2f}  in flight {self.in_flight:.1f}  client CPU {self.cpu:.2f} s  "
+                f"requests {sum(self.counts.values())}: {requests}{twice}")
 
 
 def measure(proxy: LatencyProxy, name: str, fn: Callable[[], Any], *, min_deletes: int = 0,
             extra: int = 0) -> tuple[Measured, Any]:
     proxy.reset()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     value = fn()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     counts, twice, distinct, prefixes = proxy.stats()
-    return Measured(name, seconds, counts, distinct, twice, prefixes, min_deletes, extra), value
+    busy = sum(answered - arrived for arrived, answered, _op, _key in proxy.timeline())
+    measured = Measured(name, seconds, counts, distinct, twice, prefixes, min_deletes, extra, busy / seconds, cpu)
+    return measured, value
 
 
 def build(url: str, options: dict[str, Any], commits: int, drop_at: int, rows: int) -> None:

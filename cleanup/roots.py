@@ -17,14 +17,22 @@ Concurrency rules (the cleaners and the checker rely on them):
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
-from tableformat.layout import CHANGELOG_PREFIX, MANIFEST_DIR, STATISTICS_DIR, check_file_name
+from tableformat.layout import (
+    CHANGELOG_PREFIX,
+    MANIFEST_DIR,
+    SNAPSHOT_PREFIX,
+    STATISTICS_DIR,
+    TAG_PREFIX,
+    check_file_name,
+    parse_id,
+)
 from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
 from tableformat.parallel import bounded_map
@@ -50,6 +58,9 @@ class Root:
     """'snapshot', 'tag' or 'changelog'."""
     branch: str = ""
     """'' for the main table."""
+    version: str = ""
+    """The listing's version of the file (S3: its ETag) where known: the same non-empty version is the same bytes.
+    Known for the roots of branches (expiration's re-check need not read an unchanged one again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +70,8 @@ class _Source:
     label: str
     kind: str
     branch: str
-    list_keys: Callable[[], list[str]]
+    list_keys: Callable[[], list[tuple[str, str]]]
+    """(key, listed version or '')."""
     path_of: Callable[[str], str]
     read: Callable[[str], Snapshot | None]
 
@@ -71,9 +83,12 @@ class References:
         self.ctx = ctx
         self.pool = pool
         self.window = max(2, 2 * parallelism)
+        self.unchanged_labels: set[str] = set()
+        """Labels of the roots the last ``collect_roots`` found unchanged (see its ``unchanged``)."""
+        self._listed_versions: dict[str, str] = {}
 
     # --- roots -----------------------------------------------------------------------------------------------
-    def _listed(self, include_main: bool) -> list[tuple[_Source, list[str]]]:
+    def _listed(self, include_main: bool) -> list[tuple[_Source, list[tuple[str, str]]]]:
         """Every source with its keys: the main table's listed while ``branch/`` is (all at once in a pool)."""
         store = self.ctx.store
         branches = self.pool.submit(store.branch_names)
@@ -105,28 +120,49 @@ class References:
         def read_changelog(key: str) -> Snapshot | None:
             return store.read_changelog(key)
 
+        def snapshot_keys() -> list[tuple[str, str]]:
+            if not branch:
+                return [(str(i), "") for i in store.snapshot_ids()]
+            ids = ((parse_id(name, SNAPSHOT_PREFIX), version) for name, version in self._versions(layout.snapshot_dir))
+            return sorted(((str(i), version) for i, version in ids if i is not None), key=lambda kv: int(kv[0]))
+
+        def tag_keys() -> list[tuple[str, str]]:
+            if not branch:
+                return [(name, "") for name in store.tag_names()]
+            listed = self._versions(layout.tag_dir)
+            return sorted((n[len(TAG_PREFIX) :], v) for n, v in listed if n.startswith(TAG_PREFIX) and n != TAG_PREFIX)
+
         return [
             _Source(
                 f"{prefix}snapshot",
                 "snapshot",
                 branch,
-                lambda: [str(i) for i in store.snapshot_ids()],
+                snapshot_keys,
                 lambda key: layout.snapshot_file(int(key)),
                 read_snapshot,
             ),
-            _Source(f"{prefix}tag", "tag", branch, store.tag_names, layout.tag_file, read_tag),
+            _Source(f"{prefix}tag", "tag", branch, tag_keys, layout.tag_file, read_tag),
             _Source(
                 f"{prefix}changelog",
                 "changelog",
                 branch,
-                changelog_keys,
+                lambda: [(key, "") for key in changelog_keys()],
                 layout.changelog_file,
                 read_changelog,
             ),
         ]
 
+    def _versions(self, directory: str) -> list[tuple[str, str]]:
+        """(name, listed version) of the files in ``directory`` (one listing; no stat per file on local disk)."""
+        return [(i.name, i.version) for i in self.ctx.io.list_dir_without_file_stats(directory) if not i.is_dir]
+
     def collect_roots(
-        self, *, include_main: bool = True, known: Iterable[Root] = (), settle: bool = True
+        self,
+        *,
+        include_main: bool = True,
+        known: Iterable[Root] = (),
+        settle: bool = True,
+        unchanged: Mapping[str, str] | None = None,
     ) -> list[Root]:
         """Every root present, read; listed again after reading until the set of roots is stable.
 
@@ -134,13 +170,25 @@ class References:
         ``known``: roots read before; one listed again under the same label is taken as read, not read again.
         ``settle=False``: one listing, its roots read, no listing again unless a root vanished meanwhile (for a caller
         that lists again itself after reading what the roots reference, as orphan cleanup does).
+        ``unchanged``: {label: version} of roots read before; one listed with that same non-empty version holds the
+        same bytes: it is neither read nor returned, and its label is in ``self.unchanged_labels`` afterwards.
         """
         read: dict[tuple[str, str], Root | None] = {}
         for root in known:
             source_label, _, key = root.label.rpartition(" ")
             read[(source_label, key)] = root
+        same = unchanged or {}
         for _ in range(MAX_ROUNDS):
-            present = [(source, key) for source, keys in self._listed(include_main) for key in keys]
+            present = []
+            self.unchanged_labels = set()
+            for source, keys in self._listed(include_main):
+                for key, version in keys:
+                    label = f"{source.label} {key}"
+                    if version and same.get(label) == version:
+                        self.unchanged_labels.add(label)
+                    else:
+                        present.append((source, key))
+                        self._listed_versions[label] = version
             todo = [(source, key) for source, key in present if (source.label, key) not in read]
             if not todo:
                 roots = [read[(source.label, key)] for source, key in present]
@@ -151,7 +199,9 @@ class References:
                     read[(source.label, key)] = None
                 else:
                     label = f"{source.label} {key}"
-                    read[(source.label, key)] = Root(label, source.path_of(key), snapshot, source.kind, source.branch)
+                    version = self._listed_versions.get(label, "")
+                    root = Root(label, source.path_of(key), snapshot, source.kind, source.branch, version)
+                    read[(source.label, key)] = root
             if not settle and all(read.get((source.label, key)) is not None for source, key in todo):
                 found = (read.get((source.label, key)) for source, key in present)
                 return [root for root in found if root is not None]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -264,14 +265,23 @@ class MetadataStore:
 
         The lists of the snapshot asked for last are kept: a plan and the commit after it (both on the latest
         snapshot) read them once. Manifest lists never change once written, and those of the latest snapshot are
-        never deleted while it is the latest."""
+        never deleted while it is the latest. Where each read waits on a network (S3) the two lists are read at
+        once: a commit or a scan waits for one round trip instead of two."""
         key = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
         last = self._last_manifests
         if last is not None and last[0] == key:
             return list(last[1])
-        metas = self.read_manifest_list_fast(key[0]) + self.read_manifest_list_fast(key[1])
+        metas = self._read_lists(*key)
         self._last_manifests = (key, tuple(metas))
         return metas
+
+    def _read_lists(self, base: str, delta: str) -> list[ManifestFileMeta]:
+        if not self.io.latency_bound or base == delta:
+            return self.read_manifest_list_fast(base) + self.read_manifest_list_fast(delta)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tablefmt-lists") as pool:
+            later = pool.submit(self.read_manifest_list_fast, delta)
+            first = self.read_manifest_list_fast(base)  # should it raise, leaving the block waits for ``later``
+            return first + later.result()
 
     def write_manifest(
         self,

@@ -186,6 +186,9 @@ class RootsNow:
     read: tuple[Tag, ...]
     """Every other tag present, read now."""
     branches: tuple[Root, ...]
+    """Branch roots read now: new, or listed with another version than planning read."""
+    unchanged_branches: tuple[TagRef, ...] = ()
+    """Branch roots the plan read, listed with the same version now (the same bytes: not read again)."""
 
 
 def roots_now(ctx: TableContext, plan: ExpirePlan, workers: Workers, *, branches: bool = True) -> RootsNow:
@@ -205,14 +208,16 @@ def roots_now(ctx: TableContext, plan: ExpirePlan, workers: Workers, *, branches
                     raise
         raise AssertionError("unreachable")
 
+    found: tuple[list[Root], set[str]] = ([], set())
     try:
         with executor(2 if branches and cache.parallel else 1, "tablefmt-recheck") as pool:
             listed = pool.submit(tags)
-            found = tuple(branch_roots(ctx)) if branches else ()
+            found = branch_roots(ctx, dict(plan.branch_versions)) if branches else found
             unchanged, read = listed.result()
     except (CorruptMetadataError, OSError, SnapshotNotFoundError) as exc:
         raise MaintenanceError(f"cannot re-check tags and branches before deleting; a re-run continues: {exc}") from exc
-    return RootsNow(unchanged, read, found)
+    same = tuple(ref for ref in plan.protecting_branch_roots if ref.name in found[1])
+    return RootsNow(unchanged, read, tuple(found[0]), same)
 
 
 def _unchanged_tags(plan: ExpirePlan, now: RootsNow) -> list[PlannedFile]:
@@ -275,7 +280,7 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
         manifests=tuple(f for f in plan.manifests if keep(f, keep_manifests)),
         manifest_lists=tuple(f for f in plan.manifest_lists if keep(f, keep_lists)),
         protecting_tags=plan.protecting_tags + tuple(TagRef.of(t) for t in new_tags),
-        protecting_branch_roots=tuple(branch_ref(root) for root in branches),
+        protecting_branch_roots=now.unchanged_branches + tuple(branch_ref(root) for root in branches),
     )
 
 

@@ -110,6 +110,9 @@ class ExpirePlan:
     tag_versions: tuple[tuple[str, str], ...] = ()
     """(name, listing version) of the tags this plan holds as expired or protecting, as planning listed them
     (execution re-reads only tags whose version changed). Not journaled."""
+    branch_versions: tuple[tuple[str, str], ...] = ()
+    """(label, listing version) of the branch roots this plan read (see protecting_branch_roots): execution's
+    re-check reads only those listed with another version, or new. Not journaled."""
     earliest_hint: int | None = None
     earliest_hint_read: bool = False
     """The EARLIEST hint as planning read it (when ``earliest_hint_read``): execution advances it from there without
@@ -288,7 +291,9 @@ class _Planner:
         plan = self._files(span, protecting, branches, expired_tags, stale_tags, dead, cutoff)
         versions = tuple((t.name, start.tag_versions.get(t.name, "")) for t in tags)
         hint = start.earliest_hint
-        plan = replace(plan, backlog=why.left, tag_versions=versions, earliest_hint=hint, earliest_hint_read=True)
+        branch_versions = tuple((root.label, root.version) for root in branches)
+        plan = replace(plan, backlog=why.left, tag_versions=versions, branch_versions=branch_versions)
+        plan = replace(plan, earliest_hint=hint, earliest_hint_read=True)
         return replace(plan, note="; ".join(notes)) if notes else plan
 
     def _select_end(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> int:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tableformat.context import TableContext
@@ -16,9 +16,12 @@ from ..roots import References, Root
 from .metadata import MetadataCache
 
 
-def branch_roots(ctx: TableContext) -> list[Root]:
-    """Every snapshot and tag of every branch, read (unreadable branch metadata raises: nothing may be deleted)."""
-    return References(ctx, InlineExecutor(), 1).collect_roots(include_main=False)
+def branch_roots(ctx: TableContext, unchanged: Mapping[str, str] | None = None) -> tuple[list[Root], set[str]]:
+    """Every snapshot and tag of every branch, read (unreadable branch metadata raises: nothing may be deleted),
+    except those listed with the version ``unchanged`` gives for their label: (roots read, labels left unread)."""
+    refs = References(ctx, InlineExecutor(), 1)
+    roots = refs.collect_roots(include_main=False, unchanged=unchanged)
+    return roots, refs.unchanged_labels
 
 
 class PlanStart:
@@ -81,7 +84,7 @@ class PlanStart:
             self._latest,
             self._tags,
             self.ctx.store.consumers,
-            lambda: branch_roots(self.ctx),
+            lambda: branch_roots(self.ctx)[0],
         ]
         with executor(len(jobs) if self.cache.parallel else 1, "tablefmt-plan") as pool:
             futures = [pool.submit(job) for job in jobs]

@@ -110,6 +110,36 @@ def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
     assert table.to_arrow(tag="keep").num_rows == 15 * 4 + 3 * 4  # part 1 of appends 0-14, part 0 since the drop
 
 
+def copied(io: Any, root: str, source: str, target: str) -> None:
+    io.write_bytes(f"{root}/{target}", io.read_bytes(f"{root}/{source}"))
+
+
+def test_expiration_with_branches_on_s3_reads_no_branch_root_twice(s3_root: tuple[str, dict[str, Any]]) -> None:
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(12):
+        table.append(rows(i * 8))
+    table.create_tag("t3", 3)
+    io, root = table.context.io, table.context.layout.root
+    for source, target in [
+        ("snapshot/snapshot-2", "branch/branch-b/snapshot/snapshot-2"),  # a branch from snapshot 2
+        ("tag/tag-t3", "branch/branch-c/tag/tag-t3"),  # a branch from tag t3 (Paimon copies tag and snapshot)
+        ("snapshot/snapshot-3", "branch/branch-c/snapshot/snapshot-3"),
+    ]:
+        copied(io, root, source, target)
+    for branch in ("b", "c"):
+        copied(io, root, "schema/schema-0", f"branch/branch-{branch}/schema/schema-0")
+    settings: dict[str, Any] = {"retain_min": 2, "retain_max": 2, "time_retained": 0, "limit": 100}
+    log = RequestLog().attach(io)
+    result = expire_snapshots(table.context, **settings)
+    assert result.expired_snapshot_ids == tuple(range(1, 11))
+    assert log.read_twice() == []  # the re-check lists the branches again; their unchanged roots are not read again
+    branch_reads = sorted(call.key.split("/branch/", 1)[1] for call in log.of("GetObject") if "/branch/" in call.key)
+    assert branch_reads == ["branch-b/snapshot/snapshot-2", "branch-c/snapshot/snapshot-3", "branch-c/tag/tag-t3"]
+    assert table.to_arrow().num_rows == 96
+    assert table.to_arrow(tag="t3").num_rows == 24  # the tag's (and branch c's) files were kept
+
+
 def test_orphan_cleanup_on_s3_reads_nothing_twice_and_deletes_in_one_request(
     s3_root: tuple[str, dict[str, Any]],
 ) -> None:
