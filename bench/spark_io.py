@@ -5,9 +5,12 @@ partitions, cached before timing. Every repetition writes to a fresh directory:
 
 * write: ``df.write.parquet(dir)`` vs ``df.write.format("tablefmt").save(dir)`` (one snapshot per job);
 * full read, all columns into Spark's ``noop`` sink: ``spark.read.parquet(dir)`` vs the ``tablefmt`` data source
-  vs ``tableformat.spark.read_native`` (Spark's Parquet reader over the snapshot's files).
+  vs ``tableformat.spark.read_native`` (Spark's Parquet reader over the snapshot's files), in alternating order;
+* the floor of any Python data source: one that reads nothing and yields the same number of rows and columns from
+  Arrow batches built once per Python worker (what pyspark's worker transfer and Spark's conversion of the batches
+  to rows cost alone).
 
-Targets (issue 5): write <= 1.2x native, full read <= 1.5x native. Usage::
+Targets (issue 5): write <= 1.2x native, full read <= 1.5x native; issue 14: data-source read <= 1.2x. Usage::
 
     python bench/spark_io.py [--rows 1000000] [--reps 5] [--compression zstd|snappy] [--master local[2]]
 """
@@ -21,14 +24,81 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from tableformat import Table
 from tableformat.spark import read_native, register
 
 PARTITIONS = 8
+
+
+def memory_batches(rows: int) -> list[pa.RecordBatch]:
+    """The bench's 10 columns (as ``frame`` builds them) as Arrow batches of at most 131,072 rows, in Spark's types."""
+    ids = pa.array(range(rows), pa.int64())
+    user = pc.binary_join_element_wise("user-", pc.cast(pc.remainder(ids, 10000), pa.string()), "")
+    kinds = pc.take(pa.array(["view", "click", "buy", "refund"]), pc.remainder(ids, 4))
+    table = pa.table(
+        {
+            "id": ids,
+            "small": pc.cast(pc.remainder(ids, 1000), pa.int32()),
+            "big": pc.multiply(ids, 7),
+            "ratio": pc.divide(pc.cast(ids, pa.float64()), 3),
+            "amount": pc.multiply(pc.cast(pc.remainder(ids, 977), pa.float64()), 1.5),
+            "user": user,
+            "kind": kinds,
+            "flag": pc.equal(pc.remainder(ids, 2), 0),
+            "day": pc.cast(pc.cast(pc.add(pc.remainder(ids, 365), 19723), pa.int32()), pa.date32()),
+            "ts": pc.cast(pc.multiply(pc.add(ids, 1704067200), 1_000_000), pa.timestamp("us", tz="UTC")),
+        }
+    )
+    return table.to_batches(max_chunksize=131_072)
+
+
+class MemoryReader(DataSourceReader):
+    """Yields ``rows`` rows in ``parts`` tasks from batches built once per Python worker (nothing is read)."""
+
+    def __init__(self, rows: int, parts: int, schema: StructType) -> None:
+        self.rows = rows
+        self.parts = parts
+        self.schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(i) for i in range(self.parts)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        # A module of the worker process keeps the batches (this class is pickled by value: its globals are new
+        # in every task).
+        cache = sys.modules.setdefault("_tablefmt_bench_memory", types.ModuleType("_tablefmt_bench_memory"))
+        batches: list[pa.RecordBatch] | None = getattr(cache, "batches", None)
+        if batches is None or sum(b.num_rows for b in batches) != self.rows:
+            target = to_arrow_schema(self.schema, timezone="UTC")  # with the declared nullability
+            batches = cache.batches = [b.cast(target) for b in memory_batches(self.rows)]
+        yield from batches[partition.value :: self.parts]
+
+
+class MemorySource(DataSource):
+    """``format("tablefmt_bench_memory")``: the floor of a Python data source read."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "tablefmt_bench_memory"
+
+    def schema(self) -> str:
+        return (
+            "id bigint not null, small int, big bigint not null, ratio double, amount double, user string, "
+            "kind string not null, flag boolean, day date, ts timestamp not null"
+        )
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return MemoryReader(int(self.options["rows"]), int(self.options.get("parts", "2")), schema)
 
 
 def session(master: str) -> SparkSession:
@@ -45,6 +115,7 @@ def session(master: str) -> SparkSession:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    spark.dataSource.register(MemorySource)
     return spark
 
 
@@ -92,6 +163,11 @@ def read_snapshot_natively(spark: SparkSession, path: str) -> None:
     read_native(spark, path).write.format("noop").mode("overwrite").save()
 
 
+def read_memory(spark: SparkSession, rows: int, parts: int) -> None:
+    reader = spark.read.format("tablefmt_bench_memory").option("rows", str(rows)).option("parts", str(parts))
+    reader.load().write.format("noop").mode("overwrite").save()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -112,18 +188,25 @@ def main() -> None:
                 "native read",
                 "tablefmt read (data source)",
                 "tablefmt read_native",
+                "in-memory data source",
             )
         }
+        parts = spark.sparkContext.defaultParallelism  # the tablefmt source's split count for a table this small
         for rep in range(args.reps + 1):  # repetition 0 warms up every path and is not counted
             native_dir = os.path.join(base, f"native-{rep}")
             table_dir = os.path.join(base, f"table-{rep}")
             samples = {
                 "native write": timed(write_native, df, native_dir, args.compression),
                 "tablefmt write": timed(write_tablefmt, df, table_dir, args.compression),
-                "native read": timed(read_parquet_dir, spark, native_dir),
-                "tablefmt read (data source)": timed(read_datasource, spark, table_dir),
-                "tablefmt read_native": timed(read_snapshot_natively, spark, table_dir),
             }
+            reads: list[tuple[str, Callable[..., None], tuple[object, ...]]] = [
+                ("native read", read_parquet_dir, (spark, native_dir)),
+                ("tablefmt read (data source)", read_datasource, (spark, table_dir)),
+                ("tablefmt read_native", read_snapshot_natively, (spark, table_dir)),
+                ("in-memory data source", read_memory, (spark, args.rows, parts)),
+            ]
+            for key, read, read_args in reads if rep % 2 else reversed(reads):
+                samples[key] = timed(read, *read_args)
             if rep:
                 for key, value in samples.items():
                     results[key].append(value)
@@ -145,14 +228,18 @@ def main() -> None:
         )
         for key, values in results.items():
             print(f"  {key:30s} {median[key]:6.2f} s  ({min(values):.2f}-{max(values):.2f})")
-        for label, key, base, target in (
+        for label, key, peer, target in (
             ("write", "tablefmt write", "native write", 1.2),
-            ("read, data source", "tablefmt read (data source)", "native read", 1.5),
+            ("read, data source", "tablefmt read (data source)", "native read", 1.2),
             ("read, read_native", "tablefmt read_native", "native read", 1.5),
+            ("read, in-memory floor", "in-memory data source", "native read", None),
         ):
+            ratios = [a / b for a, b in zip(results[key], results[peer])]
+            target_text = "" if target is None else f"; target <= {target}x"
             print(
-                f"  {label:20s} {median[key] / median[base]:.2f}x median, {best[key] / best[base]:.2f}x best "
-                f"(target <= {target}x)"
+                f"  {label:22s} {statistics.median(ratios):.2f}x median of rounds, {median[key] / median[peer]:.2f}x "
+                f"of medians, {best[key] / best[peer]:.2f}x best{target_text}; rounds: "
+                + " ".join(f"{r:.2f}" for r in ratios)
             )
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.errors import UnsupportedFormatError
 from tableformat.layout import BUCKET_PREFIX, TABLE_DIRS, bucket_dir_name, check_file_name
-from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import partition_path
 from tableformat.model.schema import TableSchema
 from tableformat.options import (
@@ -32,6 +32,9 @@ from tableformat.options import (
     PARTITION_LEGACY_NAME,
     TableOptions,
 )
+
+if TYPE_CHECKING:
+    from tableformat.codec.avro_projection import ScanEntry
 
 RESERVED_DIRS = TABLE_DIRS
 """Directories of the table root that hold metadata: a data directory may not be (or start with) one of them."""
@@ -175,7 +178,7 @@ class DataPaths:
         """``file`` for a partition given by its values (in key order), as a writer has it."""
         return file_in(self.bucket_dir_of_values(values, bucket), file_name)
 
-    def of_entry(self, entry: ManifestEntry) -> str:
+    def of_entry(self, entry: ScanEntry) -> str:
         """Where a manifest entry's file lives inside the root. An entry with an external path has no such place:
         UnsupportedFormatError (callers that skip external files test ``entry.file.external_path`` first)."""
         if entry.file.external_path:

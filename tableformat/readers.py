@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tableformat.codec.arrow_schema import arrow_schema_of
+from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, SnapshotNotFoundError, StorageError, ValidationError
 from tableformat.lazy_module import lazy_module
@@ -26,6 +27,7 @@ from tableformat.options import PARTITION_DEFAULT_NAME
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
 from tableformat.scan.filters import RowFilter, as_expression
+from tableformat.scan.plan import live_scan_refs
 from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import scan_record_ttl, ttl_scan
 
@@ -128,12 +130,28 @@ class TableReaders:
         """The live manifest entries of ``snapshot``, restricted to matching partitions when a filter is given."""
         if snapshot is None:
             return []
-        predicate = None
-        if partition_filter is not None:
-            specs = [partition_filter] if isinstance(partition_filter, Mapping) else list(partition_filter)
-            predicate = PartitionPredicate(tuple(self._spec(s) for s in specs))
         threads = resolve_parallelism(self._ctx.options, self._ctx.io, None)  # inline on local disk, as maintenance
+        predicate = self._predicate(partition_filter)
         return live_entries(self._ctx.store, snapshot, self._ctx.partition_codec(), predicate, threads)
+
+    def plan_scan_refs(
+        self, snapshot: Snapshot | None, partition_filter: PartitionSpec | Sequence[PartitionSpec] | None = None
+    ) -> list[ScanRef]:
+        """``plan_files`` reduced to what reading the files needs (avro_projection.ScanRef): the same files, planned
+        without decoding statistics or building full entries."""
+        if snapshot is None:
+            return []
+        threads = resolve_parallelism(self._ctx.options, self._ctx.io, None)
+        predicate = self._predicate(partition_filter)
+        return live_scan_refs(self._ctx.store, snapshot, self._ctx.partition_codec(), predicate, threads)
+
+    def _predicate(
+        self, partition_filter: PartitionSpec | Sequence[PartitionSpec] | None
+    ) -> PartitionPredicate | None:
+        if partition_filter is None:
+            return None
+        specs = [partition_filter] if isinstance(partition_filter, Mapping) else list(partition_filter)
+        return PartitionPredicate(tuple(self._spec(s) for s in specs))
 
     def _reader(self, schema: TableSchema | None = None) -> DataReader:
         ctx = self._ctx
@@ -178,16 +196,22 @@ class TableReaders:
         schema = self._read_schema(snapshot, travelled)
         ctx = self._ctx
         row_filter = as_expression(filter, arrow_schema_of(list(schema.fields)))
+        ttl = scan_record_ttl(ctx.schema, include_expired=include_expired)
+        refs: list[ScanRef] | None = None
+        entries: list[ManifestEntry] = []
         try:
-            entries = self.plan_files(snapshot, partition_filter)
+            if row_filter is None and ttl is None:  # nothing to prune by statistics: plan without decoding them
+                refs = self.plan_scan_refs(snapshot, partition_filter)
+            else:
+                entries = self.plan_files(snapshot, partition_filter)
         except (CorruptMetadataError, StorageError) as exc:
             self._raise_if_expired(snapshot, tag, exc)
             raise
-        ttl = scan_record_ttl(ctx.schema, include_expired=include_expired)
         if ttl is not None:
             entries, row_filter = ttl_scan(ttl, entries, schema, ctx.schema_by_id, row_filter)
         return TableScan(
-            ctx.io, ctx.layout, schema, ctx.schema_by_id, entries, row_filter=row_filter, snapshot=snapshot
+            ctx.io, ctx.layout, schema, ctx.schema_by_id, entries if refs is None else refs, row_filter=row_filter,
+            snapshot=snapshot,
         )
 
     def to_arrow(

@@ -260,6 +260,16 @@ class MetadataStore:
             raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
         return avro_projection.read_manifest_refs(data, self.io.url(path))
 
+    def read_manifest_scan_refs(self, name: str) -> list[avro_projection.ScanRef]:
+        """``read_manifest(name)`` projected to what a read of each file needs (avro_projection.ScanRef): no
+        statistics decoded, no full entries built."""
+        path = self.layout.manifest_file(name)
+        try:
+            data = self._read(path)
+        except FileNotFoundError:
+            raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
+        return avro_projection.read_manifest_scan_refs(data, self.io.url(path))
+
     def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         """Base then delta manifests of a snapshot, in order.
 

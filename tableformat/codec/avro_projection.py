@@ -73,45 +73,106 @@ def entry_ref(entry: ManifestEntry) -> EntryRef:
     )
 
 
+class ScanRef(NamedTuple):
+    """A manifest entry reduced to what a read of its file needs: its identity (see ManifestEntry.identifier), where
+    the file is, its size, rows and schema. Shaped like a ManifestEntry for those fields: ``ref.file`` is the ref
+    itself, so ``ref.file.file_name`` and ``ref.file.schema_id`` read as they do on a full entry."""
+
+    kind: FileKind
+    partition: bytes
+    bucket: int
+    file_name: str
+    file_size: int
+    row_count: int
+    schema_id: int
+    level: int
+    extra_files: tuple[str, ...]
+    embedded_index: bytes | None
+    external_path: str | None
+
+    @property
+    def file(self) -> ScanRef:
+        return self
+
+    def identifier(self) -> tuple[object, ...]:
+        """The same tuple as ``ManifestEntry.identifier()`` of the full entry."""
+        return (self[1], self[2], self[7], self[3], self[8], self[9], self[10])
+
+
+ScanEntry = ManifestEntry | ScanRef
+"""A live file as a read takes it: a full manifest entry (with statistics, for pruning) or a ScanRef."""
+
+
+def scan_ref(entry: ManifestEntry) -> ScanRef:
+    """The projection of a fully decoded entry."""
+    f = entry.file
+    return ScanRef(
+        entry.kind,
+        entry.partition,
+        entry.bucket,
+        f.file_name,
+        f.file_size,
+        f.row_count,
+        f.schema_id,
+        f.level,
+        f.extra_files,
+        f.embedded_index,
+        f.external_path,
+    )
+
+
 _STATS: list[Field] = [
     ("_MIN_VALUES", "bytes", None, True),
     ("_MAX_VALUES", "bytes", None, True),
     ("_NULL_COUNTS", "opt_array", None, False),
 ]
 
-_ENTRY_PROJECTION: list[Field] = [
-    ("_KIND", "kind", 0, True),
-    ("_PARTITION", "bytes", 1, True),
-    ("_BUCKET", "int", 2, True),
-    ("_TOTAL_BUCKETS", "int", None, False),
-    (
-        "_FILE",
-        [
-            ("_FILE_NAME", "string", 3, True),
-            ("_FILE_SIZE", "int", 4, True),
-            ("_ROW_COUNT", "int", None, True),
-            ("_MIN_KEY", "bytes", None, True),
-            ("_MAX_KEY", "bytes", None, True),
-            ("_KEY_STATS", _STATS, None, True),
-            ("_VALUE_STATS", _STATS, None, True),
-            ("_MIN_SEQUENCE_NUMBER", "int", None, True),
-            ("_MAX_SEQUENCE_NUMBER", "int", None, True),
-            ("_SCHEMA_ID", "int", None, True),
-            ("_LEVEL", "int", 5, True),
-            ("_EXTRA_FILES", "strings", 6, False),
-            ("_CREATION_TIME", "opt_time", None, False),
-            ("_DELETE_ROW_COUNT", "opt_any", None, False),
-            ("_EMBEDDED_FILE_INDEX", "opt_bytes", 7, False),
-            ("_FILE_SOURCE", "opt_any", None, False),
-            ("_VALUE_STATS_COLS", "opt_array", None, False),
-            ("_EXTERNAL_PATH", "opt_string", 8, False),
-            ("_FIRST_ROW_ID", "opt_any", None, False),
-            ("_WRITE_COLS", "opt_array", None, False),
-        ],
-        None,
-        True,
-    ),
-]
+
+def _entry_projection(slots: dict[str, int]) -> list[Field]:
+    """Every field the full decoder reads, each checked as it checks it; those named in ``slots`` are kept there."""
+    file_fields: list[tuple[str, Any, bool]] = [
+        ("_FILE_NAME", "string", True),
+        ("_FILE_SIZE", "int", True),
+        ("_ROW_COUNT", "int", True),
+        ("_MIN_KEY", "bytes", True),
+        ("_MAX_KEY", "bytes", True),
+        ("_KEY_STATS", _STATS, True),
+        ("_VALUE_STATS", _STATS, True),
+        ("_MIN_SEQUENCE_NUMBER", "int", True),
+        ("_MAX_SEQUENCE_NUMBER", "int", True),
+        ("_SCHEMA_ID", "int", True),
+        ("_LEVEL", "int", True),
+        ("_EXTRA_FILES", "strings", False),
+        ("_CREATION_TIME", "opt_time", False),
+        ("_DELETE_ROW_COUNT", "opt_any", False),
+        ("_EMBEDDED_FILE_INDEX", "opt_bytes", False),
+        ("_FILE_SOURCE", "opt_any", False),
+        ("_VALUE_STATS_COLS", "opt_array", False),
+        ("_EXTERNAL_PATH", "opt_string", False),
+        ("_FIRST_ROW_ID", "opt_any", False),
+        ("_WRITE_COLS", "opt_array", False),
+    ]
+    return [
+        ("_KIND", "kind", slots.get("_KIND"), True),
+        ("_PARTITION", "bytes", slots.get("_PARTITION"), True),
+        ("_BUCKET", "int", slots.get("_BUCKET"), True),
+        ("_TOTAL_BUCKETS", "int", None, False),
+        ("_FILE", [(name, kind, slots.get(name), required) for name, kind, required in file_fields], None, True),
+    ]
+
+
+_ENTRY_PROJECTION = _entry_projection(
+    {name: slot for slot, name in enumerate(
+        ("_KIND", "_PARTITION", "_BUCKET", "_FILE_NAME", "_FILE_SIZE", "_LEVEL", "_EXTRA_FILES",
+         "_EMBEDDED_FILE_INDEX", "_EXTERNAL_PATH")
+    )}
+)  # fmt: skip
+_SCAN_PROJECTION = _entry_projection(
+    {name: slot for slot, name in enumerate(
+        ("_KIND", "_PARTITION", "_BUCKET", "_FILE_NAME", "_FILE_SIZE", "_ROW_COUNT", "_SCHEMA_ID", "_LEVEL",
+         "_EXTRA_FILES", "_EMBEDDED_FILE_INDEX", "_EXTERNAL_PATH")
+    )}
+)  # fmt: skip
 _ENTRY_DEFAULTS: dict[int, Any] = {6: (), 7: None, 8: None}
 
 _LIST_PROJECTION: list[Field] = [
@@ -153,7 +214,12 @@ def _entry_ref_from_tuple(values: tuple[Any, ...]) -> EntryRef:
     return tuple.__new__(EntryRef, values)
 
 
+def _scan_ref_from_tuple(values: tuple[Any, ...]) -> ScanRef:
+    return tuple.__new__(ScanRef, values)
+
+
 _PROJECTIONS["entry"] = (_ENTRY_PROJECTION, _ENTRY_DEFAULTS, 9, _entry_ref_from_tuple)
+_PROJECTIONS["scan"] = (_SCAN_PROJECTION, {8: (), 9: None, 10: None}, 11, _scan_ref_from_tuple)
 _PROJECTIONS["list"] = (_LIST_PROJECTION, _LIST_DEFAULTS, 14, tuple)
 
 
@@ -287,6 +353,14 @@ def read_manifest_refs(data: bytes, path: str) -> list[EntryRef]:
     refs = _fast_read(data, "entry")
     if refs is None:
         return [entry_ref(e) for e in read_manifest(data, path)]
+    return refs
+
+
+def read_manifest_scan_refs(data: bytes, path: str) -> list[ScanRef]:
+    """``[scan_ref(e) for e in read_manifest(data, path)]``, without building the full entries."""
+    refs = _fast_read(data, "scan")
+    if refs is None:
+        return [scan_ref(e) for e in read_manifest(data, path)]
     return refs
 
 

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from tableformat.codec.arrow_schema import arrow_schema_of
+from tableformat.codec.avro_projection import ScanEntry
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.data_paths import DataPaths
 from tableformat.errors import CorruptMetadataError, StorageError, ValidationError
 from tableformat.io.fileio import FileIO
-from tableformat.layout import TableLayout
+from tableformat.layout import TableLayout, check_file_name
 from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
@@ -71,7 +72,7 @@ class TableScan:
         layout: TableLayout,
         schema: TableSchema,
         schema_loader: Callable[[int], TableSchema],
-        entries: Sequence[ManifestEntry],
+        entries: Sequence[ScanEntry],
         *,
         row_filter: pc.Expression | None = None,
         snapshot: Snapshot | None = None,
@@ -91,14 +92,24 @@ class TableScan:
 
         self._format = ds.ParquetFileFormat()
         self._entries = list(entries)
-        self._selected: list[ManifestEntry] | None = None
+        self._selected: list[ScanEntry] | None = None
         self._guarantees: dict[bytes, Any] = {}
+        self._null_partitions: dict[bytes, bool] = {}
+        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
 
     # --- which files ---------------------------------------------------------------------------------------------
-    def path_of(self, entry: ManifestEntry) -> str:
-        return self.layout.join(self._paths.of_entry(entry))
+    def path_of(self, entry: ScanEntry) -> str:
+        """``layout.join(DataPaths.of_entry(entry))``, with the joined bucket directory cached."""
+        meta = entry.file
+        if meta.external_path:
+            return self._paths.of_entry(entry)  # refused there (UnsupportedFormatError)
+        key = (entry.partition, entry.bucket)
+        directory = self._bucket_dirs.get(key)
+        if directory is None:
+            directory = self._bucket_dirs[key] = self.layout.join(self._paths.bucket_dir(entry.partition, entry.bucket))
+        return f"{directory}/{check_file_name(meta.file_name, what='data file name')}"
 
-    def _fragment(self, entry: ManifestEntry, guarantee: pc.Expression | None) -> ds.Fragment:
+    def _fragment(self, entry: ScanEntry, guarantee: pc.Expression | None) -> ds.Fragment:
         path = self.path_of(entry)
         try:
             return self._format.make_fragment(
@@ -107,14 +118,14 @@ class TableScan:
         except TypeError:  # pyarrow without file_size=
             return self._format.make_fragment(path, self._fs, partition_expression=guarantee)
 
-    def _partition_guarantee(self, entry: ManifestEntry) -> pc.Expression | None:
+    def _partition_guarantee(self, entry: ScanEntry) -> pc.Expression | None:
         cached = self._guarantees.get(entry.partition, _MISSING)
         if cached is _MISSING:
             cached = partition_guarantee(self._codec.values(entry.partition), self.schema)
             self._guarantees[entry.partition] = cached
         return cached
 
-    def files(self) -> list[ManifestEntry]:
+    def files(self) -> list[ScanEntry]:
         """The entries the scan reads: every live entry, less those the row filter rules out (nothing opened)."""
         if self._selected is not None:
             return self._selected
@@ -123,10 +134,10 @@ class TableScan:
             return self._selected
         fragments = []
         for entry in self._entries:
-            file_schema = self._file_schema(entry)
-            guarantee = and_all(
-                [self._partition_guarantee(entry), stats_guarantee(entry.file, file_schema, self.schema)]
-            )
+            guarantees = [self._partition_guarantee(entry)]
+            if isinstance(entry, ManifestEntry):  # a ScanRef has no statistics: its file is kept (and filtered)
+                guarantees.append(stats_guarantee(entry.file, self._file_schema(entry), self.schema))
+            guarantee = and_all(guarantees)
             fragments.append(self._fragment(entry, guarantee))
         import pyarrow.dataset as ds
 
@@ -139,11 +150,11 @@ class TableScan:
         return ScanStats(live_files=len(self._entries), selected_files=len(self.files()))
 
     # --- schema evolution ------------------------------------------------------------------------------------------
-    def _file_schema(self, entry: ManifestEntry) -> TableSchema:
+    def _file_schema(self, entry: ScanEntry) -> TableSchema:
         schema_id = entry.file.schema_id
         return self.schema if schema_id == self.schema.id else self.schema_loader(schema_id)
 
-    def _readable_by_name(self, entry: ManifestEntry) -> bool:
+    def _readable_by_name(self, entry: ScanEntry) -> bool:
         """Whether pyarrow, matching columns by name, reads this file as the read schema means it (by field id)."""
         file_schema = self._file_schema(entry)
         if file_schema is self.schema:
@@ -161,18 +172,20 @@ class TableScan:
         return True
 
     # --- reading ---------------------------------------------------------------------------------------------------
-    def _unfiltered(self) -> ds.Dataset:
-        direct: list[ManifestEntry] = []
-        by_id: list[ManifestEntry] = []
+    def _unfiltered(self, guarantees: bool = True) -> ds.Dataset:
+        """The files as one dataset; ``guarantees=False`` leaves out the fragments' partition expressions (then a
+        file's partition columns read as the file stores them)."""
+        direct: list[ScanEntry] = []
+        by_id: list[ScanEntry] = []
         for entry in self.files():
             (direct if self._readable_by_name(entry) else by_id).append(entry)
-        fragments = [self._fragment(e, self._partition_guarantee(e)) for e in direct]
+        fragments = [self._fragment(e, self._partition_guarantee(e) if guarantees else None) for e in direct]
         import pyarrow.dataset as ds
 
         dataset: ds.Dataset = ds.FileSystemDataset(fragments, self.arrow_schema, self._format, self._fs)
         if by_id:
             reader = DataReader(self.io, self.layout, self.schema, self.schema_loader, self._codec, threads=1)
-            in_memory = ds.InMemoryDataset(reader.read_all(by_id))
+            in_memory = ds.InMemoryDataset(pa.concat_tables([reader.read_entry(e) for e in by_id]))
             dataset = ds.UnionDataset(self.arrow_schema, [dataset, in_memory])
         return dataset
 
@@ -199,7 +212,35 @@ class TableScan:
         """Every matching row (projected to ``columns``) in one Arrow table, files read in parallel."""
         selected = self._columns(columns)
         with _read_errors(self.io):
+            if self.row_filter is None:
+                table = self._table_as_stored(selected)
+                if table is not None:
+                    return table
             return self._unfiltered().to_table(columns=selected, filter=self.row_filter)
+
+    def _table_as_stored(self, selected: list[str] | None) -> pa.Table | None:
+        """Without a row filter: the rows read with each file's partition columns as the file stores them, or None
+        if a file does not store them (then they are filled from the partition values: the caller reads again).
+
+        Equal to the read with partition expressions for every file that stores its partition values (tablefmt's,
+        pypaimon's and Paimon's writers all do), and cheaper: pyarrow replaces a column that a fragment's partition
+        expression fixes by a constant built per batch, which costs more than reading the stored column. A file
+        without the column reads it as nulls, so a null where the partition value is not null shows such a file.
+        """
+        keys = [k for k in self.schema.partition_keys if selected is None or k in selected]
+        if keys and any(self._null_partition(e) for e in self.files()):
+            return None  # a null partition value: nulls prove nothing, read with the partition expressions
+        table = self._unfiltered(guarantees=False).to_table(columns=selected)
+        if any(table.column(k).null_count for k in keys):
+            return None
+        return table
+
+    def _null_partition(self, entry: ScanEntry) -> bool:
+        """Whether a partition value of the entry's partition is null."""
+        found = self._null_partitions.get(entry.partition)
+        if found is None:
+            found = self._null_partitions[entry.partition] = None in self._codec.values(entry.partition).values()
+        return found
 
     def to_batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Matching rows batch by batch (bounded memory)."""

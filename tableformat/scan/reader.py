@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from tableformat.codec.arrow_schema import arrow_schema_of, arrow_type_of
+from tableformat.codec.avro_projection import ScanEntry
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.data_paths import DataPaths
 from tableformat.errors import CorruptMetadataError, StorageError
@@ -64,12 +65,12 @@ class DataReader:
         opened, expired rows never returned. None = every row."""
         self._ttl_column = _ttl_column(schema, record_ttl)
 
-    def path_of(self, entry: ManifestEntry) -> str:
+    def path_of(self, entry: ScanEntry) -> str:
         """Where an entry's file lives (a FileIO path inside the table root; a file that records an external path is
         refused with UnsupportedFormatError: tablefmt reads files inside the table root only)."""
         return self.layout.join(self._paths.of_entry(entry))
 
-    def read_entry(self, entry: ManifestEntry) -> pa.Table:
+    def read_entry(self, entry: ScanEntry) -> pa.Table:
         """One data file as a Table with the current schema (without expired rows when the reader has a TTL)."""
         with self._errors(entry) as path:
             table = pq.read_table(path, filesystem=self._fs, partitioning=None)  # never infer from k=v dirs
@@ -106,7 +107,7 @@ class DataReader:
         return entries if self.record_ttl is None else self.record_ttl.prune(entries, self.schema_loader)
 
     @contextmanager
-    def _errors(self, entry: ManifestEntry) -> Iterator[str]:
+    def _errors(self, entry: ScanEntry) -> Iterator[str]:
         path = self.path_of(entry)
         try:
             yield path
@@ -119,7 +120,7 @@ class DataReader:
                 raise StorageError(f"data file {self.io.url(path)} referenced by the snapshot is missing") from None
             raise CorruptMetadataError(self.io.url(path), f"unreadable Parquet ({exc})") from None
 
-    def _to_current(self, table: pa.Table, entry: ManifestEntry) -> pa.Table:
+    def _to_current(self, table: pa.Table, entry: ScanEntry) -> pa.Table:
         file_schema = (
             self.schema if entry.file.schema_id == self.schema.id else self.schema_loader(entry.file.schema_id)
         )

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from tableformat.codec.avro_projection import ScanEntry, ScanRef
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.io.factory import open_location
 from tableformat.layout import TableLayout
@@ -49,6 +50,13 @@ def plan_entries(
     return table.plan_files(snapshot, list(partition_filter) if partition_filter is not None else None)
 
 
+def plan_scan_refs(
+    table: Table, snapshot: Snapshot | None, partition_filter: Sequence[Mapping[str, Any]] | None
+) -> list[ScanRef]:
+    """``plan_entries`` reduced to what reading the files needs (no statistics decoded)."""
+    return table.plan_scan_refs(snapshot, list(partition_filter) if partition_filter is not None else None)
+
+
 def data_reader(
     location: str, storage_options: Mapping[str, Any], schema: TableSchema, record_ttl: RecordTTL | None = None
 ) -> DataReader:
@@ -69,24 +77,25 @@ class SplitSizing:
     open_file_cost: int
     parallelism: int
 
-    def max_split_bytes(self, entries: Sequence[ManifestEntry]) -> int:
+    def max_split_bytes(self, entries: Sequence[ScanEntry]) -> int:
         total = sum(e.file.file_size + self.open_file_cost for e in entries)
         return min(self.target_size, max(self.open_file_cost, -(-total // self.parallelism)))
 
 
-def bin_pack(entries: Sequence[ManifestEntry], sizing: SplitSizing) -> list[list[ManifestEntry]]:
-    """Largest files first; a split closes when the next file would push it past the split size."""
+def bin_pack(entries: Sequence[ScanEntry], sizing: SplitSizing) -> list[list[ScanEntry]]:
+    """Spark's "next fit decreasing" (FilePartition.getFilePartitions): largest files first; a split closes when
+    the next file's bytes would push it past the split size, each file counting its bytes plus the open cost."""
     limit = sizing.max_split_bytes(entries)
-    splits: list[list[ManifestEntry]] = []
-    current: list[ManifestEntry] = []
+    splits: list[list[ScanEntry]] = []
+    current: list[ScanEntry] = []
     current_size = 0
     for entry in sorted(entries, key=lambda e: e.file.file_size, reverse=True):
-        cost = entry.file.file_size + sizing.open_file_cost
-        if current and current_size + cost > limit:
+        size = entry.file.file_size
+        if current and current_size + size > limit:
             splits.append(current)
             current, current_size = [], 0
         current.append(entry)
-        current_size += cost
+        current_size += size + sizing.open_file_cost
     if current:
         splits.append(current)
     return splits
@@ -95,7 +104,7 @@ def bin_pack(entries: Sequence[ManifestEntry], sizing: SplitSizing) -> list[list
 class TablefmtSplit(InputPartition):
     """The files one Spark task reads."""
 
-    def __init__(self, index: int, entries: Sequence[ManifestEntry]) -> None:
+    def __init__(self, index: int, entries: Sequence[ScanEntry]) -> None:
         super().__init__(index)
         self.entries = tuple(entries)
 
@@ -125,9 +134,13 @@ class TablefmtReader(DataSourceReader):
             snapshot = select_snapshot(
                 table, snapshot_id=config.snapshot_id, tag=config.tag, timestamp_ms=config.timestamp_ms
             )
-        entries = plan_entries(table, snapshot, config.partition_filter)
-        if self.record_ttl is not None:  # fully expired files are never read
-            entries = self.record_ttl.prune(entries, table.context.schema_by_id)
+        entries: Sequence[ScanEntry]
+        if self.record_ttl is not None:  # fully expired files are never read (their statistics say so)
+            entries = self.record_ttl.prune(
+                plan_entries(table, snapshot, config.partition_filter), table.context.schema_by_id
+            )
+        else:  # no statistics needed: planned as ScanRefs, which are also smaller to send to the tasks
+            entries = plan_scan_refs(table, snapshot, config.partition_filter)
         sizing = SplitSizing(
             target_size=config.split_target_size,
             open_file_cost=config.split_open_file_cost,

@@ -101,6 +101,14 @@ def test_bin_pack_spreads_small_tables_and_caps_split_size() -> None:
     entries = [_entry(f"f{i}", 10 * MB) for i in range(8)]
     two_cores = bin_pack(entries, SplitSizing(target_size=128 * MB, open_file_cost=4 * MB, parallelism=2))
     assert sorted(len(s) for s in two_cores) == [4, 4]
+    # Spark's rule: a split closes when the next file's bytes (not bytes + open cost) would overflow it, so eight
+    # files of slightly different sizes still make two splits of four on two cores (not 3 + 4 + 1).
+    uneven = [
+        _entry(f"u{i}", size) for i, size in enumerate((903239, 882156, 881243, 885520, 886794, 886222, 896267, 899672))
+    ]
+    splits = bin_pack(uneven, SplitSizing(target_size=128 * MB, open_file_cost=4 * MB, parallelism=2))
+    assert [len(s) for s in splits] == [4, 4]
+    assert [e.file.file_size for e in splits[0]] == [903239, 899672, 896267, 886794]
     big = [_entry(f"g{i}", 100 * MB) for i in range(4)]
     capped = bin_pack(big, SplitSizing(target_size=128 * MB, open_file_cost=4 * MB, parallelism=1))
     assert [len(s) for s in capped] == [1, 1, 1, 1]
