@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from tableformat.context import TableContext
+from tableformat.gc_pause import paused_gc
 
 from .clock import resolve_now
 from .deleter import Progress
@@ -63,6 +65,9 @@ class Operation(ABC, Generic[C, P, R]):
     """The table option that bounds one run (e.g. ``snapshot.expire.limit``): what to raise when it falls behind."""
     after_commit: bool = False
     """Whether the after-commit hook runs it (when the table's options enable it and ``write-only`` is false)."""
+    pauses_gc: bool = False
+    """Whether a run holds a record per live file (and no cycles): then the cyclic collector is paused from planning
+    until the plan is dropped (tableformat/gc_pause.py)."""
 
     @abstractmethod
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> C:
@@ -105,7 +110,8 @@ def run_operation(
 ) -> R:
     """Configure, plan, then preview (dry run) or execute one operation on one table."""
     config = operation.configure(ctx, dict(overrides or {}))
-    plan = operation.plan(ctx, config, resolve_now(now_ms))
-    if dry_run:
-        return operation.preview(ctx, plan)
-    return operation.execute(ctx, plan, config, progress)
+    with paused_gc() if operation.pauses_gc else nullcontext():
+        plan = operation.plan(ctx, config, resolve_now(now_ms))
+        result = operation.preview(ctx, plan) if dry_run else operation.execute(ctx, plan, config, progress)
+        del plan  # its records go before the collector comes back: it finds no young objects to walk
+    return result

@@ -16,7 +16,6 @@ from typing import Any
 
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer, PlannedDrop
 from tableformat.context import TableContext
-from tableformat.gc_pause import paused_gc
 from tableformat.options import PARTITION_DEFAULT_NAME
 
 from ..kernel import OperationResult
@@ -109,11 +108,6 @@ def planned_result(plan: PartitionExpirePlan) -> PartitionExpireResult:
 
 def execute_partition_expiration(ctx: TableContext, plan: PartitionExpirePlan) -> PartitionExpireResult:
     """Commit one guarded drop snapshot per batch; report the partitions actually dropped."""
-    with paused_gc():  # the plan's records are written again (see gc_pause)
-        return _execute(ctx, plan)
-
-
-def _execute(ctx: TableContext, plan: PartitionExpirePlan) -> PartitionExpireResult:
     schema = ctx.store.latest_schema()
     committer = Committer(ctx.store, schema)
     user = f"{COMMIT_USER_PREFIX}{uuid.uuid4()}"

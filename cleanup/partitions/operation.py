@@ -43,6 +43,7 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
     name = "expire-partitions"
     summary = "drop partitions older than the expiration time (files are freed later by snapshot expiration)"
     after_commit = True
+    pauses_gc = True
     parameters = (
         Parameter("expiration_time", "duration", "drop partitions older than this (partition.expiration-time)"),
         Parameter("strategy", "choice", "how a partition's time is found", choices=STRATEGIES),

@@ -12,7 +12,6 @@ from typing import Any
 
 from tableformat.codec.entry_codec import EntryRecord
 from tableformat.context import TableContext
-from tableformat.gc_pause import paused_gc
 from tableformat.live_set import merge_records
 from tableformat.model.partition import value_to_path_string
 from tableformat.model.partition_time import PartitionTimeError
@@ -133,11 +132,6 @@ def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tup
 
 def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
     """Decide which partitions of the latest snapshot expire at ``now_ms``."""
-    with paused_gc():  # a record per live file, none in a cycle: see gc_pause
-        return _plan(ctx, config, now_ms)
-
-
-def _plan(ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
     cutoff = local_datetime(now_ms) - dt.timedelta(milliseconds=config.expiration_ms)
     latest = ctx.store.latest_snapshot()
     if latest is None:
@@ -148,14 +142,14 @@ def _plan(ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> Part
     skipped: list[SkippedPartition] = []
     for key, files in _live_files(ctx, latest, config.threads).items():
         values = dict(key)
-        display = display_values(values, fields, default_name)
         try:
             time = _partition_time(config, values, files)
         except PartitionTimeError as exc:
-            skipped.append(SkippedPartition(display, f"no partition time: {exc}"))
+            skipped.append(SkippedPartition(display_values(values, fields, default_name), f"no partition time: {exc}"))
             continue
         if time < cutoff:
             rows, size = sum(map(_ROW_COUNT, files)), sum(map(_FILE_SIZE, files))
+            display = display_values(values, fields, default_name)
             expired.append(PlannedPartition(values, display, time, tuple(files), rows, size))
     expired.sort(key=lambda p: (p.time, tuple(p.display.values())))
     chosen = expired[: config.max_num]
