@@ -6,12 +6,13 @@ manifest order. Commits, scans and maintenance all take live sets from here.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from tableformat.codec.avro_projection import ScanRef
 from tableformat.codec.binary_row import decode_row
 from tableformat.codec.entry_codec import EntryRecord
 from tableformat.codec.partition_codec import PartitionCodec
@@ -81,14 +82,22 @@ class PartitionPredicate:
         return False
 
 
+R = TypeVar("R")
+
+
+def read_manifests(manifests: Sequence[ManifestFileMeta], read: Callable[[str], R], threads: int = 8) -> list[R]:
+    """``read(file name)`` of each manifest, in parallel, returned in manifest order."""
+    if len(manifests) <= 1 or threads <= 1:
+        return [read(m.file_name) for m in manifests]
+    with ThreadPoolExecutor(max_workers=min(threads, len(manifests))) as pool:
+        return list(pool.map(lambda m: read(m.file_name), manifests))
+
+
 def read_entries(
     store: MetadataStore, manifests: Sequence[ManifestFileMeta], threads: int = 8
 ) -> list[list[ManifestEntry]]:
     """Entries of each manifest, read in parallel, returned in manifest order."""
-    if len(manifests) <= 1 or threads <= 1:
-        return [store.read_manifest(m.file_name) for m in manifests]
-    with ThreadPoolExecutor(max_workers=min(threads, len(manifests))) as pool:
-        return list(pool.map(lambda m: store.read_manifest(m.file_name), manifests))
+    return read_manifests(manifests, store.read_manifest, threads)
 
 
 class Entry(Protocol):
@@ -101,6 +110,16 @@ class Entry(Protocol):
 
 
 E = TypeVar("E", bound=Entry)
+
+
+class PartitionedEntry(Entry, Protocol):
+    """An entry that also names its partition row (a manifest entry or a ScanRef)."""
+
+    @property
+    def partition(self) -> bytes: ...
+
+
+P = TypeVar("P", bound=PartitionedEntry)
 _KIND = itemgetter(0)
 """EntryRecord.kind, by index."""
 _NAME = itemgetter(3)
@@ -149,6 +168,24 @@ class PathEntry(NamedTuple):
         return self.path
 
 
+def _live(
+    store: MetadataStore,
+    snapshot: Snapshot,
+    codec: PartitionCodec,
+    predicate: PartitionPredicate | None,
+    threads: int,
+    read: Callable[[str], Sequence[P]],
+) -> list[P]:
+    """The live files of a snapshot as ``read`` decodes a manifest's entries, restricted to matching partitions."""
+    manifests = store.manifests_of(snapshot)
+    if predicate is not None:
+        manifests = [m for m in manifests if predicate.may_match(m, codec)]
+    entries = list(merge_entries(read_manifests(manifests, read, threads)).values())
+    if predicate is not None:
+        entries = [e for e in entries if predicate.matches(codec.values(e.partition))]
+    return entries
+
+
 def live_entries(
     store: MetadataStore,
     snapshot: Snapshot,
@@ -157,11 +194,17 @@ def live_entries(
     threads: int = 8,
 ) -> list[ManifestEntry]:
     """The live files of a snapshot, optionally restricted to matching partitions."""
-    manifests = store.manifests_of(snapshot)
-    if predicate is not None:
-        manifests = [m for m in manifests if predicate.may_match(m, codec)]
-    merged = merge_entries(read_entries(store, manifests, threads))
-    entries = list(merged.values())
-    if predicate is not None:
-        entries = [e for e in entries if predicate.matches(codec.values(e.partition))]
-    return entries
+    return _live(store, snapshot, codec, predicate, threads, store.read_manifest)
+
+
+def live_scan_refs(
+    store: MetadataStore,
+    snapshot: Snapshot,
+    codec: PartitionCodec,
+    predicate: PartitionPredicate | None = None,
+    threads: int = 8,
+) -> list[ScanRef]:
+    """``live_entries(...)`` decoded only as far as reading the files needs (avro_projection.ScanRef: identity, place,
+    size, rows, schema id; no statistics, no full entries): the same files, in the same order. A scan without a row
+    filter or a record-level TTL never looks at statistics, so it plans with these."""
+    return _live(store, snapshot, codec, predicate, threads, store.read_manifest_scan_refs)

@@ -18,7 +18,7 @@ from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, SnapshotNotFoundError, StorageError, ValidationError
 from tableformat.lazy_module import lazy_module
-from tableformat.live_set import PartitionPredicate, live_entries
+from tableformat.live_set import PartitionPredicate, live_entries, live_scan_refs
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import normalize_spec
 from tableformat.model.schema import TableSchema
@@ -27,7 +27,6 @@ from tableformat.options import PARTITION_DEFAULT_NAME
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
 from tableformat.scan.filters import RowFilter, as_expression
-from tableformat.scan.plan import live_scan_refs
 from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import scan_record_ttl, ttl_scan
 
