@@ -24,15 +24,7 @@ from typing import TypeVar
 
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
-from tableformat.layout import (
-    CHANGELOG_PREFIX,
-    MANIFEST_DIR,
-    SNAPSHOT_PREFIX,
-    STATISTICS_DIR,
-    TAG_PREFIX,
-    check_file_name,
-    parse_id,
-)
+from tableformat.layout import CHANGELOG_PREFIX, MANIFEST_DIR, STATISTICS_DIR, TAG_PREFIX, check_file_name
 from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
 from tableformat.parallel import bounded_map
@@ -123,14 +115,12 @@ class References:
         def snapshot_keys() -> list[tuple[str, str]]:
             if not branch:
                 return [(str(i), "") for i in store.snapshot_ids()]
-            ids = ((parse_id(name, SNAPSHOT_PREFIX), version) for name, version in self._versions(layout.snapshot_dir))
-            return sorted(((str(i), version) for i, version in ids if i is not None), key=lambda kv: int(kv[0]))
+            return [(str(i), version) for i, version in store.snapshot_versions()]
 
         def tag_keys() -> list[tuple[str, str]]:
             if not branch:
                 return [(name, "") for name in store.tag_names()]
-            listed = self._versions(layout.tag_dir)
-            return sorted((n[len(TAG_PREFIX) :], v) for n, v in listed if n.startswith(TAG_PREFIX) and n != TAG_PREFIX)
+            return [(info.name[len(TAG_PREFIX) :], info.version) for info in store.tag_infos()]
 
         return [
             _Source(
@@ -151,10 +141,6 @@ class References:
                 read_changelog,
             ),
         ]
-
-    def _versions(self, directory: str) -> list[tuple[str, str]]:
-        """(name, listed version) of the files in ``directory`` (one listing; no stat per file on local disk)."""
-        return [(i.name, i.version) for i in self.ctx.io.list_dir_without_file_stats(directory) if not i.is_dir]
 
     def collect_roots(
         self,

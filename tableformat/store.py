@@ -112,6 +112,13 @@ class MetadataStore:
         ids = [parse_id(name, SNAPSHOT_PREFIX) for name in self.io.list_names(self.layout.snapshot_dir)]
         return sorted(i for i in ids if i is not None)
 
+    def snapshot_versions(self) -> list[tuple[int, str]]:
+        """(id, listing version) of every snapshot file present, by id: ``FileInfo.version`` says which content each
+        has where the listing tells (see tag_infos); no stat per file."""
+        listed = self.io.list_dir_without_file_stats(self.layout.snapshot_dir)
+        ids = ((parse_id(info.name, SNAPSHOT_PREFIX), info.version) for info in listed if not info.is_dir)
+        return sorted((i, version) for i, version in ids if i is not None)
+
     def snapshot_exists(self, snapshot_id: int) -> bool:
         """Whether ``snapshot-N`` exists: one HEAD on object stores."""
         return self.io.file_exists(self.layout.snapshot_file(snapshot_id))
@@ -393,10 +400,10 @@ class MetadataStore:
 
     def tag_infos(self) -> list[FileInfo]:
         """The tag files as listed, by name (``FileInfo.version`` says which content each has where the store
-        tells, so a caller that read a tag already can tell whether it changed)."""
+        tells, so a caller that read a tag already can tell whether it changed; no stat per file)."""
         infos = [
             info
-            for info in self.io.list_dir(self.layout.tag_dir)
+            for info in self.io.list_dir_without_file_stats(self.layout.tag_dir)
             if not info.is_dir and info.name.startswith(TAG_PREFIX) and len(info.name) > len(TAG_PREFIX)
         ]
         return sorted(infos, key=lambda info: info.name)
