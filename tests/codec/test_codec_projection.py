@@ -38,10 +38,12 @@ def _entry(i: int, **file: Any) -> ManifestEntry:
         "min_key": encode_row([i], [INT]),
         "key_stats": SimpleStats(null_counts=(0,)),
         "value_stats": SimpleStats(
-            min_values=encode_row([i, "a"], [INT, STRING]),
+            min_values=encode_row([i, "a" * (i % 9)], [INT, STRING]),
             max_values=encode_row([i + 9, "z"], [INT, STRING]),
             null_counts=(0, None),
         ),
+        "min_sequence_number": i * 3,
+        "max_sequence_number": i * 3 + 2,
         "creation_time_ms": 1_700_000_000_000 + i,
         "level": i % 3,
         **file,

@@ -13,51 +13,18 @@ import io
 import json
 import random
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import fastavro
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_codec_projection import SAMPLES, _entry, _outcome
 
 from tableformat.codec import avro_codec, avro_projection, entry_codec, entry_decoder
-from tableformat.codec.binary_row import encode_row
-from tableformat.errors import CorruptMetadataError
-from tableformat.model import DataFileMeta, DataType, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
+from tableformat.model import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
 
-STRING = DataType("STRING")
-INT = DataType("INT")
 SYNC = b"0123456789abcdef"
-SAMPLES = Path(__file__).resolve().parents[1] / "resources" / "pypaimon_manifests"
-"""Manifests pypaimon 2.1.0 wrote (tests/resources/pypaimon_manifests/make_samples.py)."""
-
-
-def _entry(i: int, **file: Any) -> ManifestEntry:
-    meta = {
-        "file_name": f"data-{i:05d}-0.parquet",
-        "file_size": 1000 + i * 37,
-        "row_count": i,
-        "min_key": encode_row([i], [INT]),
-        "key_stats": SimpleStats(null_counts=(0,)),
-        "value_stats": SimpleStats(
-            min_values=encode_row([i, "a" * (i % 9)], [INT, STRING]),
-            max_values=encode_row([i + 9, "z"], [INT, STRING]),
-            null_counts=(0, None),
-        ),
-        "min_sequence_number": i * 3,
-        "max_sequence_number": i * 3 + 2,
-        "creation_time_ms": 1_700_000_000_000 + i,
-        "level": i % 3,
-        **file,
-    }
-    return ManifestEntry(
-        kind=FileKind.DELETE if i % 4 == 3 else FileKind.ADD,
-        partition=encode_row([f"2024-01-{i % 28 + 1:02d}"], [STRING]),
-        bucket=i % 5 - 1,
-        total_buckets=4,
-        file=DataFileMeta(**meta),
-    )
 
 
 ENTRIES = [
@@ -74,13 +41,6 @@ ENTRIES = [
 
 def _reference_records(data: bytes) -> list[entry_codec.EntryRecord]:
     return [entry_codec.entry_record(e) for e in avro_codec.read_manifest(data, "manifest/m")]
-
-
-def _outcome(read: Callable[[bytes, str], Any], data: bytes) -> tuple[str, Any]:
-    try:
-        return "ok", read(data, "manifest/m")
-    except CorruptMetadataError as exc:
-        return "corrupt", str(exc)
 
 
 def _assert_reads_like_the_reference(data: bytes) -> None:
