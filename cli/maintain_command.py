@@ -8,10 +8,8 @@ is touched.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
@@ -21,6 +19,7 @@ import click
 
 from tableformat.cleanup.maintainer import Maintainer, MaintainSettings, TableReport, load_settings, render_metrics
 from tableformat.errors import ValidationError
+from tableformat.io.local import replace_text_file
 
 from .common import handle_errors, parse_storage_options, storage_option_flag
 from .render import human_bytes, iso_time
@@ -50,17 +49,7 @@ def human_line(report: TableReport) -> str:
 
 def write_metrics_file(path: str, reports: Sequence[TableReport]) -> None:
     """Replace ``path`` atomically (temp file in the same directory, then rename)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temp = tempfile.mkstemp(prefix=".tablefmt-metrics-", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(render_metrics(reports))
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    replace_text_file(path, render_metrics(reports), prefix=".tablefmt-metrics-")
 
 
 class _Output:

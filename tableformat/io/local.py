@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from stat import S_ISDIR
@@ -50,6 +51,22 @@ def _scan(path: str, *, stat_files: bool) -> list[FileInfo]:
             continue  # removed while listing
         result.append(FileInfo(entry.path, stat.st_size, stat.st_mtime_ns // 1_000_000, is_dir))
     return result
+
+
+def replace_text_file(path: str, text: str, *, prefix: str, suffix: str = "") -> None:
+    """Replace the local file ``path`` with ``text`` atomically, for files users read (a report page, a metrics
+    file): a ``prefix``-named temp file in the same directory, mode 0644, renamed over ``path``; removed on failure."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
 
 
 READ_CHUNK = 1 << 20

@@ -6,9 +6,9 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
-import os
-import tempfile
 from collections.abc import Sequence
+
+from tableformat.io.local import replace_text_file
 
 from . import charts
 from .model import KeepUpFigures, PartitionFigures, RuleFigures, TableRetentionReport, WarehouseReport
@@ -258,15 +258,4 @@ def render_html(report: WarehouseReport | TableRetentionReport, *, detailed_tabl
 
 def write_html(report: WarehouseReport | TableRetentionReport, path: str, **kwargs: int) -> None:
     """Write the page to a local ``path`` (replaced atomically)."""
-    page = render_html(report, **kwargs)
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temp = tempfile.mkstemp(prefix=".tablefmt-report-", suffix=".html", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(page)
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    replace_text_file(path, render_html(report, **kwargs), prefix=".tablefmt-report-", suffix=".html")
