@@ -18,13 +18,12 @@ import pyarrow as pa
 import pytest
 from partition_kit import fill, make_table, ms, partitions, rows
 from support.faults import faulty_context
+from support.warehouses import CountingFileIO
 
 from tableformat.cleanup.kernel import run_operation
 from tableformat.cleanup.partitions import PARTITION_EXPIRATION, PartitionExpireResult
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer, PlannedDrop
 from tableformat.context import TableContext
-from tableformat.io.fileio import FileIO
-from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.model.manifest import FileKind, ManifestEntry
 from tableformat.store import MetadataStore
 from tableformat.table import Table
@@ -156,28 +155,16 @@ def test_the_committer_uses_a_planned_drop_only_on_its_base(tmp_path: Path) -> N
     assert current.snapshot is not None and current.snapshot.total_record_count == 28
 
 
-class _ReadCountingIO(ForwardingFileIO):
-    """Counts reads by path."""
-
-    def __init__(self, inner: FileIO) -> None:
-        super().__init__(inner)
-        self.reads: Counter[str] = Counter()
-
-    def read_bytes(self, path: str) -> bytes:
-        self.reads[path] += 1
-        return super().read_bytes(path)
-
-
 def test_a_run_reads_each_manifest_and_manifest_list_once(tmp_path: Path) -> None:
     table = _table(tmp_path / "t")
-    counting = _ReadCountingIO(table.context.io)
-    ctx = faulty_context(TableContext.load(table.location), counting)
+    log: list[tuple[str, str]] = []
+    ctx = faulty_context(TableContext.load(table.location), CountingFileIO(table.context.io, log))
     latest = table.context.store.latest_snapshot()
     assert latest is not None
     result = run_operation(PARTITION_EXPIRATION, ctx, {}, dry_run=False, now_ms=NOW)
     assert len(result.expired_partitions) == 10
     root = table.context.layout.root
-    read = {path[len(root) + 1 :]: count for path, count in counting.reads.items()}
+    read = Counter(path[len(root) + 1 :] for kind, path in log if kind == "read")
     manifests = {f"manifest/{m.file_name}" for m in table.context.store.manifests_of(latest)}
     lists = {f"manifest/{latest.base_manifest_list}", f"manifest/{latest.delta_manifest_list}"}
     assert {path: count for path, count in read.items() if path.startswith("manifest/")} == dict.fromkeys(
