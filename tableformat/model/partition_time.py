@@ -20,7 +20,7 @@ from typing import Any
 
 from tableformat.errors import ValidationError
 from tableformat.model.schema import DataField
-from tableformat.model.types import DataType
+from tableformat.model.types import STRING_ROOTS, DataType
 
 _DEFAULT_FORMAT = re.compile(r"([+-]?\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{0,9}))?)?")
 _FIELDS = {"y": "year", "u": "year", "M": "month", "d": "day", "H": "hour", "m": "minute", "s": "second", "S": "nano"}
@@ -150,6 +150,9 @@ class PartitionTimeExtractor:
     """The column, when the pattern is exactly one DATE, TIMESTAMP or TIMESTAMP_LTZ column: its value is the time."""
     _pieces: tuple[tuple[str, DataField | None], ...]
     """The pattern as (literal text, column whose string form follows it or None)."""
+    _text_column: str | None
+    """The column, when the pattern is exactly one column whose value is its own string form (a string type): the
+    text to parse is the value itself."""
 
     @classmethod
     def create(
@@ -179,9 +182,11 @@ class PartitionTimeExtractor:
         whole = keys.fullmatch(text)
         single = by_name[whole.group(1)] if whole is not None else None
         time_column = single is not None and single.type.root in ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ")
+        text_column = single.name if single is not None and single.type.root in STRING_ROOTS else None
         return cls(
-            tuple(fields), text, formatter, default_name, compiled, used, single if time_column else None, tuple(pieces)
-        )
+            tuple(fields), text, formatter, default_name, compiled, used, single if time_column else None,
+            tuple(pieces), text_column,
+        )  # fmt: skip
 
     def extract(self, values: Mapping[str, Any]) -> dt.datetime:
         """The partition's time; PartitionTimeError with the reason when it has none."""
@@ -196,10 +201,13 @@ class PartitionTimeExtractor:
             if whole.type.root == "DATE":
                 return dt.datetime.combine(values[whole.name], dt.time())
             return _local(values[whole.name], whole.type)
-        text = "".join(
-            literal if field is None else literal + _user_string(values[field.name], field.type)
-            for literal, field in self._pieces
-        )
+        if self._text_column is not None:
+            text = values[self._text_column]  # the usual `$dt` on a string column: its value is the text
+        else:
+            text = "".join(
+                literal if field is None else literal + _user_string(values[field.name], field.type)
+                for literal, field in self._pieces
+            )
         if self._compiled is None:
             return parse_default(text)
         return parse_with(self._compiled, text, str(self.formatter))
