@@ -99,7 +99,8 @@ FILE_COMPRESSION_ZSTD_LEVEL = _register(
         "file.compression.zstd-level",
         INT,
         1,
-        "zstd level of data files (Paimon's default, 1: fast; higher levels write smaller files, slower).",
+        "zstd level of data files, manifests and manifest lists (Paimon's default, 1: fast; higher levels write "
+        "smaller files, slower).",
         minimum=1,
     )
 )

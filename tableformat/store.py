@@ -308,14 +308,16 @@ class MetadataStore:
         partition_types: Sequence[DataType],
         *,
         written: list[str] | None = None,
+        level: int | None = None,
     ) -> ManifestFileMeta:
         """Write one manifest file and return its manifest-list row (with partition statistics).
 
         ``written`` gets the path before the write, so a write whose acknowledgement is lost is still cleaned up.
+        ``level`` is the zstd level (Paimon writes manifests at ``file.compression.zstd-level``; None: fastavro's).
         """
         added = sum(1 for e in entries if e.kind == FileKind.ADD)
         return self._write_manifest(
-            entry_codec.write_entries(entries),
+            entry_codec.write_entries(entries, level=level),
             (added, len(entries) - added),
             [e.partition for e in entries],
             ({e.bucket for e in entries}, {e.file.level for e in entries}),
@@ -333,12 +335,13 @@ class MetadataStore:
         partition_types: Sequence[DataType],
         *,
         written: list[str] | None = None,
+        level: int | None = None,
     ) -> ManifestFileMeta:
         """``write_manifest`` of the records' full entries as entries of ``kind`` (the same bytes), written from
         their encoded bodies (entry_codec.write_copies)."""
         count = len(records)
         return self._write_manifest(
-            entry_codec.write_copies(kind, records),
+            entry_codec.write_copies(kind, records, level=level),
             (count, 0) if kind == FileKind.ADD else (0, count),
             list(map(attrgetter("partition"), records)),
             (set(map(attrgetter("bucket"), records)), set(map(attrgetter("level"), records))),
@@ -383,10 +386,15 @@ class MetadataStore:
         return codec.row if codec is not None and codec.types == list(schema[1]) else None
 
     def write_manifest_list(
-        self, metas: Sequence[ManifestFileMeta], names: NameFactory, *, written: list[str] | None = None
+        self,
+        metas: Sequence[ManifestFileMeta],
+        names: NameFactory,
+        *,
+        written: list[str] | None = None,
+        level: int | None = None,
     ) -> WrittenFile:
         name = names.next(MANIFEST_LIST_PREFIX)
-        data = entry_codec.write_manifest_list(metas)
+        data = entry_codec.write_manifest_list(metas, level=level)
         path = self.layout.manifest_file(name)
         if written is not None:
             written.append(path)

@@ -253,10 +253,14 @@ def manifest_meta_from_record(record: dict[str, Any]) -> ManifestFileMeta:
 
 
 # --- files -------------------------------------------------------------------------------------------------------
-def _write(schema: Any, records: Iterable[dict[str, Any]], sync_marker: bytes | None = None) -> bytes:
+def _write(
+    schema: Any, records: Iterable[dict[str, Any]], sync_marker: bytes | None = None, level: int | None = None
+) -> bytes:
     # The unparsed schema dict is passed so the header holds the same schema JSON text pypaimon writes.
     buffer = io.BytesIO()
-    fastavro.writer(buffer, schema, records, codec=CODEC, sync_marker=sync_marker or b"")
+    fastavro.writer(
+        buffer, schema, records, codec=CODEC, sync_marker=sync_marker or b"", codec_compression_level=level
+    )
     return buffer.getvalue()
 
 
@@ -270,9 +274,12 @@ def _read(data: bytes, path: str) -> Iterator[dict[str, Any]]:
         raise CorruptMetadataError(path, f"unreadable Avro ({type(exc).__name__}: {exc})") from None
 
 
-def write_manifest(entries: Iterable[ManifestEntry], *, sync_marker: bytes | None = None) -> bytes:
-    """Bytes of a manifest file (``sync_marker``: 16 bytes, random when not given)."""
-    return _write(MANIFEST_ENTRY_SCHEMA, (entry_to_record(e) for e in entries), sync_marker)
+def write_manifest(
+    entries: Iterable[ManifestEntry], *, sync_marker: bytes | None = None, level: int | None = None
+) -> bytes:
+    """Bytes of a manifest file (``sync_marker``: 16 bytes, random when not given; ``level``: the zstd level, None
+    for fastavro's default, 3)."""
+    return _write(MANIFEST_ENTRY_SCHEMA, (entry_to_record(e) for e in entries), sync_marker, level)
 
 
 def read_manifest(data: bytes, path: str) -> list[ManifestEntry]:
@@ -283,9 +290,12 @@ def read_manifest(data: bytes, path: str) -> list[ManifestEntry]:
         raise CorruptMetadataError(path, f"invalid manifest entry ({exc})") from None
 
 
-def write_manifest_list(metas: Iterable[ManifestFileMeta], *, sync_marker: bytes | None = None) -> bytes:
-    """Bytes of a manifest list file (``sync_marker``: 16 bytes, random when not given)."""
-    return _write(MANIFEST_FILE_META_SCHEMA, (manifest_meta_to_record(m) for m in metas), sync_marker)
+def write_manifest_list(
+    metas: Iterable[ManifestFileMeta], *, sync_marker: bytes | None = None, level: int | None = None
+) -> bytes:
+    """Bytes of a manifest list file (``sync_marker``: 16 bytes, random when not given; ``level`` as for
+    :func:`write_manifest`)."""
+    return _write(MANIFEST_FILE_META_SCHEMA, (manifest_meta_to_record(m) for m in metas), sync_marker, level)
 
 
 def read_manifest_list(data: bytes, path: str) -> list[ManifestFileMeta]:

@@ -57,18 +57,22 @@ except ImportError:  # pragma: no cover - fastavro cannot write zstandard either
 _LOCAL = threading.local()
 
 
-def _compress(data: bytes) -> bytes:
-    """``zstd.compress(data)`` as fastavro calls it (the function makes a ZstdCompressor and ends one frame with
-    it), with one reused compressor per thread: the same frames, without setting up a compressor per block."""
+def _compress(data: bytes, level: int | None) -> bytes:
+    """``zstd.compress(data[, level=level])`` as fastavro calls it (the function makes a ZstdCompressor and ends one
+    frame with it), with one reused compressor per thread and level: the same frames, without setting up a
+    compressor per block."""
     if _zstd is None:
         raise Fallback("no zstd library")
-    compressor = getattr(_LOCAL, "compressor", None)
+    compressors = getattr(_LOCAL, "compressors", None)
+    if compressors is None:
+        compressors = _LOCAL.compressors = {}
+    compressor = compressors.get(level)
     if compressor is None:
-        compressor = _LOCAL.compressor = _zstd.ZstdCompressor()
+        compressor = compressors[level] = _zstd.ZstdCompressor() if level is None else _zstd.ZstdCompressor(level)
     try:
         result: bytes = compressor.compress(data, mode=_zstd.ZstdCompressor.FLUSH_FRAME)
     except BaseException:
-        _LOCAL.compressor = None  # its state is unknown now
+        del compressors[level]  # its state is unknown now
         raise
     return result
 
@@ -234,6 +238,7 @@ def _container(
     sync_marker: bytes | None,
     prefix: bytes = b"",
     schema: dict[str, Any] = avro_codec.MANIFEST_ENTRY_SCHEMA,
+    level: int | None = None,
 ) -> bytes:
     """An Avro container file of encoded records (each ``prefix + record``), laid out as fastavro lays it out: the
     same header, blocks cut after the same records, compressed by the same zstd call."""
@@ -248,25 +253,30 @@ def _container(
         before = ends[start - 1] if start else 0
         end = min(bisect_left(ends, before + _SYNC_INTERVAL, start), len(records) - 1) + 1
         block = records[start:end]
-        data = _compress(prefix + prefix.join(block) if extra else b"".join(block))
+        data = _compress(prefix + prefix.join(block) if extra else b"".join(block), level)
         out += (_long_bytes(end - start), _long_bytes(len(data)), data, sync)
         start = end
     return b"".join(out)
 
 
-def write_entries(entries: Iterable[ManifestEntry], *, sync_marker: bytes | None = None) -> bytes:
-    """Exactly ``avro_codec.write_manifest(entries)`` (byte for byte with the same sync marker), faster."""
+def write_entries(
+    entries: Iterable[ManifestEntry], *, sync_marker: bytes | None = None, level: int | None = None
+) -> bytes:
+    """Exactly ``avro_codec.write_manifest(entries, level=level)`` (byte for byte with the same sync marker),
+    faster."""
     entries = list(entries)
     try:
-        return _container([_KIND_BYTES[e.kind] + _body(e) for e in entries], sync_marker)
+        return _container([_KIND_BYTES[e.kind] + _body(e) for e in entries], sync_marker, level=level)
     except Exception:  # a value the fast path does not handle: the reference writes it or raises its error
-        return avro_codec.write_manifest(entries, sync_marker=sync_marker)
+        return avro_codec.write_manifest(entries, sync_marker=sync_marker, level=level)
 
 
-def write_copies(kind: FileKind, records: Sequence[EntryRecord], *, sync_marker: bytes | None = None) -> bytes:
+def write_copies(
+    kind: FileKind, records: Sequence[EntryRecord], *, sync_marker: bytes | None = None, level: int | None = None
+) -> bytes:
     """The manifest of ``records`` as entries of ``kind``: exactly ``write_entries`` of their full entries with that
     kind, written from their bodies."""
-    return _container(list(map(attrgetter("body"), records)), sync_marker, _KIND_BYTES[kind])
+    return _container(list(map(attrgetter("body"), records)), sync_marker, _KIND_BYTES[kind], level=level)
 
 
 def _meta_bytes(meta: ManifestFileMeta) -> bytes:
@@ -291,10 +301,15 @@ def _meta_bytes(meta: ManifestFileMeta) -> bytes:
     )
 
 
-def write_manifest_list(metas: Iterable[ManifestFileMeta], *, sync_marker: bytes | None = None) -> bytes:
-    """Exactly ``avro_codec.write_manifest_list(metas)`` (byte for byte with the same sync marker), faster."""
+def write_manifest_list(
+    metas: Iterable[ManifestFileMeta], *, sync_marker: bytes | None = None, level: int | None = None
+) -> bytes:
+    """Exactly ``avro_codec.write_manifest_list(metas, level=level)`` (byte for byte with the same sync marker),
+    faster."""
     metas = list(metas)
     try:
-        return _container([_meta_bytes(m) for m in metas], sync_marker, schema=avro_codec.MANIFEST_FILE_META_SCHEMA)
+        return _container(
+            [_meta_bytes(m) for m in metas], sync_marker, schema=avro_codec.MANIFEST_FILE_META_SCHEMA, level=level
+        )
     except Exception:  # a value the fast path does not handle: the reference writes it or raises its error
-        return avro_codec.write_manifest_list(metas, sync_marker=sync_marker)
+        return avro_codec.write_manifest_list(metas, sync_marker=sync_marker, level=level)

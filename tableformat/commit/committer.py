@@ -41,6 +41,7 @@ from tableformat.options import (
     COMMIT_MAX_RETRIES,
     COMMIT_MAX_RETRY_WAIT,
     COMMIT_MIN_RETRY_WAIT,
+    FILE_COMPRESSION_ZSTD_LEVEL,
     MANIFEST_FULL_COMPACTION_SIZE,
     MANIFEST_MERGE_MIN_COUNT,
     MANIFEST_TARGET_FILE_SIZE,
@@ -125,6 +126,8 @@ class Committer:
         self.store = store
         self.schema = schema
         self.options = TableOptions(schema.options)
+        self.zstd_level = self.options.require(FILE_COMPRESSION_ZSTD_LEVEL)
+        """Paimon writes manifests and manifest lists at the data files' zstd level (its Avro format's codec)."""
         self.codec = store.partition_codec(schema)
         self.partition_types = [f.type for f in schema.partition_fields]
         self._changed: tuple[dict[str, Any], ...] = ()
@@ -255,13 +258,16 @@ class Committer:
             if not copies:
                 return None
             meta = store.write_manifest_copies(
-                FileKind.DELETE, copies, names, self.schema.id, self.partition_types, written=written
-            )
+                FileKind.DELETE, copies, names, self.schema.id, self.partition_types, written=written,
+                level=self.zstd_level,
+            )  # fmt: skip
             return meta, 0, sum(map(attrgetter("row_count"), copies))
         delta = self._delta(latest, request)
         if not delta:
             return None
-        meta = store.write_manifest(delta, names, self.schema.id, self.partition_types, written=written)
+        meta = store.write_manifest(
+            delta, names, self.schema.id, self.partition_types, written=written, level=self.zstd_level
+        )
         added_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.ADD)
         deleted_rows = sum(e.file.row_count for e in delta if e.kind == FileKind.DELETE)
         return meta, added_rows, deleted_rows
@@ -397,14 +403,15 @@ class Committer:
                 target_size=self.options.require(MANIFEST_TARGET_FILE_SIZE),
                 merge_min_count=self.options.require(MANIFEST_MERGE_MIN_COUNT),
                 full_compaction_size=self.options.require(MANIFEST_FULL_COMPACTION_SIZE),
+                zstd_level=self.zstd_level,
             ),
         )
         try:
             base = merger.merge(base_manifests)
         finally:
             written.extend(merger.written)
-        base_list = store.write_manifest_list(base, names, written=written)
-        delta_list = store.write_manifest_list([delta_meta], names, written=written)
+        base_list = store.write_manifest_list(base, names, written=written, level=self.zstd_level)
+        delta_list = store.write_manifest_list([delta_meta], names, written=written, level=self.zstd_level)
 
         previous_total = latest.total_record_count if latest is not None else 0
         commit_log = read_commit_log(latest)

@@ -24,6 +24,8 @@ class MergePolicy:
     target_size: int
     merge_min_count: int
     full_compaction_size: int
+    zstd_level: int | None = None
+    """The zstd level merged manifests are written at (None: fastavro's default)."""
 
 
 class ManifestMerger:
@@ -110,6 +112,7 @@ class ManifestMerger:
                 self.schema_id,
                 self.partition_types,
                 written=self.written,
+                level=self.policy.zstd_level,
             )
             result.append(meta)
         return result

@@ -19,7 +19,7 @@ import fastavro
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_codec_projection import SAMPLES, _entry, _outcome
+from test_codec_projection import SAMPLES, _entry, _meta, _outcome
 
 from tableformat.codec import avro_codec, avro_projection, entry_codec, entry_decoder
 from tableformat.model import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
@@ -59,6 +59,22 @@ def test_write_entries_is_byte_for_byte_the_reference() -> None:
         assert data == avro_codec.write_manifest(entries, sync_marker=SYNC)
         if entries:
             assert len(fastavro.reader(io.BytesIO(data)).metadata) == 2
+
+
+@pytest.mark.parametrize("level", [1, 3, 9])
+def test_each_zstd_level_is_byte_for_byte_the_reference(level: int) -> None:
+    entries = [_entry(i) for i in range(3000)]
+    data = entry_codec.write_entries(entries, sync_marker=SYNC, level=level)
+    assert data == avro_codec.write_manifest(entries, sync_marker=SYNC, level=level)
+    records = entry_codec.read_entry_records(data, "manifest/m")
+    copies = entry_codec.write_copies(FileKind.DELETE, records, sync_marker=SYNC, level=level)
+    assert copies == avro_codec.write_manifest([e.as_kind(FileKind.DELETE) for e in entries], sync_marker=SYNC,
+                                               level=level)  # fmt: skip
+    metas = [_meta(i) for i in range(500)]
+    listed = entry_codec.write_manifest_list(metas, sync_marker=SYNC, level=level)
+    assert listed == avro_codec.write_manifest_list(metas, sync_marker=SYNC, level=level)
+    assert entry_codec.read_entries(data, "manifest/m") == entries
+    assert (data == entry_codec.write_entries(entries, sync_marker=SYNC)) is (level == 3)  # fastavro's default: 3
 
 
 def test_reading_our_files_takes_the_fast_path_and_matches() -> None:
