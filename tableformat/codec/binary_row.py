@@ -20,6 +20,7 @@ from tableformat.model.types import BINARY_ROOTS, STRING_ROOTS, DataType
 
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_ORDINAL = EPOCH_DATE.toordinal()
 
 _HEADER_BITS = 8
 
@@ -148,68 +149,78 @@ def row_arity(data: bytes) -> int:
     return int(struct.unpack_from(">i", data, 0)[0])
 
 
+_LONG = struct.Struct("<q").unpack_from
+_INT = struct.Struct("<i").unpack_from
+_ARITY = struct.Struct(">i").unpack_from
+
+
 def _decode(data: bytes, types: Sequence[DataType]) -> list[object]:
-    arity = row_arity(data)
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    arity = _ARITY(data, 0)[0]
     if arity != len(types):
         raise ValueError(f"row has {arity} fields, expected {len(types)}")
-    row = memoryview(data)[4:]
     bits = null_bits_width(arity)
-    if len(row) < bits + 8 * arity:
+    row_size = len(data) - 4
+    if row_size < bits + 8 * arity:
         raise ValueError("row shorter than its fixed part")
     result: list[object] = []
     for index, dtype in enumerate(types):
         bit = index + _HEADER_BITS
-        if row[bit // 8] & (1 << (bit % 8)):
+        if data[4 + bit // 8] & (1 << (bit % 8)):
             result.append(None)
             continue
-        slot = bits + 8 * index
+        slot = 4 + bits + 8 * index  # in ``data``: the row starts after the 4-byte arity
         root = dtype.root
         value: object
-        if root == "BOOLEAN":
-            value = row[slot] != 0
-        elif root == "TINYINT":
-            value = struct.unpack_from("<b", row, slot)[0]
-        elif root == "SMALLINT":
-            value = struct.unpack_from("<h", row, slot)[0]
-        elif root in ("INT", "TIME"):
-            value = struct.unpack_from("<i", row, slot)[0]
-        elif root == "DATE":
-            value = EPOCH_DATE + dt.timedelta(days=struct.unpack_from("<i", row, slot)[0])
-        elif root == "BIGINT":
-            value = struct.unpack_from("<q", row, slot)[0]
-        elif root == "FLOAT":
-            value = struct.unpack_from("<f", row, slot)[0]
-        elif root == "DOUBLE":
-            value = struct.unpack_from("<d", row, slot)[0]
-        elif root == "DECIMAL":
-            if dtype.precision <= 18:
-                unscaled = struct.unpack_from("<q", row, slot)[0]
-            else:
-                packed = struct.unpack_from("<q", row, slot)[0]
-                offset, length = packed >> 32, packed & 0xFFFFFFFF
-                unscaled = int.from_bytes(bytes(row[offset : offset + length]), "big", signed=True)
-            value = Decimal(unscaled).scaleb(-dtype.scale)
-        elif root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-            packed = struct.unpack_from("<q", row, slot)[0]
-            if dtype.precision <= 3:
-                value = _millis_nanos_to_timestamp(packed, 0)
-            else:
-                offset, nanos = packed >> 32, packed & 0xFFFFFFFF
-                millis = struct.unpack_from("<q", row, offset)[0]
-                value = _millis_nanos_to_timestamp(millis, nanos)
-        elif root in STRING_ROOTS or root in BINARY_ROOTS:
-            marker = row[slot + 7]
+        if root in STRING_ROOTS or root in BINARY_ROOTS:  # the usual partition column first
+            marker = data[slot + 7]
             if marker & 0x80:
-                length = marker & 0x7F
-                raw = bytes(row[slot : slot + length])
+                raw = data[slot : slot + (marker & 0x7F)]
             else:
-                packed = struct.unpack_from("<q", row, slot)[0]
+                packed = _LONG(data, slot)[0]
                 offset, length = packed >> 32, packed & 0xFFFFFFFF
-                if offset + length > len(row):
+                if offset + length > row_size:
                     raise ValueError("variable-length field points past the row")
-                raw = bytes(row[offset : offset + length])
+                raw = data[4 + offset : 4 + offset + length]
             value = raw.decode("utf-8") if root in STRING_ROOTS else raw
+        elif root == "DATE":
+            value = dt.date.fromordinal(_EPOCH_ORDINAL + _INT(data, slot)[0])  # = EPOCH_DATE + timedelta(days), faster
+        elif root in ("INT", "TIME"):
+            value = _INT(data, slot)[0]
+        elif root == "BIGINT":
+            value = _LONG(data, slot)[0]
         else:
-            raise ValueError(f"cannot decode type {dtype}")
+            value = _decode_other(data, slot, dtype)
         result.append(value)
     return result
+
+
+def _decode_other(data: bytes, slot: int, dtype: DataType) -> object:
+    """A field of any other type, at ``slot`` of ``data`` (a serialized row: offsets count from ``data[4]``)."""
+    root = dtype.root
+    if root == "BOOLEAN":
+        return data[slot] != 0
+    if root == "TINYINT":
+        return struct.unpack_from("<b", data, slot)[0]
+    if root == "SMALLINT":
+        return struct.unpack_from("<h", data, slot)[0]
+    if root == "FLOAT":
+        return struct.unpack_from("<f", data, slot)[0]
+    if root == "DOUBLE":
+        return struct.unpack_from("<d", data, slot)[0]
+    if root == "DECIMAL":
+        if dtype.precision <= 18:
+            unscaled = _LONG(data, slot)[0]
+        else:
+            packed = _LONG(data, slot)[0]
+            offset, length = packed >> 32, packed & 0xFFFFFFFF
+            unscaled = int.from_bytes(data[4 + offset : 4 + offset + length], "big", signed=True)
+        return Decimal(unscaled).scaleb(-dtype.scale)
+    if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        packed = _LONG(data, slot)[0]
+        if dtype.precision <= 3:
+            return _millis_nanos_to_timestamp(packed, 0)
+        offset, nanos = packed >> 32, packed & 0xFFFFFFFF
+        return _millis_nanos_to_timestamp(_LONG(data, 4 + offset)[0], nanos)
+    raise ValueError(f"cannot decode type {dtype}")
