@@ -8,6 +8,8 @@ from decimal import Decimal
 
 import fastavro
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tableformat.codec import avro_codec, json_codec
 from tableformat.codec.binary_row import decode_row, encode_row
@@ -54,6 +56,48 @@ def test_row_round_trip_every_type(dtype: DataType, value: object) -> None:
     row = encode_row([value, None, value], types)
     assert decode_row(row, types) == [value, None, value]
     assert len(row) % 8 == 4  # arity prefix + word-aligned row
+
+
+_ROW_TYPES: list[tuple[DataType, st.SearchStrategy[object]]] = [
+    (DataType("BOOLEAN"), st.booleans()),
+    (DataType("TINYINT"), st.integers(-(2**7), 2**7 - 1)),
+    (DataType("SMALLINT"), st.integers(-(2**15), 2**15 - 1)),
+    (DataType("INT"), st.integers(-(2**31), 2**31 - 1)),
+    (DataType("BIGINT"), st.integers(-(2**63), 2**63 - 1)),
+    (DataType("DOUBLE"), st.floats(allow_nan=False)),
+    (DataType("DECIMAL", (10, 2)), st.decimals(-(10**7), 10**7, places=2)),
+    (DataType("DECIMAL", (30, 4)), st.decimals(-(10**25), 10**25, places=4)),
+    (DataType("STRING"), st.text(max_size=20)),
+    (DataType("BYTES"), st.binary(max_size=20)),
+    (DataType("DATE"), st.dates()),
+    (DataType("TIMESTAMP", (3,)), st.datetimes().map(lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000))),
+    (DataType("TIMESTAMP", (6,)), st.datetimes()),
+]
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> tuple[list[DataType], list[object]]:
+    chosen = draw(st.lists(st.sampled_from(_ROW_TYPES), min_size=1, max_size=5))
+    return [t for t, _ in chosen], [draw(st.none() | values) for _, values in chosen]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_rows(), st.data())
+def test_rows_of_mixed_types_round_trip_and_corruption_is_one_error(
+    row: tuple[list[DataType], list[object]], data: st.DataObject
+) -> None:
+    types, values = row
+    encoded = encode_row(values, types)
+    assert decode_row(encoded, types) == values
+    damaged = bytearray(encoded)
+    for index in data.draw(st.lists(st.integers(0, len(encoded) - 1), min_size=1, max_size=3)):
+        damaged[index] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(encoded)))
+    for corrupt in (bytes(damaged), encoded[:cut]):
+        try:
+            decode_row(corrupt, types)
+        except CorruptMetadataError:
+            pass  # a bad row is one error type, whatever is wrong with it
 
 
 def test_date_is_days_since_epoch() -> None:
