@@ -6,6 +6,7 @@ This is the only module that turns metadata paths into bytes and bytes into mode
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -557,9 +558,7 @@ def partition_stats(
     decodes a row as ``decode_row`` does (a codec's cached ``row``)."""
     if not types:
         return EMPTY_STATS
-    counts: dict[bytes, int] = {}
-    for partition in partitions:
-        counts[partition] = counts.get(partition, 0) + 1
+    counts = Counter(partitions)  # counted in C
     if not counts:
         return SimpleStats(null_counts=tuple(0 for _ in types))
     decode = rows or (lambda p, source: decode_row(p, types, source=source))
