@@ -79,6 +79,10 @@ class CountingFileIO(ForwardingFileIO):
         self.activity.count("listings")
         return self.inner.walk_files(path)
 
+    def list_subtree(self, path: str) -> list[FileInfo]:
+        self.activity.count("listings")
+        return self.inner.list_subtree(path)
+
     def delete_files(self, paths: Sequence[str]) -> list[str]:
         deleted = self.inner.delete_files(paths)
         self.activity.count("deletes", len(deleted))

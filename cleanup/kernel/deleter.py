@@ -46,6 +46,17 @@ class DeletionFile(NamedTuple):
     size: int
 
 
+class Existence(NamedTuple):
+    """Which of some files exist, asked of the store ahead of their deletion (Deleter.ask_existence)."""
+
+    present: frozenset[str]
+    """Relative paths found as files."""
+    unanswered: dict[str, str]
+    """``{relative path: 'path: reason'}`` of files whose existence could not be told (a directory, an error)."""
+    error: OSError | None = None
+    """The error that left the whole question unanswered."""
+
+
 class Deleter:
     """Deletes files of one table and keeps the account: deleted paths and bytes, failures, progress."""
 
@@ -96,13 +107,40 @@ class Deleter:
         absent = [rel for path, (rel, _) in by_path.items() if rel not in done and path not in refused]
         return deleted, failed, error, absent
 
-    def delete(self, files: Sequence[tuple[str, int]], *, ordered: bool = False, listed: bool = False) -> list[str]:
+    def ask_existence(self, files: Sequence[tuple[str, int]]) -> Existence:
+        """Which of the files exist, asked of the store by itself (FileIO.existing_files: on object stores one
+        listing per directory), so that the question can go out while the operation does something else; the
+        answer is handed to :meth:`delete` later. Nothing is recorded here."""
+        root = self.layout.root.rstrip("/") + "/"
+        by_path = {root + rel.strip("/"): rel for rel, _ in files}
+        try:
+            present, failed = self.io.existing_files(list(by_path))
+        except OSError as exc:
+            return Existence(frozenset(), {rel: f"{rel}: {exc}" for rel in by_path.values()}, exc)
+        unanswered = {by_path[f.partition(": ")[0]]: f for f in failed if f.partition(": ")[0] in by_path}
+        return Existence(frozenset(by_path[p] for p in present if p in by_path), unanswered)
+
+    def delete(
+        self,
+        files: Sequence[tuple[str, int]],
+        *,
+        ordered: bool = False,
+        listed: bool = False,
+        existence: Existence | None = None,
+    ) -> list[str]:
         """Delete the files (``(relative path, size)`` pairs); returns the paths actually deleted, in order of
         confirmation. Failures are recorded, not raised.
 
         ``ordered``: batches one after another in the given order (e.g. snapshot files ascending). ``listed``: this
-        operation saw every file in a listing or read it, so it existed (see the module docstring).
+        operation saw every file in a listing or read it, so it existed (see the module docstring). ``existence``:
+        the store's answer to :meth:`ask_existence` for (a superset of) the files, taken before this call: files it
+        found are deleted as listed, the others are recorded as absent or, unanswered, as failures.
         """
+        if existence is not None:
+            failed = [existence.unanswered[rel] for rel, _ in files if rel in existence.unanswered]
+            absent = [rel for rel, _ in files if rel not in existence.present and rel not in existence.unanswered]
+            self._record([], failed, existence.error if failed else None, absent)
+            files, listed = [f for f in files if f[0] in existence.present], True
         if not files:
             return []
         if self.io.bulk_delete:

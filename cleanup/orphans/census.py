@@ -18,10 +18,11 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
 
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.layout import (
@@ -48,6 +49,8 @@ from tableformat.layout import (
 from tableformat.model.partition import escape_path_name
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 DATA_FORMATS = ("parquet", "orc", "avro")
 
@@ -235,14 +238,41 @@ def walk_table(
     of the kinds in ``without_file_stats`` are listed by FileIO.list_dir_without_file_stats (sizes and mtimes of
     their files may be UNKNOWN). ``data_dir``: the table's data directory relative to the root
     (:func:`tableformat.data_paths.data_directory`); partition and bucket directories are looked for only there.
+
+    Where the store lists a whole subtree at once (``FileIO.lists_subtrees``: object stores), the root is listed
+    by itself and every directory the format uses below it (``snapshot/``, ``manifest/``, a first-level partition,
+    ``branch/``, ...) by one recursive listing, all of them in parallel: two round trips instead of one per level.
+    Each subtree then answers the same walk exactly as the per-directory listings would (:class:`_Subtree`), so
+    the same directories are yielded with the same entries; unknown directories next to the root's known ones are
+    never listed at all, and nothing found in a subtree below a directory the walk does not enter is yielded.
     """
     shape = _Shape(partition_dir_prefixes(partition_keys), tuple(data_dir.split("/")) if data_dir else ())
     lister = _Lister(pool, file_io, window, without_file_stats)
-    frontier = [_Pending(DirKind.ROOT, layout.root)]
+    root = [_Pending(DirKind.ROOT, layout.root)]
+    if not file_io.lists_subtrees:
+        yield from _walk(root, lister.listings, layout, shape)
+        return
+    below: list[_Pending] = []
+    yield from _walk(root, lister.listings, layout, shape, below)
+    for pending, subtree in lister.subtrees(below):
+        yield from _walk([pending], subtree.listings, layout, shape)
+
+
+_ListLevel = Callable[[list["_Pending"]], Iterator[tuple["_Pending", list[FileInfo]]]]
+
+
+def _walk(
+    frontier: list[_Pending],
+    list_level: _ListLevel,
+    layout: TableLayout,
+    shape: _Shape,
+    stop: list[_Pending] | None = None,
+) -> Iterator[Listing]:
+    """Breadth first from ``frontier``, each level listed by ``list_level``; with ``stop``, only the first level,
+    whose children are put into ``stop`` instead of being listed."""
     while frontier:
-        listed = lister.listings(frontier)
         next_frontier: list[_Pending] = []
-        for pending, entries in listed:
+        for pending, entries in list_level(frontier):
             rel = "" if pending.kind == DirKind.ROOT else layout.relative(pending.path)
             if pending.kind in _DATA_KINDS and any(e.is_dir and e.name in TABLE_ROOT_MARKERS for e in entries):
                 log.warning("%s is the root of another table: not entered, nothing in it is touched", pending.path)
@@ -259,7 +289,45 @@ def walk_table(
             )
             next_frontier.extend(_children(listing, shape))
             yield listing
+        if stop is not None:
+            stop.extend(next_frontier)
+            return
         frontier = next_frontier
+
+
+class _Subtree:
+    """One recursive listing of a directory, answering every directory below it exactly as ``list_dir`` would:
+    its files, and a directory entry (path without the trailing ``/``, size and mtime 0) for every child prefix
+    some key has, directory marker objects included; sorted by path."""
+
+    __slots__ = ("dirs", "files", "size")
+
+    def __init__(self, path: str, infos: list[FileInfo]) -> None:
+        self.size = len(infos)
+        self.dirs: dict[str, set[str]] = {}
+        self.files: dict[str, list[FileInfo]] = {}
+        base = f"{path}/"
+        for info in infos:
+            if not info.path.startswith(base):
+                continue  # never anything outside the listed directory
+            directory, rest = base, info.path[len(base) :]
+            slash = rest.find("/")
+            while slash >= 0:
+                child = directory + rest[: slash + 1]
+                self.dirs.setdefault(directory, set()).add(child)
+                directory, rest = child, rest[slash + 1 :]
+                slash = rest.find("/")
+            if rest and not info.is_dir:
+                self.files.setdefault(directory, []).append(info)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        prefix = f"{path}/"
+        entries = list(self.files.get(prefix, ()))
+        entries += [FileInfo(child.rstrip("/"), 0, 0, True) for child in self.dirs.get(prefix, ())]
+        return sorted(entries, key=lambda info: info.path)
+
+    def listings(self, frontier: list[_Pending]) -> Iterator[tuple[_Pending, list[FileInfo]]]:
+        return ((pending, self.list_dir(pending.path)) for pending in frontier)
 
 
 _DATA_KINDS = frozenset({DirKind.PARTITION, DirKind.BUCKET, DirKind.DATA_DIR})
@@ -275,7 +343,7 @@ class _Lister:
     A listing costs memory per entry until it is consumed, and a few huge bucket directories listed together
     would dominate peak memory. So on every level the bound starts at 2 and doubles (up to ``window``) after every
     small listing, and falls back to 2 after a big one: tables with many small partitions are listed at full
-    parallelism, tables with a few huge directories two at a time.
+    parallelism, tables with a few huge directories two at a time. Subtrees (recursive listings) likewise.
     """
 
     def __init__(self, pool: Executor, file_io: FileIO, window: int, without_file_stats: frozenset[DirKind]) -> None:
@@ -286,25 +354,38 @@ class _Lister:
         self.without_file_stats = without_file_stats
 
     def listings(self, frontier: list[_Pending]) -> Iterator[tuple[_Pending, list[FileInfo]]]:
-        pending: deque[tuple[_Pending, Future[list[FileInfo]]]] = deque()
+        def list_dir(item: _Pending) -> Callable[[str], list[FileInfo]]:
+            lazy = item.kind in self.without_file_stats
+            return self.file_io.list_dir_without_file_stats if lazy else self.file_io.list_dir
+
+        return self._bounded(frontier, list_dir, len)
+
+    def subtrees(self, frontier: list[_Pending]) -> Iterator[tuple[_Pending, _Subtree]]:
+        def list_subtree(item: _Pending) -> Callable[[str], _Subtree]:
+            return lambda path: _Subtree(path, self.file_io.list_subtree(path))
+
+        return self._bounded(frontier, list_subtree, lambda subtree: subtree.size)
+
+    def _bounded(
+        self, frontier: list[_Pending], call: Callable[[_Pending], Callable[[str], _T]], size: Callable[[_T], int]
+    ) -> Iterator[tuple[_Pending, _T]]:
+        pending: deque[tuple[_Pending, Future[_T]]] = deque()
         self.window = min(2, self.limit)  # every level starts slow: its directories may all be huge
         for item in frontier:
             while len(pending) >= self.window:
-                yield self._next(pending)
-            lazy = item.kind in self.without_file_stats
-            list_dir = self.file_io.list_dir_without_file_stats if lazy else self.file_io.list_dir
-            pending.append((item, self.pool.submit(list_dir, item.path)))
+                yield self._next(pending, size)
+            pending.append((item, self.pool.submit(call(item), item.path)))
         while pending:
-            yield self._next(pending)
+            yield self._next(pending, size)
 
-    def _next(self, pending: deque[tuple[_Pending, Future[list[FileInfo]]]]) -> tuple[_Pending, list[FileInfo]]:
+    def _next(self, pending: deque[tuple[_Pending, Future[_T]]], size: Callable[[_T], int]) -> tuple[_Pending, _T]:
         item, future = pending.popleft()
-        entries = future.result()
-        if len(entries) > BIG_DIRECTORY:
+        value = future.result()
+        if size(value) > BIG_DIRECTORY:
             self.window = min(2, self.limit)
         else:
             self.window = min(self.limit, self.window * 2)
-        return item, entries
+        return item, value
 
 
 @dataclass(frozen=True, slots=True)

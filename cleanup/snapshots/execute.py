@@ -301,18 +301,20 @@ def _complete(
     deleter = Deleter(
         ctx.io, ctx.layout, workers.threads, progress=progress, total=plan.file_count(), label="expiration deleted"
     )
-    if plan.end is not None:
-        hint.advance(ctx, plan.end)
-    consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
-    snapshots = _delete(deleter, plan.snapshot_files, ordered=True, listed=fresh)
-    now = (
-        roots_now(ctx, plan, workers, branches=_deletes_files(plan)) if plan.tag_files or _deletes_files(plan) else None
-    )
-    tags = _delete(deleter, _unchanged_tags(plan, now), listed=True) if now is not None else []
-    _stop_on_failures(ctx, deleter, journal)
-    plan = protect_new_tags(ctx, plan, workers, now)
-    extras = [PlannedFile(e, 0) for f in plan.data_files for e in f.extras]
-    gone = set(_delete(deleter, [*plan.data_files, *extras, *plan.manifests, *plan.manifest_lists]))
+    ahead = ctx.io.bulk_delete and _deletes_files(plan)  # the existence question goes out now, see _data_step
+    with executor(2 if ahead else 1, "tablefmt-existence") as pool:
+        asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None
+        if plan.end is not None:
+            hint.advance(ctx, plan.end)
+        consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
+        snapshots = _delete(deleter, plan.snapshot_files, ordered=True, listed=fresh)
+        deletes = _deletes_files(plan)
+        now = roots_now(ctx, plan, workers, branches=deletes) if plan.tag_files or deletes else None
+        tags = _delete(deleter, _unchanged_tags(plan, now), listed=True) if now is not None else []
+        _stop_on_failures(ctx, deleter, journal)
+        plan = protect_new_tags(ctx, plan, workers, now)
+        existence = asked.result() if asked is not None else None
+    gone = set(deleter.delete(_data_step(plan), existence=existence))
     _stop_on_failures(ctx, deleter, journal)
     data, manifests, lists = (
         [f for f in files if f.path in gone] for files in (plan.data_files, plan.manifests, plan.manifest_lists)
@@ -337,6 +339,19 @@ def _complete(
         notes=tuple(n for n in (plan.note, _absent_note(deleter)) if n),
         backlog=plan.backlog,
     )
+
+
+def _data_step(plan: ExpirePlan) -> list[tuple[str, int]]:
+    """Step 7's files: data files with their extra files, manifests and manifest lists.
+
+    On object stores, which of them exist (one listing per directory) is asked when step 2 starts, alongside steps
+    2-6, and the answer is used by step 7: it is a read, so it changes no order of writes and deletes the journal
+    argument rests on; it only says which files existed before this run deleted them (for the report). A file
+    another run deletes between the question and step 7 is reported by both runs, the window docs/reliability.md
+    names for every S3 delete, here from the question on."""
+    files = [(f.path, f.size) for f in plan.data_files]
+    files += [(extra, 0) for f in plan.data_files for extra in f.extras]
+    return files + [(f.path, f.size) for f in (*plan.manifests, *plan.manifest_lists)]
 
 
 def _absent_note(deleter: Deleter) -> str:

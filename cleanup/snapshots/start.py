@@ -57,12 +57,24 @@ class PlanStart:
             return tags
         raise AssertionError("unreachable")
 
+    def _all(self, *checks: Callable[[], bool]) -> bool:
+        """Whether every check holds: one after another, stopping at the first that fails, or on object stores all
+        at once (one round trip; a stale hint then costs the checks after the failing one too)."""
+        if not self.cache.parallel:
+            return all(check() for check in checks)
+        with executor(len(checks), "tablefmt-hint") as pool:
+            futures = [pool.submit(check) for check in checks]
+            results = [future.result() for future in futures]  # every answer (or the first error) before judging
+        return all(results)
+
     def _earliest(self) -> int | None:
         """EARLIEST if that snapshot exists and the one before it does not, else the listing's min; the hinted
         snapshot is read (it starts the range) rather than checked with a request of its own."""
         store = self.ctx.store
         self.earliest_hint = hint = store.read_hint(EARLIEST)
-        if hint is not None and self._read(hint) is not None and not store.snapshot_exists(hint - 1):
+        if hint is not None and self._all(
+            lambda: self._read(hint) is not None, lambda: not store.snapshot_exists(hint - 1)
+        ):
             return hint
         ids = self._ids()
         return ids[0] if ids else None
@@ -70,7 +82,9 @@ class PlanStart:
     def _latest(self) -> int | None:
         store = self.ctx.store
         hint = store.read_hint(LATEST)
-        if hint is not None and not store.snapshot_exists(hint + 1) and store.snapshot_exists(hint):
+        if hint is not None and self._all(
+            lambda: not store.snapshot_exists(hint + 1), lambda: store.snapshot_exists(hint)
+        ):
             return hint
         ids = self._ids()
         return ids[-1] if ids else None

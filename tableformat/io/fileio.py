@@ -110,6 +110,15 @@ class FileIO(ABC):
     def walk_files(self, path: str) -> Iterator[FileInfo]:
         """Every file (not directory) below ``path``, recursively; nothing when it does not exist."""
 
+    lists_subtrees: bool = False
+    """True where one recursive listing of a directory (list_subtree) takes fewer round trips than a listing per
+    directory below it (object stores: ListObjectsV2 without a delimiter, 1,000 keys a page whatever the depth)."""
+
+    def list_subtree(self, path: str) -> list[FileInfo]:
+        """Every file below ``path`` at any depth, with directory marker objects (keys ending in ``/``) as
+        directories whose path keeps its trailing ``/``; [] when nothing is there. By default: walk_files."""
+        return list(self.walk_files(path))
+
     @abstractmethod
     def delete_files(self, paths: Sequence[str]) -> list[str]:
         """Delete files (never directories); return those that existed and are gone now.
@@ -117,6 +126,13 @@ class FileIO(ABC):
         A path that is already missing is not reported as deleted. Failures other than a missing file raise a
         StorageError naming the path, after the other paths of the batch have been attempted.
         """
+
+    def existing_files(self, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(the paths that exist as files, failures ``'path: reason'``): what delete_files must ask the store before
+        deleting where a delete does not say whether the file existed (object stores), asked on its own, so that
+        the question can overlap other work; then delete_listed deletes the existing ones. By default a
+        file_exists each."""
+        return [path for path in paths if self.file_exists(path)], []
 
     def delete_listed(self, paths: Sequence[str]) -> list[str]:
         """Delete files this operation saw in a listing or read (so it knows they existed), without asking the store

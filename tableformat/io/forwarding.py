@@ -18,6 +18,7 @@ class ForwardingFileIO(FileIO):
         self.is_object_store = inner.is_object_store
         self.latency_bound = inner.latency_bound
         self.bulk_delete = inner.bulk_delete
+        self.lists_subtrees = inner.lists_subtrees
 
     def read_bytes(self, path: str) -> bytes:
         return self.inner.read_bytes(path)
@@ -51,8 +52,14 @@ class ForwardingFileIO(FileIO):
     def walk_files(self, path: str) -> Iterator[FileInfo]:
         return self.inner.walk_files(path)
 
+    def list_subtree(self, path: str) -> list[FileInfo]:
+        return self.inner.list_subtree(path)
+
     def delete_files(self, paths: Sequence[str]) -> list[str]:
         return self.inner.delete_files(paths)
+
+    def existing_files(self, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+        return self.inner.existing_files(paths)
 
     # delete_listed is not forwarded either: the base's calls self.delete_files, which wrappers (fault injection,
     # executors) override; a wrapper that wants the inner store's cheaper path overrides delete_listed itself

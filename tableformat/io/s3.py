@@ -290,13 +290,23 @@ class S3FileIO(FsspecFileIO):
         return sorted(result, key=lambda info: info.path)
 
     def walk_files(self, path: str) -> Iterator[FileInfo]:
+        return (info for info in self._subtree(path) if not info.is_dir)
+
+    lists_subtrees = True
+
+    def list_subtree(self, path: str) -> list[FileInfo]:
+        return list(self._subtree(path))
+
+    def _subtree(self, path: str) -> Iterator[FileInfo]:
+        """ListObjectsV2 of ``<path>/`` without a delimiter: every key below, 1,000 a page, whatever the depth;
+        directory marker objects come back as directories (their path keeps the trailing ``/``)."""
         bucket, key = split_path(path)
         try:
             for page in self._pages(bucket, f"{key}/" if key else ""):
                 for entry in page.get("Contents", []):
-                    if not entry["Key"].endswith("/"):
-                        yield self._file_info(bucket, entry)
-        except FileNotFoundError:
+                    marker = entry["Key"].endswith("/")
+                    yield FileInfo(f"{bucket}/{entry['Key']}", 0, 0, True) if marker else self._file_info(bucket, entry)
+        except FileNotFoundError:  # no such bucket
             return
 
     @_scrubbed
@@ -387,22 +397,37 @@ class S3FileIO(FsspecFileIO):
         could not be deleted.
         """
         wanted, failed = self._keys(paths)
-        groups: dict[tuple[str, str], list[str]] = {}
-        for bucket, key in wanted:
-            groups.setdefault((bucket, key.rpartition("/")[0]), []).append(key)
-        existing: list[tuple[str, str]] = []
         with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="tablefmt-s3") as pool:
-            found = self._classify_all(pool, [(bucket, sorted(keys)) for (bucket, _), keys in groups.items()])
-            for bucket, files, missing, errors in found:
-                existing += [(bucket, key) for key in files]
-                failed += [f"{wanted[bucket, key]}: {reason}" for key, reason in errors.items()]
-                failed += [f"{wanted[bucket, key]}: is a directory" for key, is_dir in missing.items() if is_dir]
+            existing = self._settle(pool, wanted, failed)
             gone, refused = self._delete_keys(pool, existing)
         failed += [f"{wanted[bk]}: {reason}" for bk, reason in refused.items()]
         result = [path for bk, path in wanted.items() if bk in gone]
         if failed:
             raise DeleteFailedError(f"could not delete {len(failed)} file(s): {failed[0]}", result, failed)
         return result
+
+    @_scrubbed
+    def existing_files(self, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+        """What delete_files settles before deleting (a range listing per directory, HEADs for the rest), alone."""
+        wanted, failed = self._keys(paths)
+        with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="tablefmt-s3") as pool:
+            existing = self._settle(pool, wanted, failed)
+        return [wanted[bk] for bk in existing], failed
+
+    def _settle(
+        self, pool: ThreadPoolExecutor, wanted: dict[tuple[str, str], str], failed: list[str]
+    ) -> list[tuple[str, str]]:
+        """The wanted keys that are objects; failures (a directory, an unanswered question) are added to ``failed``."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for bucket, key in wanted:
+            groups.setdefault((bucket, key.rpartition("/")[0]), []).append(key)
+        existing: list[tuple[str, str]] = []
+        found = self._classify_all(pool, [(bucket, sorted(keys)) for (bucket, _), keys in groups.items()])
+        for bucket, files, missing, errors in found:
+            existing += [(bucket, key) for key in files]
+            failed += [f"{wanted[bucket, key]}: {reason}" for key, reason in errors.items()]
+            failed += [f"{wanted[bucket, key]}: is a directory" for key, is_dir in missing.items() if is_dir]
+        return existing
 
     @_scrubbed
     def delete_listed(self, paths: Sequence[str]) -> list[str]:

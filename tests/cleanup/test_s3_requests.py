@@ -73,6 +73,25 @@ def test_a_delete_of_2500_keys_settles_existence_with_one_listing_per_directory(
     assert "HeadObject" not in operations
 
 
+def test_existence_asked_ahead_is_what_the_delete_reports(s3_root: tuple[str, dict[str, Any]]) -> None:
+    io, root = open_location(*s3_root)
+    rels = [f"part=0/bucket-0/data-{i:03d}.parquet" for i in range(6)] + ["manifest/manifest-a-0"]
+    planted(io, root, [*rels, "part=0/bucket-0/dir/data-x.parquet"])
+    deleter = Deleter(io, TableLayout(root), 8)
+    asked = [(rel, 1) for rel in [*rels, "part=0/bucket-0/data-gone.parquet", "part=0/bucket-0/dir"]]
+    log = RequestLog().attach(io)
+    existence = deleter.ask_existence(asked)
+    assert existence.present == frozenset(rels) and list(existence.unanswered) == ["part=0/bucket-0/dir"]
+    assert deleter.deleted == [] and deleter.absent == [] and deleter.failures == []  # asking deletes nothing
+    assert "DeleteObjects" not in log.counts()
+    gone = deleter.delete(asked[1:], existence=existence)  # a subset of what was asked
+    assert sorted(gone) == sorted(rels[1:]) and deleter.absent == ["part=0/bucket-0/data-gone.parquet"]
+    assert len(deleter.failures) == 1 and deleter.failures[0].endswith("/part=0/bucket-0/dir: is a directory")
+    assert [call.keys for call in log.of("DeleteObjects")] == [6]  # existing keys only, as listed: no new question
+    left = sorted(info.path.split("/", 2)[2] for info in io.walk_files(root))
+    assert left == [rels[0], "part=0/bucket-0/dir/data-x.parquet"]
+
+
 def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
     s3_root: tuple[str, dict[str, Any]],
 ) -> None:
@@ -108,6 +127,20 @@ def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
     )
     assert log.counts()["HeadObject"] == 2  # LATEST is checked: snapshot LATEST exists, LATEST + 1 does not
     assert table.to_arrow(tag="keep").num_rows == 15 * 4 + 3 * 4  # part 1 of appends 0-14, part 0 since the drop
+    # with both hints present, each hint's checks go out at once: still nothing read twice, and no listing of
+    # snapshot/ (EARLIEST's snapshot is read, it starts the range; EARLIEST - 1, LATEST and LATEST + 1 are HEADs;
+    # the other HEADs settle the existence of the few files to delete in directories with fewer than four)
+    table.append(rows(200))
+    log.clear()
+    again = expire_snapshots(table.context, **settings)
+    assert again.expired_snapshot_ids == (22,) and log.read_twice() == []
+    heads = [call.key.rsplit("/", 1)[-1] for call in log.of("HeadObject")]
+    assert sorted(name for name in heads if name.startswith("snapshot-")) == [
+        "snapshot-21",
+        "snapshot-26",
+        "snapshot-27",
+    ]
+    assert "snapshot/" not in [call.key.split("/", 1)[1] for call in log.of("ListObjectsV2")]
 
 
 def copied(io: Any, root: str, source: str, target: str) -> None:
@@ -157,6 +190,14 @@ def test_orphan_cleanup_on_s3_reads_nothing_twice_and_deletes_in_one_request(
     assert log.read_twice() == []
     assert [call.keys for call in log.of("DeleteObjects")] == [35]  # the census listed them: no HEAD, no LIST
     assert "HeadObject" not in log.counts()
+    # the census: the root by itself, then each directory the format uses below it by one recursive listing (not
+    # one listing per directory: part=0/ and part=1/ hold bucket-0/, which is never listed by itself)
+    base = root.split("/", 1)[1]
+    flat = sorted(call.key[len(base) + 1 :] for call in log.of("ListObjectsV2") if not call.delimiter)
+    assert flat == ["manifest/", "part=0/", "part=1/", "schema/", "snapshot/"]
+    by_level = [call.key[len(base) + 1 :] for call in log.of("ListObjectsV2") if call.delimiter]
+    assert by_level.count("") == 1  # the root, once
+    assert sorted(by_level) == sorted(["", *2 * ["snapshot/", "tag/", "changelog/", "branch/"]])  # and the roots, twice
     assert table.to_arrow().num_rows == 48
 
 

@@ -23,6 +23,8 @@ class Call:
     """Key of an object operation, Prefix of a listing, '' otherwise."""
     keys: int = 0
     """DeleteObjects: how many keys the request named."""
+    delimiter: str = ""
+    """ListObjectsV2: its Delimiter ('' for a recursive listing)."""
 
 
 class RequestLog:
@@ -44,7 +46,7 @@ class RequestLog:
         key = str(params.get("Key") or params.get("Prefix") or "")
         keys = len(params.get("Delete", {}).get("Objects", [])) if model.name == "DeleteObjects" else 0
         with self._lock:
-            self.calls.append(Call(model.name, key, keys))
+            self.calls.append(Call(model.name, key, keys, str(params.get("Delimiter") or "")))
 
     def clear(self) -> None:
         with self._lock:
