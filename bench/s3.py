@@ -32,7 +32,7 @@ the concurrency, less where the client computes or waits on a step the metadata 
 time of this process (all threads) during the operation.
 
 Usage: ``python bench/s3.py [--commits 200] [--drop-at 100] [--keep 10] [--strays 200] [--rounds 3]
-[--latency-ms 20] [--parallelism 8]``.
+[--latency-ms 20] [--parallelism 8] [--no-read]``.
 """
 
 from __future__ import annotations
@@ -257,6 +257,8 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, zero: LatencyProxy, args: ar
     print(commit.line(1, latency) + "  (bound at concurrency 1: a commit is a chain of dependent steps)")
     figures["commit"] = commit.seconds / commit.bound(1, latency)
 
+    if args.no_read:
+        return figures
     table = Table.open(url, storage_options=proxied)
     read, rows = measure(proxy, "read", lambda: table.to_arrow().num_rows)
     print(read.line(concurrency, latency) + f"  ({rows} rows)")
@@ -274,6 +276,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--parallelism", type=int, default=8)
+    parser.add_argument("--no-read", action="store_true", help="skip the read (its data files go through pyarrow)")
     args = parser.parse_args()
     print(f"workload: {args.commits} commits x {args.rows} rows over {PARTS} partitions, partition 0 dropped after "
           f"commit {args.drop_at}; expire keeps {args.keep}; {args.strays} strays; {args.latency_ms:g} ms added per "

@@ -12,9 +12,9 @@ reader of a retained snapshot or tag ever meets a missing file:
 6. re-read the tag set: files of a tag created since planning on an expired snapshot are dropped from the plan;
    an unreadable tag stops the run (the journal stays, a re-run retries);
 7. delete data files (and their extra files), manifests and manifest lists, in one step (batches in parallel; on
-   S3 one listing per directory settles which exist, then DeleteObjects of up to 1,000 keys). Nothing references
-   them any more once step 4 is done, so their order among themselves does not matter: a crash leaves the journal,
-   which lists each by path;
+   S3 one listing per directory settles which exist, asked when step 2 starts, see _data_step; then DeleteObjects
+   of up to 1,000 keys). Nothing references them any more once step 4 is done, so their order among themselves
+   does not matter: a crash leaves the journal, which lists each by path;
 8. remove empty partition/bucket directories (optional, never on object stores, never recursive);
 9. remove the journal.
 
