@@ -33,6 +33,8 @@ from support.tables import DAY_S, FAR_FUTURE_MS, age_files, files_under, reachab
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
+from tableformat.io.fileio import FileIO
+from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.table import Table
 
 from .kit import History, Model, batch, build_history, chain, check_reads, copy_table
@@ -233,14 +235,25 @@ def expire_base(bases: dict[str, tuple[Path, History, Model]], tmp_path_factory:
     return root
 
 
+class BulkDeletes(ForwardingFileIO):
+    """Local disk with an object store's delete path: each step in one delete call, and expiration asks which data
+    files and manifests exist ahead of deleting them (FileIO.existing_files), as on S3."""
+
+    def __init__(self, inner: FileIO) -> None:
+        super().__init__(inner)
+        self.bulk_delete = True
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["local", "bulk-deletes"])
 def test_expiration_survives_a_fault_at_every_call(
-    bases: dict[str, tuple[Path, History, Model]], expire_base: Path, scratch: Path
+    bases: dict[str, tuple[Path, History, Model]], expire_base: Path, scratch: Path, bulk: bool
 ) -> None:
     _, history, _ = bases["write-only"]
     history = history.copy()
     history.tags["short"] = 4
 
     def run(ctx: TableContext) -> Any:
+        ctx = faulty_context(ctx, BulkDeletes(ctx.io)) if bulk else ctx
         return expire_snapshots(ctx, **EXPIRE_SETTINGS, now_ms=FAR_FUTURE_MS)
 
     reference = copy_table(expire_base, scratch / "reference")
