@@ -10,6 +10,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 pytest.importorskip("pyspark")
@@ -17,6 +19,7 @@ pytest.importorskip("pyspark")
 from spark_support import data_files_on_disk, rows
 
 from tableformat import CommitKind, Table
+from tableformat.scan.reader import dictionary_coded_columns
 from tableformat.spark import read_native
 
 pytestmark = pytest.mark.spark
@@ -167,3 +170,28 @@ def test_types_and_session_time_zone(spark: Any, tmp_path: Path) -> None:
         assert sorted(read_native(spark, path).collect(), key=key) == sorted(expected, key=key)
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_dictionary_coded_strings_and_binaries_read_exactly(spark: Any, tmp_path: Path) -> None:
+    """Low-cardinality STRING and BYTES columns (with nulls) are stored dictionary-coded and read as dictionaries in
+    the tasks: Spark still gets exactly the rows, next to a high-cardinality column stored plainly."""
+    count = 20_000
+    data = pa.table(
+        {
+            "id": pa.array(range(count), pa.int64()),
+            "kind": [None if i % 5 == 0 else ("view", "click", "buy")[i % 3] for i in range(count)],
+            "tag": pa.array([None if i % 11 == 0 else bytes([i % 4]) for i in range(count)], pa.binary()),
+            "name": [f"name-{i:08d}" for i in range(count)],
+        }
+    )
+    table = Table.create(str(tmp_path / "dict"), data.schema)
+    table.append(data.slice(0, count // 2))
+    table.append(data.slice(count // 2))
+    files = Table.open(table.location).files()
+    assert len(files) == 2
+    assert all(dictionary_coded_columns(pq.read_metadata(f.path)) == ["kind", "tag"] for f in files)
+    expected = sorted((r["id"], r["kind"], r["tag"], r["name"]) for r in data.to_pylist())
+    got = sorted(
+        (r.id, r.kind, None if r.tag is None else bytes(r.tag), r.name) for r in _load(spark, table.location).collect()
+    )
+    assert got == expected
