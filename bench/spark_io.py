@@ -10,6 +10,10 @@ partitions, cached before timing. Every repetition writes to a fresh directory:
   Arrow batches built once per Python worker (what pyspark's worker transfer and Spark's conversion of the batches
   to rows cost alone).
 
+Beside each read's wall time, the CPU time it took in the JVM and in the Python processes under this one (Spark's
+Python workers: planners and tasks), from /proc (Linux; omitted elsewhere): on two shared cores CPU time is what a read
+costs once the cores are busy, and it says where the time goes.
+
 Targets (issue 5): write <= 1.2x native, full read <= 1.5x native; issue 14: data-source read <= 1.2x. Usage::
 
     python bench/spark_io.py [--rows 1000000] [--reps 5] [--compression zstd|snappy] [--master local[2]]
@@ -143,6 +147,48 @@ def timed(fn: Callable[..., object], *args: object) -> float:
     return time.perf_counter() - start
 
 
+def tree_cpu(root: int) -> tuple[float, float] | None:
+    """CPU seconds (user + system) so far of the JVM and of the Python processes under ``root`` (not ``root``)."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    usage: dict[int, tuple[bool, float]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as stat:
+                text = stat.read()
+        except OSError:  # ended meanwhile
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(name))
+        is_jvm = "java" in text[text.index("(") + 1 : text.rindex(")")]
+        usage[int(name)] = (is_jvm, (int(fields[11]) + int(fields[12])) / tick)
+    jvm = python = 0.0
+    pending = list(children.get(root, []))
+    while pending:
+        pid = pending.pop()
+        pending.extend(children.get(pid, []))
+        if pid in usage:
+            if usage[pid][0]:
+                jvm += usage[pid][1]
+            else:
+                python += usage[pid][1]
+    return jvm, python
+
+
+def timed_with_cpu(fn: Callable[..., object], *args: object) -> tuple[float, tuple[float, float] | None]:
+    """Wall seconds of ``fn(*args)`` and the (JVM, Python workers) CPU seconds it took (None without /proc)."""
+    before = tree_cpu(os.getpid())
+    wall = timed(fn, *args)
+    after = tree_cpu(os.getpid())
+    if before is None or after is None:
+        return wall, None
+    return wall, (after[0] - before[0], after[1] - before[1])
+
+
 def write_native(df: DataFrame, path: str, compression: str) -> None:
     df.write.mode("overwrite").option("compression", compression).parquet(path)
 
@@ -191,6 +237,8 @@ def main() -> None:
                 "in-memory data source",
             )
         }
+        cpu: dict[str, list[tuple[float, float]]] = {k: [] for k in results}
+        loads: list[float] = []
         parts = spark.sparkContext.defaultParallelism  # the tablefmt source's split count for a table this small
         for rep in range(args.reps + 1):  # repetition 0 warms up every path and is not counted
             native_dir = os.path.join(base, f"native-{rep}")
@@ -205,11 +253,17 @@ def main() -> None:
                 ("tablefmt read_native", read_snapshot_natively, (spark, table_dir)),
                 ("in-memory data source", read_memory, (spark, args.rows, parts)),
             ]
+            cpu_samples: dict[str, tuple[float, float]] = {}
             for key, read, read_args in reads if rep % 2 else reversed(reads):
-                samples[key] = timed(read, *read_args)
+                samples[key], cpu_sample = timed_with_cpu(read, *read_args)
+                if cpu_sample is not None:
+                    cpu_samples[key] = cpu_sample
             if rep:
                 for key, value in samples.items():
                     results[key].append(value)
+                for key, cpu_sample in cpu_samples.items():
+                    cpu[key].append(cpu_sample)
+                loads.append(os.getloadavg()[0])
             if rep == 0:
                 files = Table.open(table_dir).files()
                 print(
@@ -228,6 +282,18 @@ def main() -> None:
         )
         for key, values in results.items():
             print(f"  {key:30s} {median[key]:6.2f} s  ({min(values):.2f}-{max(values):.2f})")
+        print(f"  load average (1 min) during the rounds: {min(loads):.1f}-{max(loads):.1f}")
+        if cpu["native read"]:
+            native_cpu = statistics.median(sum(c) for c in cpu["native read"])
+            print("  CPU time per read, median of rounds (JVM + Python workers), its total against the native read:")
+            for key in ("native read", "tablefmt read (data source)", "tablefmt read_native", "in-memory data source"):
+                jvm = statistics.median(c[0] for c in cpu[key])
+                python = statistics.median(c[1] for c in cpu[key])
+                total = statistics.median(sum(c) for c in cpu[key])
+                print(
+                    f"    {key:30s} JVM {jvm:.2f} s + Python {python:.2f} s = {total:.2f} s "
+                    f"({total / native_cpu:.2f}x native)"
+                )
         for label, key, peer, target in (
             ("write", "tablefmt write", "native write", 1.2),
             ("read, data source", "tablefmt read (data source)", "native read", 1.2),
