@@ -28,6 +28,7 @@ from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import RecordTTL, scan_record_ttl
 from tableformat.spark.config import ReadConfig
 from tableformat.spark.schema import arrow_schema_for_spark, resolve_columns, to_spark_batches
+from tableformat.spark.worker_gc import freeze_worker_heap
 from tableformat.store import MetadataStore
 from tableformat.table import Table
 
@@ -126,6 +127,7 @@ class TablefmtReader(DataSourceReader):
         self.record_ttl = scan_record_ttl(table.schema, include_expired=config.include_expired)  # once per scan
 
     def partitions(self) -> Sequence[InputPartition]:
+        freeze_worker_heap()  # a planner worker of the driver host, reused across queries
         config = self.config
         table = Table.open(config.path, config.storage_options)
         if self.pinned:
@@ -159,6 +161,7 @@ class TablefmtReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, TablefmtSplit) or not partition.entries:
             return
+        freeze_worker_heap()  # once per executor worker: pyspark's collection after each task skips the imports
         reader = data_reader(self.config.path, self.config.storage_options, self.table_schema, self.record_ttl)
         target = arrow_schema_for_spark(self.spark_schema)
         entries = partition.entries

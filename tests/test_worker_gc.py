@@ -1,0 +1,46 @@
+"""freeze_worker_heap: once, and only in a reused pyspark worker (SPARK_REUSE_WORKER set by Spark), the objects
+alive are frozen out of the collector's walks; in any other process nothing changes."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from tableformat.spark.worker_gc import REUSE_ENV, freeze_worker_heap
+
+
+@pytest.fixture(autouse=True)
+def unfrozen() -> Iterator[None]:
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+class Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_outside_a_reused_worker_nothing_is_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    assert freeze_worker_heap() is False
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_reused_worker_freezes_once_after_collecting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(REUSE_ENV, "1")
+    Cycle()  # garbage in a cycle: collected before the freeze, not kept for the worker's lifetime
+    garbage_before = sum(isinstance(o, Cycle) for o in gc.get_objects())
+    assert garbage_before == 1
+    kept = Cycle()
+    assert freeze_worker_heap() is True
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    assert sum(isinstance(o, Cycle) for o in gc.get_objects()) == 0  # the walkable heap no longer holds them
+    assert kept.me is kept
+    assert freeze_worker_heap() is False  # once per process
+    assert gc.get_freeze_count() == frozen
+    gc.unfreeze()
+    assert sum(isinstance(o, Cycle) for o in gc.get_objects()) == 1  # only the live one was frozen
