@@ -31,6 +31,7 @@ from tableformat.options import PARTITION_DEFAULT_NAME, REGISTRY, ROW_GROUP_ROWS
 from tableformat.spark.config import ReadConfig, WriteConfig
 from tableformat.spark.reader import TablefmtReader, select_snapshot
 from tableformat.spark.schema import arrow_schema_for_new_table, resolve_columns, spark_schema_of
+from tableformat.spark.worker_gc import freeze_worker_heap
 from tableformat.spark.writer import TablefmtWriter, WritePlan
 from tableformat.table import Table
 
@@ -53,6 +54,7 @@ class TablefmtDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
+        freeze_worker_heap()  # the planner worker that loads data sources, reused across queries
         config = ReadConfig.parse(self.options)
         table = Table.open(config.path, config.storage_options)
         snapshot = select_snapshot(
