@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import struct
 from collections.abc import Sequence
-from decimal import Decimal
+from decimal import Context, Decimal
 
 from tableformat.errors import CorruptMetadataError
 from tableformat.model.types import BINARY_ROOTS, STRING_ROOTS, DataType
@@ -23,6 +23,10 @@ EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_ORDINAL = EPOCH_DATE.toordinal()
 
 _HEADER_BITS = 8
+
+_EXACT = Context(prec=80)
+"""Decimal arithmetic without rounding for every Paimon DECIMAL (precision <= 38): the default context keeps 28
+digits, which rounded wider values when they were scaled."""
 
 
 def null_bits_width(arity: int) -> int:
@@ -80,7 +84,7 @@ def encode_row(values: Sequence[object], types: Sequence[DataType]) -> bytes:
         elif root == "DOUBLE":
             struct.pack_into("<d", fixed, slot, float(value))  # type: ignore[arg-type]
         elif root == "DECIMAL":
-            unscaled = int(Decimal(str(value)).scaleb(dtype.scale).to_integral_value())
+            unscaled = int(Decimal(str(value)).scaleb(dtype.scale, _EXACT).to_integral_value(context=_EXACT))
             if dtype.precision <= 18:
                 struct.pack_into("<q", fixed, slot, unscaled)
             else:
@@ -216,7 +220,7 @@ def _decode_other(data: bytes, slot: int, dtype: DataType) -> object:
             packed = _LONG(data, slot)[0]
             offset, length = packed >> 32, packed & 0xFFFFFFFF
             unscaled = int.from_bytes(data[4 + offset : 4 + offset + length], "big", signed=True)
-        return Decimal(unscaled).scaleb(-dtype.scale)
+        return Decimal(unscaled).scaleb(-dtype.scale, _EXACT)
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         packed = _LONG(data, slot)[0]
         if dtype.precision <= 3:

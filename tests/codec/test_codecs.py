@@ -43,6 +43,8 @@ def test_empty_row_is_twelve_zero_bytes() -> None:
         (DataType("DOUBLE"), -3.25),
         (DataType("DECIMAL", (10, 2)), Decimal("12345.67")),
         (DataType("DECIMAL", (38, 10)), Decimal("1234567890.0123456789")),
+        (DataType("DECIMAL", (38, 4)), Decimal("1234567890123456789012345678901234.5678")),  # wider than 28 digits
+        (DataType("DECIMAL", (30, 4)), Decimal("10000000000000000000000000.0001")),
         (DataType("STRING"), "short"),
         (DataType("STRING"), "a-string-longer-than-seven-bytes"),
         (DataType("BYTES"), b"\x00\x01\xff"),
