@@ -125,24 +125,20 @@ def decode_row(data: bytes, types: Sequence[DataType], *, source: str = "<binary
 
 
 def decode_field(data: bytes, types: Sequence[DataType], index: int) -> object:
-    """One field of a serialized row, without decoding the others (statistics lookups of a single column)."""
+    """One field of a serialized row: an INT, BIGINT or DATE field without decoding the others (statistics lookups
+    of a single column); a field of another type through :func:`decode_row` (which checks the whole row)."""
     try:
-        arity = row_arity(data)
+        if not isinstance(data, bytes):
+            data = bytes(data)
+        arity = _ARITY(data, 0)[0]
         if arity != len(types):
             raise ValueError(f"row has {arity} fields, expected {len(types)}")
-        row = memoryview(data)[4:]
-        bits = null_bits_width(arity)
         bit = index + _HEADER_BITS
-        if row[bit // 8] & (1 << (bit % 8)):
+        if data[4 + bit // 8] & (1 << (bit % 8)):
             return None
-        slot = bits + 8 * index
         dtype = types[index]
-        if dtype.root == "INT":
-            return struct.unpack_from("<i", row, slot)[0]
-        if dtype.root == "BIGINT":
-            return struct.unpack_from("<q", row, slot)[0]
-        if dtype.root == "DATE":
-            return EPOCH_DATE + dt.timedelta(days=struct.unpack_from("<i", row, slot)[0])
+        if dtype.root in ("INT", "BIGINT", "DATE"):
+            return _field(data, 4 + null_bits_width(arity) + 8 * index, dtype)
     except (ValueError, IndexError, struct.error) as exc:
         raise CorruptMetadataError("<binary row>", f"invalid binary row ({exc})") from None
     return decode_row(data, types)[index]
@@ -165,39 +161,40 @@ def _decode(data: bytes, types: Sequence[DataType]) -> list[object]:
     if arity != len(types):
         raise ValueError(f"row has {arity} fields, expected {len(types)}")
     bits = null_bits_width(arity)
-    row_size = len(data) - 4
-    if row_size < bits + 8 * arity:
+    if len(data) - 4 < bits + 8 * arity:
         raise ValueError("row shorter than its fixed part")
     result: list[object] = []
     for index, dtype in enumerate(types):
         bit = index + _HEADER_BITS
         if data[4 + bit // 8] & (1 << (bit % 8)):
             result.append(None)
-            continue
-        slot = 4 + bits + 8 * index  # in ``data``: the row starts after the 4-byte arity
-        root = dtype.root
-        value: object
-        if root in STRING_ROOTS or root in BINARY_ROOTS:  # the usual partition column first
-            marker = data[slot + 7]
-            if marker & 0x80:
-                raw = data[slot : slot + (marker & 0x7F)]
-            else:
-                packed = _LONG(data, slot)[0]
-                offset, length = packed >> 32, packed & 0xFFFFFFFF
-                if offset + length > row_size:
-                    raise ValueError("variable-length field points past the row")
-                raw = data[4 + offset : 4 + offset + length]
-            value = raw.decode("utf-8") if root in STRING_ROOTS else raw
-        elif root == "DATE":
-            value = dt.date.fromordinal(_EPOCH_ORDINAL + _INT(data, slot)[0])  # = EPOCH_DATE + timedelta(days), faster
-        elif root in ("INT", "TIME"):
-            value = _INT(data, slot)[0]
-        elif root == "BIGINT":
-            value = _LONG(data, slot)[0]
         else:
-            value = _decode_other(data, slot, dtype)
-        result.append(value)
+            result.append(_field(data, 4 + bits + 8 * index, dtype))
     return result
+
+
+def _field(data: bytes, slot: int, dtype: DataType) -> object:
+    """The non-null field whose 8-byte slot starts at ``slot`` of ``data`` (a serialized row: the row starts after the
+    4-byte arity, and offsets in it count from there)."""
+    root = dtype.root
+    if root in STRING_ROOTS or root in BINARY_ROOTS:  # the usual partition column first
+        marker = data[slot + 7]
+        if marker & 0x80:
+            raw = data[slot : slot + (marker & 0x7F)]
+        else:
+            packed = _LONG(data, slot)[0]
+            offset, length = packed >> 32, packed & 0xFFFFFFFF
+            if offset + length > len(data) - 4:
+                raise ValueError("variable-length field points past the row")
+            raw = data[4 + offset : 4 + offset + length]
+        return raw.decode("utf-8") if root in STRING_ROOTS else raw
+    if root == "DATE":
+        return dt.date.fromordinal(_EPOCH_ORDINAL + _INT(data, slot)[0])  # = EPOCH_DATE + timedelta(days), faster
+    if root in ("INT", "TIME"):
+        return _INT(data, slot)[0]
+    if root == "BIGINT":
+        return _LONG(data, slot)[0]
+    return _decode_other(data, slot, dtype)
 
 
 def _decode_other(data: bytes, slot: int, dtype: DataType) -> object:
