@@ -85,6 +85,15 @@ class MetadataStore:
         except OSError as exc:
             raise StorageError(f"cannot read {self.io.url(path)}: {exc}") from exc
 
+    def _read_manifest_file(self, name: str, what: str) -> tuple[bytes, str]:
+        """The bytes and URL of ``manifest/<name>`` (a manifest or a manifest list: ``what``); MissingMetadataError
+        naming it when it does not exist."""
+        path = self.layout.manifest_file(name)
+        try:
+            return self._read(path), self.io.url(path)
+        except FileNotFoundError:
+            raise MissingMetadataError(self.io.url(path), f"{what} is missing") from None
+
     # --- schemas ---------------------------------------------------------------------------------------------
     def schema_ids(self) -> list[int]:
         ids = [parse_id(name, SCHEMA_PREFIX) for name in self.io.list_names(self.layout.schema_dir)]
@@ -220,63 +229,39 @@ class MetadataStore:
 
     # --- manifests -------------------------------------------------------------------------------------------
     def read_manifest_list(self, name: str) -> list[ManifestFileMeta]:
-        path = self.layout.manifest_file(name)
-        try:
-            data = self._read(path)
-        except FileNotFoundError:
-            raise MissingMetadataError(self.io.url(path), "manifest list is missing") from None
-        return avro_codec.read_manifest_list(data, self.io.url(path))
+        data, url = self._read_manifest_file(name, "manifest list")
+        return avro_codec.read_manifest_list(data, url)
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
-        path = self.layout.manifest_file(name)
-        try:
-            data = self._read(path)
-        except FileNotFoundError:
-            raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
-        return entry_codec.read_entries(data, self.io.url(path))
+        data, url = self._read_manifest_file(name, "manifest file")
+        return entry_codec.read_entries(data, url)
 
     def read_manifest_records(self, name: str) -> list[entry_codec.EntryRecord]:
         """``read_manifest(name)`` reduced to entry_codec.EntryRecord (identity, counts, creation time and the encoded
         entry, which ``write_manifest_copies`` writes again without re-encoding)."""
-        path = self.layout.manifest_file(name)
-        try:
-            data = self._read(path)
-        except FileNotFoundError:
-            raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
-        return entry_codec.read_entry_records(data, self.io.url(path))
+        data, url = self._read_manifest_file(name, "manifest file")
+        return entry_codec.read_entry_records(data, url)
 
     def read_manifest_list_fast(
         self, name: str, reader: avro_projection.ManifestListReader | None = None
     ) -> list[ManifestFileMeta]:
         """Exactly ``read_manifest_list(name)``, decoded faster (avro_projection.read_manifest_list_fast); pass one
         ``reader`` for the many lists of one job to share work between them (avro_projection.ManifestListReader)."""
-        path = self.layout.manifest_file(name)
-        try:
-            data = self._read(path)
-        except FileNotFoundError:
-            raise MissingMetadataError(self.io.url(path), "manifest list is missing") from None
+        data, url = self._read_manifest_file(name, "manifest list")
         if reader is not None:
-            return reader.read(data, self.io.url(path))
-        return avro_projection.read_manifest_list_fast(data, self.io.url(path))
+            return reader.read(data, url)
+        return avro_projection.read_manifest_list_fast(data, url)
 
     def read_manifest_refs(self, name: str) -> list[avro_projection.EntryRef]:
         """``read_manifest(name)`` projected to what names and identifies each file (avro_projection.EntryRef)."""
-        path = self.layout.manifest_file(name)
-        try:
-            data = self._read(path)
-        except FileNotFoundError:
-            raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
-        return avro_projection.read_manifest_refs(data, self.io.url(path))
+        data, url = self._read_manifest_file(name, "manifest file")
+        return avro_projection.read_manifest_refs(data, url)
 
     def read_manifest_scan_refs(self, name: str) -> list[avro_projection.ScanRef]:
         """``read_manifest(name)`` projected to what a read of each file needs (avro_projection.ScanRef): no
         statistics decoded, no full entries built."""
-        path = self.layout.manifest_file(name)
-        try:
-            data = self._read(path)
-        except FileNotFoundError:
-            raise MissingMetadataError(self.io.url(path), "manifest file is missing") from None
-        return avro_projection.read_manifest_scan_refs(data, self.io.url(path))
+        data, url = self._read_manifest_file(name, "manifest file")
+        return avro_projection.read_manifest_scan_refs(data, url)
 
     def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         """Base then delta manifests of a snapshot, in order.
