@@ -32,7 +32,7 @@ from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.data_paths import DataPaths
 from tableformat.errors import CorruptMetadataError, StorageError, ValidationError
 from tableformat.io.fileio import FileIO
-from tableformat.layout import TableLayout, check_file_name
+from tableformat.layout import TableLayout
 from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
@@ -95,19 +95,10 @@ class TableScan:
         self._selected: list[ScanEntry] | None = None
         self._guarantees: dict[bytes, Any] = {}
         self._null_partitions: dict[bytes, bool] = {}
-        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
 
     # --- which files ---------------------------------------------------------------------------------------------
     def path_of(self, entry: ScanEntry) -> str:
-        """``layout.join(DataPaths.of_entry(entry))``, with the joined bucket directory cached."""
-        meta = entry.file
-        if meta.external_path:
-            return self._paths.of_entry(entry)  # refused there (UnsupportedFormatError)
-        key = (entry.partition, entry.bucket)
-        directory = self._bucket_dirs.get(key)
-        if directory is None:
-            directory = self._bucket_dirs[key] = self.layout.join(self._paths.bucket_dir(entry.partition, entry.bucket))
-        return f"{directory}/{check_file_name(meta.file_name, what='data file name')}"
+        return self.layout.join(self._paths.of_entry(entry))
 
     def _fragment(self, entry: ScanEntry, guarantee: pc.Expression | None) -> ds.Fragment:
         path = self.path_of(entry)
