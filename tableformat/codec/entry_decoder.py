@@ -24,8 +24,10 @@ reference decoder for the whole file.
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from typing import Any, NamedTuple
 
+from tableformat.codec.varint_column import decode_column
 from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
 
 _TIME_SAFE_MS = 30_000_000_000_000
@@ -298,6 +300,8 @@ class Layout(NamedTuple):
     key_stats: SimpleStats
     level: tuple[int, int, tuple[str, ...]]
     tail: Tail
+    no_creation_time: bool
+    """Its entries have a null ``_CREATION_TIME`` (the pattern's creation-time group matches nothing)."""
 
 
 def _layout_key(p: _Parsed) -> tuple[Any, ...]:
@@ -344,7 +348,7 @@ def _layout(key: tuple[Any, ...], p: _Parsed, full: bool) -> Layout:
         if len(_LAYOUTS) >= 256:
             _LAYOUTS.clear()
         pattern = re.compile(_source(p, full), re.DOTALL)
-        found = _LAYOUTS[(key, full)] = Layout(pattern, p.key_stats, p.level, p.tail)
+        found = _LAYOUTS[(key, full)] = Layout(pattern, p.key_stats, p.level, p.tail, p.created is None)
     return found
 
 
@@ -513,41 +517,40 @@ def decode_block(buf: bytes, count: int, out: list[Any], learner: Learner) -> in
 
 def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: list[Any]) -> tuple[int, int]:
     """EntryRecords of the entries from ``pos`` on while ``layout`` matches (the first one does), at most ``left``:
-    (the position after them, how many)."""
+    (the position after them, how many). The matches are collected first and turned into records a column at a
+    time (varint_column decodes each numeric column at once)."""
     match = layout.pattern.match
-    kinds = _KINDS
-    value = _value
-    new_record = tuple.__new__
-    append = out.append
-    level, extra = layout.level[1], layout.level[2]
-    embedded, external = layout.tail[1], layout.tail[4]
-    for done in range(left):
+    matched: list[tuple[bytes, ...]] = []
+    append = matched.append
+    for _ in range(left):
         found = match(buf, pos)
         if found is None:
-            return pos, done
-        kind, body, partition, bucket, name, size, rows, created = found.groups()
-        if not created:
-            created = None
-        elif len(created) > 6 and not -_TIME_SAFE_MS <= value(created) <= _TIME_SAFE_MS:  # 6 bytes: 41 bits
-            raise Fallback("creation time outside the range every datetime conversion takes")
-        append(
-            new_record(
-                EntryRecord,
-                (
-                    kinds[kind],
-                    partition,
-                    bucket[0] >> 1 ^ -(bucket[0] & 1) if len(bucket) == 1 else value(bucket),
-                    name.decode(),
-                    value(size),
-                    rows[0] >> 1 ^ -(rows[0] & 1) if len(rows) == 1 else value(rows),
-                    level,
-                    extra,
-                    embedded,
-                    external,
-                    created,
-                    body,
-                ),
-            )
-        )
+            break
+        append(found.groups())
         pos = found.end()
-    return pos, left
+    count = len(matched)
+    if not count:
+        return pos, 0
+    kind, body, partition, bucket, name, size, rows, created = zip(*matched)
+    if layout.no_creation_time:
+        created = repeat(None, count)
+    elif max(map(len, created)) > 6 and not all(-_TIME_SAFE_MS <= _value(c) <= _TIME_SAFE_MS for c in created):
+        raise Fallback("creation time outside the range every datetime conversion takes")  # 6 bytes: 41 bits
+    level, extra = layout.level[1], layout.level[2]
+    embedded, external = layout.tail[1], layout.tail[4]
+    columns = zip(
+        map(_KINDS.__getitem__, kind),
+        partition,
+        decode_column(bucket, _value),
+        map(bytes.decode, name),
+        decode_column(size, _value),
+        decode_column(rows, _value),
+        repeat(level, count),
+        repeat(extra, count),
+        repeat(embedded, count),
+        repeat(external, count),
+        created,
+        body,
+    )
+    out.extend(map(tuple.__new__, repeat(EntryRecord, count), columns))
+    return pos, count

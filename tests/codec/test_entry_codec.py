@@ -423,3 +423,30 @@ def test_list_values_the_fast_encoder_leaves_to_the_reference_fail_alike() -> No
                 entry_codec.write_manifest_list([bad], sync_marker=SYNC)
         else:
             assert entry_codec.write_manifest_list([bad], sync_marker=SYNC) == expected
+
+
+@pytest.mark.parametrize("magnitude", [1, 100, 10_000, 5_000_000, 2**40])
+def test_many_entries_of_one_layout_and_width_read_exactly(magnitude: int) -> None:
+    """Sizes, row counts, buckets and creation times of one byte width across a block (numeric columns decoded at
+    once), with a negative bucket and one wider value among them: the records the reference decoder gives."""
+    entries = [
+        dataclasses.replace(
+            _entry(1000 + i % 9000),
+            bucket=-1 if i == 150 else 7,
+            file=dataclasses.replace(
+                _entry(1000 + i).file,
+                file_size=magnitude * 3 + i if i != 77 else magnitude * 200,
+                row_count=magnitude + i,
+                creation_time_ms=1_700_000_000_000 + i * 1000,
+                level=0,
+            ),
+        )
+        for i in range(300)
+    ]
+    data = entry_codec.write_entries(entries, sync_marker=SYNC)
+    assert _fast(data)
+    _assert_reads_like_the_reference(data)
+    records = entry_codec.read_entry_records(data, "manifest/m")
+    assert [(r.bucket, r.file_size, r.row_count) for r in records] == [
+        (e.bucket, e.file.file_size, e.file.row_count) for e in entries
+    ]
