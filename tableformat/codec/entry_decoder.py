@@ -24,6 +24,7 @@ reference decoder for the whole file.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -531,10 +532,11 @@ def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: lis
     count = len(matched)
     if not count:
         return pos, 0
-    kind, body, partition, bucket, name, size, rows, created = zip(*matched)
+    kind, body, partition, bucket, name, size, rows, times = zip(*matched)
+    created: Iterable[bytes | None] = times
     if layout.no_creation_time:
         created = repeat(None, count)
-    elif max(map(len, created)) > 6 and not all(-_TIME_SAFE_MS <= _value(c) <= _TIME_SAFE_MS for c in created):
+    elif max(map(len, times)) > 6 and not all(-_TIME_SAFE_MS <= _value(c) <= _TIME_SAFE_MS for c in times):
         raise Fallback("creation time outside the range every datetime conversion takes")  # 6 bytes: 41 bits
     level, extra = layout.level[1], layout.level[2]
     embedded, external = layout.tail[1], layout.tail[4]
