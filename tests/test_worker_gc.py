@@ -41,6 +41,7 @@ def test_a_reused_worker_freezes_once_after_collecting(monkeypatch: pytest.Monke
     assert sum(isinstance(o, Cycle) for o in gc.get_objects()) == 0  # the walkable heap no longer holds them
     assert kept.me is kept
     assert freeze_worker_heap() is False  # once per process
-    assert gc.get_freeze_count() == frozen
+    # nothing frozen again (a frozen object freed meanwhile, e.g. by another thread of the suite, may lower it)
+    assert gc.get_freeze_count() <= frozen
     gc.unfreeze()
     assert sum(isinstance(o, Cycle) for o in gc.get_objects()) == 1  # only the live one was frozen
