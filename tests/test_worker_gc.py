@@ -8,12 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from tableformat.spark import worker_gc
 from tableformat.spark.worker_gc import REUSE_ENV, freeze_worker_heap
 
 
 @pytest.fixture(autouse=True)
-def unfrozen() -> Iterator[None]:
+def unfrozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     gc.unfreeze()
+    monkeypatch.setattr(worker_gc, "_frozen", False)  # as in a fresh worker process
     yield
     gc.unfreeze()
 
@@ -43,5 +45,14 @@ def test_a_reused_worker_freezes_once_after_collecting(monkeypatch: pytest.Monke
     assert freeze_worker_heap() is False  # once per process
     # nothing frozen again (a frozen object freed meanwhile, e.g. by another thread of the suite, may lower it)
     assert gc.get_freeze_count() <= frozen
+    gc.disable()  # no automatic collection while checking that a later call does not collect
+    try:
+        Cycle()  # garbage made after the freeze: a later call neither collects nor freezes it
+        assert freeze_worker_heap() is False
+        assert sum(isinstance(o, Cycle) for o in gc.get_objects()) == 1
+        assert gc.get_freeze_count() <= frozen
+    finally:
+        gc.enable()
+    gc.collect()
     gc.unfreeze()
     assert sum(isinstance(o, Cycle) for o in gc.get_objects()) == 1  # only the live one was frozen
