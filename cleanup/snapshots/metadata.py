@@ -14,8 +14,10 @@ costs more than the read and decoding holds the GIL. Deletes are parallel everyw
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
@@ -129,6 +131,8 @@ class MetadataCache:
         self._remembered: dict[str, list[PathEntry]] = {}
         self._remembered_count = 0
         self._reader = ManifestListReader()
+        self._prefetched: dict[str, list[EntryRef] | BaseException] = {}
+        """Manifests read ahead by ``read_with_lists`` (entries, or the read's error), each taken once."""
         # Parallel reads pay off where a read waits on the network. On a local disk a read costs less than a pool
         # task, and decoding holds the GIL: reading in order in this thread is faster (and lets consecutive
         # manifest lists share their decoded prefixes).
@@ -153,6 +157,23 @@ class MetadataCache:
         for name, metas in zip(missing, self.read_all(read, missing)):
             self._lists[name] = metas
 
+    def read_with_lists(
+        self,
+        ids: Sequence[int],
+        roots: Iterable[Snapshot] = (),
+        deletes_read: Callable[[int, Callable[[int], bool]], bool] = lambda sid, exists: False,
+        delta_roots: Iterable[Snapshot] = (),
+    ) -> list[tuple[Snapshot, int] | None]:
+        """``read_snapshot_file`` of each id. On object stores, also reads the manifest lists of those snapshots and of
+        ``roots`` (the planner reads every one of them next), each list as soon as the snapshot naming it is decoded,
+        and the manifests of a delta list with DELETE entries (of a snapshot read here or of ``delta_roots``) when
+        ``deletes_read(id, exists)`` says the planner will read them (``exists(id)``: that snapshot was read and
+        exists); one request per task, so no read waits for a batch of another kind to finish. Each object still
+        once. Elsewhere: the snapshots, in order."""
+        if not self.parallel:
+            return [self.read_snapshot_file(i) for i in ids]
+        return _Pipeline(self, deletes_read).run(ids, roots, delta_roots)
+
     def manifest_list(self, name: str) -> list[ManifestFileMeta]:
         if name not in self._lists:
             self.load_lists([name])
@@ -168,15 +189,27 @@ class MetadataCache:
         memory)."""
         chunk: list[str] = []
         pending = 0
-        read = self.ctx.store.read_manifest_refs
         for meta in metas:
             chunk.append(meta.file_name)
             pending += meta.num_added_files + meta.num_deleted_files
             if len(chunk) >= self.workers.threads * 4 or pending >= ENTRIES_IN_FLIGHT:
-                yield from self.read_all(read, chunk, 4)
+                yield from self._entries_of(chunk)
                 chunk, pending = [], 0
         if chunk:
-            yield from self.read_all(read, chunk, 4)
+            yield from self._entries_of(chunk)
+
+    def _entries_of(self, names: list[str]) -> list[list[EntryRef]]:
+        """Entries of each named manifest: taken from the read-ahead, the rest read (one manifest per task: a few
+        manifests spread over every thread)."""
+        ready = [self._prefetched.pop(name, None) for name in names]
+        missing = [name for name, got in zip(names, ready) if got is None]
+        read = iter(self.read_all(self.ctx.store.read_manifest_refs, missing, 1) if missing else ())
+        result: list[list[EntryRef]] = []
+        for got in ready:
+            if isinstance(got, BaseException):
+                raise got
+            result.append(next(read) if got is None else got)
+        return result
 
     def remember(self, name: str, entries: list[EntryRef], paths: DataPaths) -> None:
         """Keep the entries (kind and path) of a manifest read for another purpose when a kept root references it,
@@ -226,3 +259,82 @@ class MetadataCache:
                     kept.append(PathEntry(entry.kind, path))
             self._filtered[meta.file_name] = kept
         return {entry.path for entry in merge_entries(self._filtered[meta.file_name] for meta in metas).values()}
+
+
+class _Pipeline:
+    """``MetadataCache.read_with_lists`` on object stores: snapshots, then each one's manifest lists, then the
+    manifests the planner will read for candidates, every read submitted to the run's workers as soon as what names
+    it is decoded (at most ``threads`` requests in flight). Nothing is requested twice: a list or manifest name is
+    claimed under a lock before its read is submitted."""
+
+    def __init__(self, cache: MetadataCache, deletes_read: Callable[[int, Callable[[int], bool]], bool]) -> None:
+        self.cache = cache
+        self.deletes_read = deletes_read
+        self.found: dict[int, tuple[Snapshot, int] | None] = {}
+        self._claimed: set[str] = set(cache._lists)
+        self._entries = 0
+        self._lock = threading.Lock()
+        self._futures: list[Future[None]] = []
+
+    def run(
+        self, ids: Sequence[int], roots: Iterable[Snapshot], delta_roots: Iterable[Snapshot]
+    ) -> list[tuple[Snapshot, int] | None]:
+        for root in delta_roots:
+            self._lists_of(root.id, root)
+        for root in roots:
+            self._lists_of(None, root)
+        for sid in ids:
+            self._submit(self._snapshot, sid)
+        while True:  # tasks add tasks: wait until none is left (the first error propagates, as read_all's)
+            with self._lock:
+                if not self._futures:
+                    break
+                future = self._futures.pop()
+            future.result()
+        return [self.found[sid] for sid in ids]
+
+    def _submit(self, fn: Callable[..., None], *args: object) -> None:
+        future = self.cache.workers.submit(fn, *args)
+        with self._lock:
+            self._futures.append(future)
+
+    def _claim(self, name: str) -> bool:
+        with self._lock:
+            if name in self._claimed:
+                return False
+            self._claimed.add(name)
+            return True
+
+    def _snapshot(self, sid: int) -> None:
+        found = self.cache.read_snapshot_file(sid)
+        self.found[sid] = found
+        if found is not None:
+            self._lists_of(sid, found[0])
+
+    def _lists_of(self, sid: int | None, snapshot: Snapshot) -> None:
+        if self._claim(snapshot.base_manifest_list):
+            self._submit(self._list, snapshot.base_manifest_list, None)
+        if self._claim(snapshot.delta_manifest_list):
+            self._submit(self._list, snapshot.delta_manifest_list, sid)
+
+    def _list(self, name: str, delta_of: int | None) -> None:
+        metas = self.cache.ctx.store.read_manifest_list_fast(name, self.cache._reader)
+        self.cache._lists[name] = metas
+        if delta_of is None or not any(m.num_deleted_files > 0 for m in metas):
+            return
+        if not self.deletes_read(delta_of, lambda sid: self.found.get(sid) is not None):
+            return
+        with self._lock:  # read ahead only within the planner's bound on entries held at once
+            size = sum(m.num_added_files + m.num_deleted_files for m in metas)
+            if self._entries + size > ENTRIES_IN_FLIGHT:
+                return
+            self._entries += size
+        for meta in metas:
+            if self._claim("manifest/" + meta.file_name):
+                self._submit(self._manifest, meta.file_name)
+
+    def _manifest(self, name: str) -> None:
+        try:
+            self.cache._prefetched[name] = self.cache.ctx.store.read_manifest_refs(name)
+        except Exception as exc:  # raised where the planner reads it (ordered after its own checks)
+            self.cache._prefetched[name] = exc

@@ -35,8 +35,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
@@ -60,90 +59,11 @@ from ..kernel.clock import resolve_now
 from ..roots import Root
 from .config import ExpireConfig
 from .metadata import Candidate, DataPaths, MetadataCache, TagRef, tag_expired
+from .planned import ExpirePlan, PlannedFile, branch_ref, new_plan_id
 from .reason import StopReason, stop_reason
 from .start import PlanStart
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedFile:
-    """A file to delete: path relative to the table root, size in bytes, and (data files) its extra files."""
-
-    path: str
-    size: int
-    extras: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpirePlan:
-    """Everything one expiration deletes, decided before anything is deleted. Immutable."""
-
-    plan_id: str
-    now_ms: int
-    end: int | None
-    """The snapshot that becomes EARLIEST (None when the table has no snapshot)."""
-    expired_snapshots: tuple[int, ...] = ()
-    fingerprints: tuple[tuple[int, str], ...] = ()
-    """(id, base manifest list) of every expired snapshot and of ``end``: a re-run refuses a changed table."""
-    snapshot_files: tuple[PlannedFile, ...] = ()
-    data_files: tuple[PlannedFile, ...] = ()
-    manifests: tuple[PlannedFile, ...] = ()
-    manifest_lists: tuple[PlannedFile, ...] = ()
-    tag_files: tuple[PlannedFile, ...] = ()
-    consumer_files: tuple[PlannedFile, ...] = ()
-    expired_tags: tuple[TagRef, ...] = ()
-    protecting_tags: tuple[TagRef, ...] = ()
-    protecting_branch_roots: tuple[TagRef, ...] = ()
-    """Every snapshot and tag of every branch (named by label, e.g. 'branch b1 tag release'): branches share the
-    main table's manifests and data files, so what they hold is kept like what a tag holds."""
-    expired_consumers: tuple[str, ...] = ()
-    consumer_cutoff_ms: int | None = None
-    skipped_external: tuple[str, ...] = ()
-    """Files of expired snapshots with an external path: never deleted by tablefmt, reported."""
-    empty_dir_candidates: tuple[str, ...] = ()
-    """Bucket and partition directories (relative, deepest first) that may be empty afterwards."""
-    note: str = ""
-    backlog: int = 0
-    """Snapshots left expirable by ``snapshot.expire.limit`` (reason.py counts them); 0 when the limit did not
-    decide the range."""
-    tag_versions: tuple[tuple[str, str], ...] = ()
-    """(name, listing version) of the tags this plan holds as expired or protecting, as planning listed them
-    (execution re-reads only tags whose version changed). Not journaled."""
-    branch_versions: tuple[tuple[str, str], ...] = ()
-    """(label, listing version) of the branch roots this plan read (see protecting_branch_roots): execution's
-    re-check reads only those listed with another version, or new. Not journaled."""
-    earliest_hint: int | None = None
-    earliest_hint_read: bool = False
-    """The EARLIEST hint as planning read it (when ``earliest_hint_read``): execution advances it from there without
-    reading it again. Not journaled: a run completing a journal reads the hint itself."""
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.expired_snapshots or self.files() or self.expired_tags or self.expired_consumers)
-
-    def files(self) -> list[PlannedFile]:
-        """Every planned file, in deletion order: consumers, snapshots, tags, data, manifests, manifest lists."""
-        return [
-            *self.consumer_files,
-            *self.snapshot_files,
-            *self.tag_files,
-            *self.data_files,
-            *self.manifests,
-            *self.manifest_lists,
-        ]
-
-    def file_count(self) -> int:
-        return len(self.files()) + sum(len(f.extras) for f in self.data_files)
-
-
-def new_plan_id() -> str:
-    return str(uuid.uuid4())
-
-
-def branch_ref(root: Root) -> TagRef:
-    """How a plan records a branch root it protects (a re-created one is a different ref)."""
-    return TagRef(root.label, root.snapshot.id, root.snapshot.base_manifest_list)
 
 
 def plan_expiration(
@@ -284,7 +204,8 @@ class _Planner:
         consumer_next = min((c.next_snapshot for c in alive), default=None)
         if limit > 0 and earliest <= latest:
             end = self._select_end(earliest, latest, consumer_next, limit)
-        span = self._expired_range(earliest, end, latest)
+        kept = [t.snapshot for t in protecting] + [r.snapshot for r in branches]
+        span = self._expired_range(earliest, end, latest, kept, [t.snapshot for t in expired_tags])
         why = self._why(span, latest, consumer_next, limit)
         notes.append(why.text)
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
@@ -344,14 +265,27 @@ class _Planner:
             read=read,
         )
 
-    def _expired_range(self, earliest: int, end: int, latest: int) -> _Range:
+    def _expired_range(
+        self, earliest: int, end: int, latest: int, kept: list[Snapshot], tags: list[Snapshot]
+    ) -> _Range:
+        """The range's snapshots, read with (object stores) the lists _files reads: theirs, end's, the ``kept`` roots'
+        and those of the expired ``tags`` older than the end."""
         end_id = self._next_existing(end, latest)
         found_end = None if end_id is None else self._read(end_id)
         if end_id is None or found_end is None:
             raise _ConcurrentChange(f"snapshot {end} and all after it up to {latest} disappeared while planning")
         span = _Range(earliest=earliest, end=end_id, end_snapshot=found_end[0])
         ahead = [i for i in range(earliest, min(end, end_id)) if i not in self._snapshots]
-        for sid, found in zip(ahead, self.cache.read_all(self.cache.read_snapshot_file, ahead)):
+        known = [found[0] for i, found in self._snapshots.items() if found is not None and earliest <= i < end_id]
+
+        def deletes_read(sid: int, exists: Callable[[int], bool]) -> bool:
+            # When s-1 is in the range and exists: _candidates reads delta(s) (s in (begin, end]), else s is stranded
+            # below a gap and _add_live_files reads all its manifests.
+            return earliest < sid <= end_id and (exists(sid - 1) or self._snapshots.get(sid - 1) is not None)
+
+        roots = [*kept, *[t for t in tags if t.id < end_id], *known]
+        read = self.cache.read_with_lists(ahead, roots, deletes_read, [span.end_snapshot])
+        for sid, found in zip(ahead, read):
             self._snapshots[sid] = found
         sid = earliest
         while sid < end_id:

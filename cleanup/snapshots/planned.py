@@ -1,0 +1,89 @@
+"""What a snapshot expiration plan holds (plan.py decides it, execute.py carries it out, journal.py records it)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from ..roots import Root
+from .metadata import TagRef
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFile:
+    """A file to delete: path relative to the table root, size in bytes, and (data files) its extra files."""
+
+    path: str
+    size: int
+    extras: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpirePlan:
+    """Everything one expiration deletes, decided before anything is deleted. Immutable."""
+
+    plan_id: str
+    now_ms: int
+    end: int | None
+    """The snapshot that becomes EARLIEST (None when the table has no snapshot)."""
+    expired_snapshots: tuple[int, ...] = ()
+    fingerprints: tuple[tuple[int, str], ...] = ()
+    """(id, base manifest list) of every expired snapshot and of ``end``: a re-run refuses a changed table."""
+    snapshot_files: tuple[PlannedFile, ...] = ()
+    data_files: tuple[PlannedFile, ...] = ()
+    manifests: tuple[PlannedFile, ...] = ()
+    manifest_lists: tuple[PlannedFile, ...] = ()
+    tag_files: tuple[PlannedFile, ...] = ()
+    consumer_files: tuple[PlannedFile, ...] = ()
+    expired_tags: tuple[TagRef, ...] = ()
+    protecting_tags: tuple[TagRef, ...] = ()
+    protecting_branch_roots: tuple[TagRef, ...] = ()
+    """Every snapshot and tag of every branch (named by label, e.g. 'branch b1 tag release'): branches share the
+    main table's manifests and data files, so what they hold is kept like what a tag holds."""
+    expired_consumers: tuple[str, ...] = ()
+    consumer_cutoff_ms: int | None = None
+    skipped_external: tuple[str, ...] = ()
+    """Files of expired snapshots with an external path: never deleted by tablefmt, reported."""
+    empty_dir_candidates: tuple[str, ...] = ()
+    """Bucket and partition directories (relative, deepest first) that may be empty afterwards."""
+    note: str = ""
+    backlog: int = 0
+    """Snapshots left expirable by ``snapshot.expire.limit`` (reason.py counts them); 0 when the limit did not
+    decide the range."""
+    tag_versions: tuple[tuple[str, str], ...] = ()
+    """(name, listing version) of the tags this plan holds as expired or protecting, as planning listed them
+    (execution re-reads only tags whose version changed). Not journaled."""
+    branch_versions: tuple[tuple[str, str], ...] = ()
+    """(label, listing version) of the branch roots this plan read (see protecting_branch_roots): execution's
+    re-check reads only those listed with another version, or new. Not journaled."""
+    earliest_hint: int | None = None
+    earliest_hint_read: bool = False
+    """The EARLIEST hint as planning read it (when ``earliest_hint_read``): execution advances it from there without
+    reading it again. Not journaled: a run completing a journal reads the hint itself."""
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.expired_snapshots or self.files() or self.expired_tags or self.expired_consumers)
+
+    def files(self) -> list[PlannedFile]:
+        """Every planned file, in deletion order: consumers, snapshots, tags, data, manifests, manifest lists."""
+        return [
+            *self.consumer_files,
+            *self.snapshot_files,
+            *self.tag_files,
+            *self.data_files,
+            *self.manifests,
+            *self.manifest_lists,
+        ]
+
+    def file_count(self) -> int:
+        return len(self.files()) + sum(len(f.extras) for f in self.data_files)
+
+
+def new_plan_id() -> str:
+    return str(uuid.uuid4())
+
+
+def branch_ref(root: Root) -> TagRef:
+    """How a plan records a branch root it protects (a re-created one is a different ref)."""
+    return TagRef(root.label, root.snapshot.id, root.snapshot.base_manifest_list)
