@@ -4,7 +4,12 @@ Execution order, designed so that a crash at any point followed by a re-run fini
 reader of a retained snapshot or tag ever meets a missing file:
 
 1. write the journal (the exact plan) under ``expire-journal/``; if that fails nothing is deleted;
-2. advance ``snapshot/EARLIEST`` to the plan's end (never backwards);
+2. advance ``snapshot/EARLIEST`` to the plan's end (never backwards). Steps 1 and 2 go out together (on object
+   stores at once, elsewhere 2 then 1): nothing is deleted before both are answered, and either may land without
+   the other. EARLIEST without the journal is a hint ahead of the first snapshot: readers and planners check that
+   the snapshot before the hint is gone and otherwise list (G11), so the next run plans from the real first
+   snapshot and expires the same range again; the journal without EARLIEST is the state a crash between the two
+   always left (the re-run completes the journal and advances EARLIEST). Neither deletes a file;
 3. delete expired consumer files (re-checked: a consumer updated since planning is kept);
 4. delete the expired snapshot files, ascending: from here on nobody can start reading them, and a reader gets
    "snapshot does not exist" rather than a missing data file;
@@ -12,7 +17,7 @@ reader of a retained snapshot or tag ever meets a missing file:
 6. re-read the tag set: files of a tag created since planning on an expired snapshot are dropped from the plan;
    an unreadable tag stops the run (the journal stays, a re-run retries);
 7. delete data files (and their extra files), manifests and manifest lists, in one step (batches in parallel; on
-   S3 one listing per directory settles which exist, asked when step 2 starts, see _data_step; then DeleteObjects
+   S3 one listing per directory settles which exist, asked when steps 1-2 start, see _data_step; then DeleteObjects
    of up to 1,000 keys). Nothing references them any more once step 4 is done, so their order among themselves
    does not matter: a crash leaves the journal, which lists each by path;
 8. remove empty partition/bucket directories (optional, never on object stores, never recursive);
@@ -34,7 +39,7 @@ from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import EARLIEST, TAG_PREFIX
 from tableformat.model.snapshot import Tag
-from tableformat.parallel import Workers, executor
+from tableformat.parallel import InlineExecutor, Workers, executor
 
 from ..kernel import Deleter, OperationResult, Progress
 from ..roots import Root
@@ -284,10 +289,27 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
     )
 
 
+def _journal_and_hint(ctx: TableContext, plan: ExpirePlan, journal: str | None, hint: EarliestHint, pool: Any) -> str:
+    """Steps 1 and 2 of the module docstring: the journal (unless ``journal`` names one already written) and the
+    EARLIEST hint, at once on object stores (``pool``), else the hint first; both answered before returning."""
+    submit = pool.submit if ctx.io.is_object_store else InlineExecutor().submit
+    moved = submit(hint.advance, ctx, plan.end) if plan.end is not None else None
+    if journal is None:
+        try:
+            journal = write_journal(ctx, plan)
+        except OSError as exc:
+            if moved is not None:
+                moved.exception()  # answered (the hint may have moved: harmless, see the module docstring)
+            raise MaintenanceError(f"could not write the expiration journal, nothing was deleted: {exc}") from exc
+    if moved is not None:
+        moved.result()
+    return journal
+
+
 def _complete(
     ctx: TableContext,
     plan: ExpirePlan,
-    journal: str,
+    journal: str | None,
     config: ExpireConfig,
     progress: Progress | None,
     workers: Workers,
@@ -295,17 +317,16 @@ def _complete(
     *,
     fresh: bool = False,
 ) -> ExpireResult:
-    """Steps 2-9 of the module docstring for a journaled plan. ``fresh``: planned in this run, so its snapshot
-    files were read moments ago (they are deleted without asking the store first whether they exist; tags and
-    consumers are re-read just before deletion in any case)."""
+    """Steps 1-9 of the module docstring (``journal``: the journal of a plan journaled earlier, else None: step 1
+    is done here). ``fresh``: planned in this run, so its snapshot files were read moments ago (they are deleted
+    without asking the store first whether they exist; tags and consumers are re-read just before deletion)."""
     deleter = Deleter(
         ctx.io, ctx.layout, workers.threads, progress=progress, total=plan.file_count(), label="expiration deleted"
     )
     ahead = ctx.io.bulk_delete and _deletes_files(plan)  # the existence question goes out now, see _data_step
-    with executor(2 if ahead else 1, "tablefmt-existence") as pool:
+    with executor(1 + int(ahead) + int(ctx.io.is_object_store), "tablefmt-existence") as pool:
         asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None
-        if plan.end is not None:
-            hint.advance(ctx, plan.end)
+        journal = _journal_and_hint(ctx, plan, journal, hint, pool)
         consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
         snapshots = _delete(deleter, plan.snapshot_files, ordered=True, listed=fresh)
         deletes = _deletes_files(plan)
@@ -344,8 +365,8 @@ def _complete(
 def _data_step(plan: ExpirePlan) -> list[tuple[str, int]]:
     """Step 7's files: data files with their extra files, manifests and manifest lists.
 
-    On object stores, which of them exist (one listing per directory) is asked when step 2 starts, alongside steps
-    2-6, and the answer is used by step 7: it is a read, so it changes no order of writes and deletes the journal
+    On object stores, which of them exist (one listing per directory) is asked when steps 1 and 2 start, alongside
+    steps 1-6, and the answer is used by step 7: it is a read, so it changes no order of writes and deletes the journal
     argument rests on; it only says which files existed before this run deleted them (for the report). A file
     another run deletes between the question and step 7 is reported by both runs, the window docs/reliability.md
     names for every S3 delete, here from the question on."""
@@ -379,11 +400,7 @@ def execute_expiration(
             return execute_expiration(ctx, plan, config=config, progress=progress, workers=own, hint=hint, fresh=fresh)
     if plan.is_empty:
         return ExpireResult(earliest_snapshot=plan.end, notes=(plan.note,) if plan.note else ())
-    try:
-        journal = write_journal(ctx, plan)
-    except OSError as exc:
-        raise MaintenanceError(f"could not write the expiration journal, nothing was deleted: {exc}") from exc
-    return _complete(ctx, plan, journal, config, progress, workers, hint or EarliestHint.of(plan), fresh=fresh)
+    return _complete(ctx, plan, None, config, progress, workers, hint or EarliestHint.of(plan), fresh=fresh)
 
 
 def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
