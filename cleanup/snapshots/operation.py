@@ -12,7 +12,7 @@ from tableformat.context import TableContext
 from tableformat.data_paths import require_data_inside_root
 from tableformat.errors import MaintenanceError
 from tableformat.options import MAINTAIN_INTERVAL
-from tableformat.parallel import Workers
+from tableformat.parallel import Workers, executor
 
 from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
 from .config import Duration, ExpireConfig
@@ -70,24 +70,17 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
         return config
 
     def plan(self, ctx: TableContext, config: ExpireConfig, now_ms: int) -> ExpirationRun:
-        with Workers(config.parallelism) as workers:
-            try:
-                journals = list_journals(ctx)
-            except OSError as exc:
-                raise MaintenanceError(f"cannot list pending expiration journals: {exc}") from exc
-            pending: list[tuple[str, ExpirePlan]] = []
-            stale: list[str] = []
-            for path in journals:
-                journaled = read_journal(ctx, path)
-                if journaled is None:
-                    continue
-                if _stale(ctx, journaled, MetadataCache(ctx, workers)):
-                    log.warning("expiration journal %s no longer matches the table; it is discarded", path)
-                    stale.append(path)
-                else:
-                    pending.append((path, journaled))
-            plan = plan_expiration(ctx, config, now_ms, pending=[p for _, p in pending], workers=workers)
-        return ExpirationRun(tuple(pending), tuple(stale), plan)
+        """On object stores the pending journals are listed (and read) while the planner makes its first reads,
+        which do not depend on them: one round trip less; the planner takes them once those reads are done."""
+        with Workers(config.parallelism) as workers, executor(2 if ctx.io.is_object_store else 1, "journals") as pool:
+            gathered = pool.submit(_journals, ctx, workers)
+
+            def pending() -> list[ExpirePlan]:
+                return [p for _, p in gathered.result()[0]]
+
+            plan = plan_expiration(ctx, config, now_ms, pending=pending, workers=workers)
+            found, stale = gathered.result()
+        return ExpirationRun(tuple(found), tuple(stale), plan)
 
     def preview(self, ctx: TableContext, plan: ExpirationRun) -> ExpireResult:
         results = []
@@ -117,6 +110,26 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
             )
             results.append(result)
         return _merge(results, dry_run=False, earliest=_earliest(ctx, plan.plan))
+
+
+def _journals(ctx: TableContext, workers: Workers) -> tuple[list[tuple[str, ExpirePlan]], list[str]]:
+    """Pending journals (path, plan) to complete, and stale ones to discard."""
+    try:
+        journals = list_journals(ctx)
+    except OSError as exc:
+        raise MaintenanceError(f"cannot list pending expiration journals: {exc}") from exc
+    pending: list[tuple[str, ExpirePlan]] = []
+    stale: list[str] = []
+    for path in journals:
+        journaled = read_journal(ctx, path)
+        if journaled is None:
+            continue
+        if _stale(ctx, journaled, MetadataCache(ctx, workers)):
+            log.warning("expiration journal %s no longer matches the table; it is discarded", path)
+            stale.append(path)
+        else:
+            pending.append((path, journaled))
+    return pending, stale
 
 
 def _earliest(ctx: TableContext, plan: ExpirePlan) -> int | None:

@@ -71,13 +71,14 @@ def plan_expiration(
     config: ExpireConfig | None = None,
     now_ms: int | None = None,
     *,
-    pending: Sequence[ExpirePlan] = (),
+    pending: Sequence[ExpirePlan] | Callable[[], Sequence[ExpirePlan]] = (),
     workers: Workers | None = None,
 ) -> ExpirePlan:
     """Decide what one run expires (``config`` defaults to the table's options). Reads metadata only.
 
     ``pending``: journaled plans this run completes (or, in a dry run, would complete) first: their snapshots,
-    tags and consumers are treated as gone, and their snapshots count against this run's limit.
+    tags and consumers are treated as gone, and their snapshots count against this run's limit. A callable is
+    called once the first reads are done (the journals can be gathered meanwhile); what it raises propagates as is.
     """
     now = resolve_now(now_ms)
     config = config or ExpireConfig.resolve(ctx.options)
@@ -87,6 +88,8 @@ def plan_expiration(
     planner = _Planner(ctx, config, now, workers)
     try:
         return planner.plan(pending)
+    except _PendingFailed as exc:
+        raise exc.error from exc.error.__cause__
     except _ConcurrentChange as exc:
         return ExpirePlan(plan_id=new_plan_id(), now_ms=now, end=None, note=str(exc))
     except (CorruptMetadataError, StorageError, UnsafePathError, UnsupportedFormatError, SnapshotNotFoundError) as exc:
@@ -95,6 +98,13 @@ def plan_expiration(
             log.info("%s", note)
             return ExpirePlan(plan_id=new_plan_id(), now_ms=now, end=None, note=note)
         raise MaintenanceError(f"expiration stopped, nothing was deleted: {exc}") from exc
+
+
+class _PendingFailed(Exception):
+    """Gathering the pending journals failed (raised as it was, not judged as planning's failure)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
 
 
 class _ConcurrentChange(Exception):
@@ -170,9 +180,14 @@ class _Planner:
     def _started_at(self, earliest: int | None) -> None:
         self._earliest_seen, self._started = earliest, True
 
-    def plan(self, pending: Sequence[ExpirePlan]) -> ExpirePlan:
+    def plan(self, pending: Sequence[ExpirePlan] | Callable[[], Sequence[ExpirePlan]]) -> ExpirePlan:
         start = PlanStart(self.ctx, self.cache, self._read, self._ids)
         latest, all_tags, all_consumers, branches = start.run(self._started_at)
+        if callable(pending):
+            try:
+                pending = pending()
+            except Exception as exc:
+                raise _PendingFailed(exc) from exc
         self._pending_ids = {p.plan_id for p in pending}
         gone_tags = {ref for p in pending for ref in p.expired_tags}
         gone_consumers = {c for p in pending for c in p.expired_consumers}
