@@ -17,6 +17,7 @@ from support.tables import FAR_FUTURE_MS, context_with_io, files_under, reachabl
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cleanup.snapshots.journal import list_journals
 from tableformat.errors import MaintenanceError
+from tableformat.layout import EARLIEST
 from tableformat.table import Table
 
 SETTINGS = {"retain_min": 3, "time_retained": 0, "limit": 100}
@@ -78,17 +79,31 @@ def test_crash_at_every_delete_then_rerun(kit, tmp_path, scenario) -> None:
         shutil.rmtree(copy)
 
 
-@pytest.mark.parametrize("point", [1, 2])
+@pytest.mark.parametrize("point", [1, 2], ids=["journal-without-earliest", "earliest-without-journal"])
 def test_crash_at_journal_and_hint_writes(kit, tmp_path, scenario, point) -> None:
-    base, rows, tags, expected, _ = scenario
+    """The journal and EARLIEST go out together (execute.py, steps 1-2): either may land without the other. Write 1
+    (EARLIEST) fails and the journal lands; write 2 (the journal) fails after EARLIEST moved to the plan's end. In
+    both nothing is deleted, every snapshot still reads, and the re-run leaves exactly the uninterrupted result: a
+    planner that trusted a hint ahead of the first snapshot would leave the snapshots below it behind."""
+    base, rows, tags, expected, reference = scenario
     copy = tmp_path / "copy"
     shutil.copytree(base, copy)
+    before = files_under(copy)
+    earliest = Table.open(str(copy)).context.store.read_hint(EARLIEST)
     with pytest.raises(kit.Crash):
         expire_snapshots(
             context_with_io(copy, kit.CrashingIO(crash_at_write=point)), **SETTINGS, now_ms=FAR_FUTURE_MS
         )
+    ctx = Table.open(str(copy)).context
+    journals = list_journals(ctx)
+    if point == 1:
+        assert len(journals) == 1 and ctx.store.read_hint(EARLIEST) == earliest
+    else:
+        assert journals == [] and ctx.store.read_hint(EARLIEST) == reference.earliest_snapshot != earliest
+    assert before <= files_under(copy)  # nothing deleted
     readable(copy, rows, tags)
-    expire_snapshots(Table.open(str(copy)).context, **SETTINGS, now_ms=FAR_FUTURE_MS)
+    again = expire_snapshots(ctx, **SETTINGS, now_ms=FAR_FUTURE_MS)
+    assert len(again.completed_journals) == (1 if point == 1 else 0)
     assert tree_bytes(copy) == expected
 
 
