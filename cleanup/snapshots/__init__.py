@@ -9,7 +9,8 @@ from ..kernel import Progress
 from .config import Duration, ExpireConfig
 from .execute import ExpireResult, execute_expiration
 from .operation import SNAPSHOT_EXPIRATION, expire_snapshots
-from .plan import ExpirePlan, PlannedFile, plan_expiration
+from .plan import plan_expiration
+from .planned import ExpirePlan, PlannedFile
 
 __all__ = [
     "SNAPSHOT_EXPIRATION",

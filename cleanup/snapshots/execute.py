@@ -46,7 +46,7 @@ from ..roots import Root
 from .config import ExpireConfig
 from .journal import remove_journal, write_journal
 from .metadata import DataPaths, MetadataCache, TagRef
-from .plan import ExpirePlan, PlannedFile, branch_ref
+from .planned import ExpirePlan, PlannedFile, branch_ref
 from .start import branch_roots
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from tableformat.errors import MaintenanceError, UnsafePathError
 from tableformat.layout import check_file_name, check_tag_name
 
 from .metadata import TagRef
-from .plan import ExpirePlan, PlannedFile
+from .planned import ExpirePlan, PlannedFile
 
 
 def journal_path(ctx: TableContext, plan_id: str) -> str:

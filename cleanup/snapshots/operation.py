@@ -30,7 +30,8 @@ from .execute import (
 )
 from .journal import list_journals, read_journal, remove_journal
 from .metadata import MetadataCache
-from .plan import ExpirePlan, plan_expiration
+from .plan import plan_expiration
+from .planned import ExpirePlan
 
 log = logging.getLogger(__name__)
 
