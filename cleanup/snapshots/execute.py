@@ -4,9 +4,9 @@ Execution order, designed so that a crash at any point followed by a re-run fini
 reader of a retained snapshot or tag ever meets a missing file:
 
 1. write the journal (the exact plan) under ``expire-journal/``; if that fails nothing is deleted;
-2. advance ``snapshot/EARLIEST`` to the plan's end (never backwards). Steps 1 and 2 go out together (on object
-   stores at once, elsewhere 2 then 1): nothing is deleted before both are answered, and either may land without
-   the other. EARLIEST without the journal is a hint ahead of the first snapshot: readers and planners check that
+2. advance ``snapshot/EARLIEST`` to the plan's end (never backwards). On object stores steps 1 and 2 go out
+   together: nothing is deleted before both are answered, and either may land without the other (elsewhere 1, then
+   2, as before). EARLIEST without the journal is a hint ahead of the first snapshot: readers and planners check that
    the snapshot before the hint is gone and otherwise list (G11), so the next run plans from the real first
    snapshot and expires the same range again; the journal without EARLIEST is the state a crash between the two
    always left (the re-run completes the journal and advances EARLIEST). Neither deletes a file;
@@ -39,7 +39,7 @@ from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import EARLIEST, TAG_PREFIX
 from tableformat.model.snapshot import Tag
-from tableformat.parallel import InlineExecutor, Workers, executor
+from tableformat.parallel import Workers, executor
 
 from ..kernel import Deleter, OperationResult, Progress
 from ..roots import Root
@@ -291,19 +291,32 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
 
 def _journal_and_hint(ctx: TableContext, plan: ExpirePlan, journal: str | None, hint: EarliestHint, pool: Any) -> str:
     """Steps 1 and 2 of the module docstring: the journal (unless ``journal`` names one already written) and the
-    EARLIEST hint, at once on object stores (``pool``), else the hint first; both answered before returning."""
-    submit = pool.submit if ctx.io.is_object_store else InlineExecutor().submit
-    moved = submit(hint.advance, ctx, plan.end) if plan.end is not None else None
+    EARLIEST hint; on object stores both at once (``pool``), elsewhere the journal first; both answered before
+    returning."""
+    if not ctx.io.is_object_store:
+        if journal is None:
+            journal = _write_journal(ctx, plan)
+        if plan.end is not None:
+            hint.advance(ctx, plan.end)
+        return journal
+    moved = pool.submit(hint.advance, ctx, plan.end) if plan.end is not None else None
     if journal is None:
         try:
-            journal = write_journal(ctx, plan)
-        except OSError as exc:
+            journal = _write_journal(ctx, plan)
+        except MaintenanceError:
             if moved is not None:
                 moved.exception()  # answered (the hint may have moved: harmless, see the module docstring)
-            raise MaintenanceError(f"could not write the expiration journal, nothing was deleted: {exc}") from exc
+            raise
     if moved is not None:
         moved.result()
     return journal
+
+
+def _write_journal(ctx: TableContext, plan: ExpirePlan) -> str:
+    try:
+        return write_journal(ctx, plan)
+    except OSError as exc:
+        raise MaintenanceError(f"could not write the expiration journal, nothing was deleted: {exc}") from exc
 
 
 def _complete(

@@ -79,13 +79,12 @@ def test_crash_at_every_delete_then_rerun(kit, tmp_path, scenario) -> None:
         shutil.rmtree(copy)
 
 
-@pytest.mark.parametrize("point", [1, 2], ids=["journal-without-earliest", "earliest-without-journal"])
+@pytest.mark.parametrize("point", [1, 2], ids=["journal-fails", "earliest-fails"])
 def test_crash_at_journal_and_hint_writes(kit, tmp_path, scenario, point) -> None:
-    """The journal and EARLIEST go out together (execute.py, steps 1-2): either may land without the other. Write 1
-    (EARLIEST) fails and the journal lands; write 2 (the journal) fails after EARLIEST moved to the plan's end. In
-    both nothing is deleted, every snapshot still reads, and the re-run leaves exactly the uninterrupted result: a
-    planner that trusted a hint ahead of the first snapshot would leave the snapshots below it behind."""
-    base, rows, tags, expected, reference = scenario
+    """On local disk the journal is written first, then EARLIEST (execute.py, steps 1-2): write 1 (the journal)
+    fails and nothing moved; write 2 (EARLIEST) fails and the journal is there without EARLIEST. In both nothing is
+    deleted, every snapshot still reads, and the re-run leaves exactly the uninterrupted result."""
+    base, rows, tags, expected, _ = scenario
     copy = tmp_path / "copy"
     shutil.copytree(base, copy)
     before = files_under(copy)
@@ -95,15 +94,30 @@ def test_crash_at_journal_and_hint_writes(kit, tmp_path, scenario, point) -> Non
             context_with_io(copy, kit.CrashingIO(crash_at_write=point)), **SETTINGS, now_ms=FAR_FUTURE_MS
         )
     ctx = Table.open(str(copy)).context
-    journals = list_journals(ctx)
-    if point == 1:
-        assert len(journals) == 1 and ctx.store.read_hint(EARLIEST) == earliest
-    else:
-        assert journals == [] and ctx.store.read_hint(EARLIEST) == reference.earliest_snapshot != earliest
+    assert len(list_journals(ctx)) == (0 if point == 1 else 1)
+    assert ctx.store.read_hint(EARLIEST) == earliest
     assert before <= files_under(copy)  # nothing deleted
     readable(copy, rows, tags)
     again = expire_snapshots(ctx, **SETTINGS, now_ms=FAR_FUTURE_MS)
-    assert len(again.completed_journals) == (1 if point == 1 else 0)
+    assert len(again.completed_journals) == (0 if point == 1 else 1)
+    assert tree_bytes(copy) == expected
+
+
+def test_a_hint_ahead_without_a_journal_is_expired_again(tmp_path, scenario) -> None:
+    """The state only object stores can leave (journal and EARLIEST PUTs at once, the journal's failing): EARLIEST
+    at the plan's end, no journal, nothing deleted. Every snapshot still reads, and the next run plans from the real
+    first snapshot (the one before the hint exists) and leaves exactly the uninterrupted result; a planner that
+    trusted the hint would leave the snapshots below it behind."""
+    base, rows, tags, expected, reference = scenario
+    copy = tmp_path / "copy"
+    shutil.copytree(base, copy)
+    ctx = Table.open(str(copy)).context
+    assert ctx.store.read_hint(EARLIEST) != reference.earliest_snapshot
+    ctx.store.write_hint(EARLIEST, reference.earliest_snapshot)
+    assert list_journals(ctx) == []
+    readable(copy, rows, tags)
+    again = expire_snapshots(Table.open(str(copy)).context, **SETTINGS, now_ms=FAR_FUTURE_MS)
+    assert again.completed_journals == ()
     assert tree_bytes(copy) == expected
 
 
