@@ -34,6 +34,7 @@ from tableformat.io.factory import open_location
 from tableformat.io.fileio import FileIO
 from tableformat.live_set import PartitionPredicate
 from tableformat.spark.schema import normalise_timestamps
+from tableformat.spark.worker_gc import freeze_worker_heap
 from tableformat.table import Table
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class TablefmtWriter(DataSourceArrowWriter):
 
     # --- executors -------------------------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TablefmtCommitMessage:
+        freeze_worker_heap()  # once per executor worker: pyspark's collection after each task skips the imports
         plan = self.plan
         table = Table.open(plan.location, plan.storage_options)
         written: list[NewDataFile] = []
