@@ -94,18 +94,20 @@ class Workers:
         """``[fn(x) for x in items]``, in parallel when worthwhile (in order; the first exception propagates)."""
         if len(items) <= 1 or self.threads <= 1:
             return [fn(item) for item in items]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tablefmt-expire")
-        return list(self._pool.map(fn, items))
+        return list(self._started().map(fn, items))
 
     def submit(self, fn: Callable[..., R], /, *args: Any) -> Future[R]:
         """Run ``fn(*args)`` on the pool (inline with one thread): for work whose follow-up reads are submitted as
         each result arrives. A task may submit more tasks; no task may wait on another's future."""
         if self.threads <= 1:
             return InlineExecutor().submit(fn, *args)
+        return self._started().submit(fn, *args)
+
+    def _started(self) -> ThreadPoolExecutor:
+        """The run's pool, started on first use."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tablefmt-expire")
-        return self._pool.submit(fn, *args)
+        return self._pool
 
     def map_chunked(self, fn: Callable[[T], R], items: Sequence[T], chunk: int = READ_CHUNK) -> list[R]:
         """``map`` with ``chunk`` items per pool task (cheap calls: a task per item costs more than the call)."""

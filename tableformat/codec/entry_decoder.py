@@ -29,6 +29,7 @@ from itertools import repeat
 from typing import Any, NamedTuple
 
 from tableformat.codec.varint_column import decode_column
+from tableformat.codec.varint_column import varint_value as _value  # the name the decoder uses throughout
 from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
 
 _TIME_SAFE_MS = 30_000_000_000_000
@@ -301,8 +302,6 @@ class Layout(NamedTuple):
     key_stats: SimpleStats
     level: tuple[int, int, tuple[str, ...]]
     tail: Tail
-    no_creation_time: bool
-    """Its entries have a null ``_CREATION_TIME`` (the pattern's creation-time group matches nothing)."""
 
 
 def _layout_key(p: _Parsed) -> tuple[Any, ...]:
@@ -349,7 +348,7 @@ def _layout(key: tuple[Any, ...], p: _Parsed, full: bool) -> Layout:
         if len(_LAYOUTS) >= 256:
             _LAYOUTS.clear()
         pattern = re.compile(_source(p, full), re.DOTALL)
-        found = _LAYOUTS[(key, full)] = Layout(pattern, p.key_stats, p.level, p.tail, p.created is None)
+        found = _LAYOUTS[(key, full)] = Layout(pattern, p.key_stats, p.level, p.tail)
     return found
 
 
@@ -388,34 +387,6 @@ class Learner:
     def done(self) -> None:
         """The file is decoded: its layouts are where the next file starts."""
         _RECENT[self.full] = self.known[:_MAX_LAYOUTS]
-
-
-def _value(raw: bytes) -> int:
-    """The long of a varint a layout matched (minimal, at most 64 bits)."""
-    size = len(raw)
-    if size == 1:
-        result = raw[0]
-    elif size == 2:
-        result = raw[0] & 0x7F | raw[1] << 7
-    elif size <= 4:  # sizes and counts up to 2**28
-        whole = int.from_bytes(raw, "little")
-        result = whole & 0x7F | whole >> 1 & 0x3F80 | whole >> 2 & 0x1FC000 | whole >> 3 & 0xFE00000
-    elif size == 6:  # epoch milliseconds of this era
-        whole = int.from_bytes(raw, "little")
-        result = (
-            whole & 0x7F
-            | whole >> 1 & 0x3F80
-            | whole >> 2 & 0x1FC000
-            | whole >> 3 & 0xFE00000
-            | whole >> 4 & 0x7F0000000
-            | whole >> 5 & 0x3F800000000
-        )
-    else:
-        result = shift = 0
-        for b in raw:
-            result |= (b & 0x7F) << shift
-            shift += 7
-    return (result >> 1) ^ -(result & 1)
 
 
 def _simple_stats(stats: Stats) -> SimpleStats:
@@ -534,7 +505,7 @@ def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: lis
         return pos, 0
     kind, body, partition, bucket, name, size, rows, times = zip(*matched)
     created: Iterable[bytes | None] = times
-    if layout.no_creation_time:
+    if not times[0]:  # the layout's creation time is null (its group matched nothing), so in every entry
         created = repeat(None, count)
     elif max(map(len, times)) > 6 and not all(-_TIME_SAFE_MS <= _value(c) <= _TIME_SAFE_MS for c in times):
         raise Fallback("creation time outside the range every datetime conversion takes")  # 6 bytes: 41 bits
@@ -543,10 +514,10 @@ def _records_of_layout(buf: bytes, pos: int, left: int, layout: Layout, out: lis
     columns = zip(
         map(_KINDS.__getitem__, kind),
         partition,
-        decode_column(bucket, _value),
+        decode_column(bucket),
         map(bytes.decode, name),
-        decode_column(size, _value),
-        decode_column(rows, _value),
+        decode_column(size),
+        decode_column(rows),
         repeat(level, count),
         repeat(extra, count),
         repeat(embedded, count),

@@ -6,8 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tableformat.codec.entry_codec import _long_bytes
-from tableformat.codec.entry_decoder import _value
-from tableformat.codec.varint_column import decode_column
+from tableformat.codec.varint_column import decode_column, varint_value
 
 _WIDTH_RANGES = [(0, 63), (64, 8191), (8192, 2**20 - 1), (2**20, 2**27 - 1), (2**27, 2**34 - 1), (2**34, 2**41 - 1),
                  (2**41, 2**48 - 1), (2**48, 2**55 - 1), (2**55, 2**62 - 1), (2**62, 2**63 - 1)]  # fmt: skip
@@ -15,7 +14,7 @@ _WIDTH_RANGES = [(0, 63), (64, 8191), (8192, 2**20 - 1), (2**20, 2**27 - 1), (2*
 
 
 def _decoded_one_by_one(raw: list[bytes]) -> list[int]:
-    return [_value(r) for r in raw]
+    return [varint_value(r) for r in raw]
 
 
 @settings(max_examples=300, deadline=None)
@@ -24,7 +23,7 @@ def test_a_column_of_one_width_decodes_exactly(data: st.DataObject, bounds: tupl
     values = data.draw(st.lists(st.integers(*bounds), min_size=count, max_size=count))
     raw = [_long_bytes(v) for v in values]
     assert len({len(r) for r in raw}) == 1
-    assert decode_column(raw, _value) == values
+    assert decode_column(raw) == values
 
 
 @settings(max_examples=300, deadline=None)
@@ -32,7 +31,7 @@ def test_a_column_of_one_width_decodes_exactly(data: st.DataObject, bounds: tupl
 def test_any_column_decodes_exactly(values: list[int]) -> None:
     """Mixed widths and negative values: decoded one by one, the same values."""
     raw = [_long_bytes(v) for v in values]
-    assert decode_column(raw, _value) == values == _decoded_one_by_one(raw)
+    assert decode_column(raw) == values == _decoded_one_by_one(raw)
 
 
 def test_one_negative_value_in_a_column_of_one_width() -> None:
@@ -42,10 +41,10 @@ def test_one_negative_value_in_a_column_of_one_width() -> None:
             values[where] = -values[where]
             raw = [_long_bytes(v) for v in values]
             assert len({len(r) for r in raw}) == 1
-            assert decode_column(raw, _value) == values
+            assert decode_column(raw) == values
 
 
 def test_columns_of_every_size_around_the_bulk_threshold() -> None:
     for count in range(20):
         values = [i * 1_000 + 20_000 for i in range(count)]
-        assert decode_column([_long_bytes(v) for v in values], _value) == values
+        assert decode_column([_long_bytes(v) for v in values]) == values
