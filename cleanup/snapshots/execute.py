@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -289,7 +290,9 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
     )
 
 
-def _journal_and_hint(ctx: TableContext, plan: ExpirePlan, journal: str | None, hint: EarliestHint, pool: Any) -> str:
+def _journal_and_hint(
+    ctx: TableContext, plan: ExpirePlan, journal: str | None, hint: EarliestHint, pool: Executor
+) -> str:
     """Steps 1 and 2 of the module docstring: the journal (unless ``journal`` names one already written) and the
     EARLIEST hint; on object stores both at once (``pool``), elsewhere the journal first; both answered before
     returning."""
