@@ -16,7 +16,7 @@ never recursively, and never on object stores (where they do not exist and every
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import NamedTuple
 
 from tableformat.errors import DeleteFailedError
@@ -55,6 +55,19 @@ class Existence(NamedTuple):
     """``{relative path: 'path: reason'}`` of files whose existence could not be told (a directory, an error)."""
     error: OSError | None = None
     """The error that left the whole question unanswered."""
+
+
+def _failed_paths(failures: Sequence[str], paths: Container[str]) -> dict[str, str]:
+    """``{path: failure}`` for the failures (``'path: reason'``) that name one of ``paths``: the path is the longest
+    prefix before a ``': '`` that is one of them (a table root or a reason may contain ``': '`` too)."""
+    found: dict[str, str] = {}
+    for failure in failures:
+        end = failure.rfind(": ")
+        while end > 0 and failure[:end] not in paths:
+            end = failure.rfind(": ", 0, end)
+        if end > 0:
+            found[failure[:end]] = failure
+    return found
 
 
 class Deleter:
@@ -103,7 +116,7 @@ class Deleter:
         except OSError as exc:
             return [], [f"{rel}: {exc}" for rel, _ in files], exc, []
         done = {rel for rel, _ in deleted}
-        refused = {failure.partition(": ")[0] for failure in failed}  # failures start with the store's path
+        refused = _failed_paths(failed, by_path)
         absent = [rel for path, (rel, _) in by_path.items() if rel not in done and path not in refused]
         return deleted, failed, error, absent
 
@@ -117,7 +130,7 @@ class Deleter:
             present, failed = self.io.existing_files(list(by_path))
         except OSError as exc:
             return Existence(frozenset(), {rel: f"{rel}: {exc}" for rel in by_path.values()}, exc)
-        unanswered = {by_path[f.partition(": ")[0]]: f for f in failed if f.partition(": ")[0] in by_path}
+        unanswered = {by_path[path]: failure for path, failure in _failed_paths(failed, by_path).items()}
         return Existence(frozenset(by_path[p] for p in present if p in by_path), unanswered)
 
     def delete(

@@ -81,6 +81,43 @@ def test_deleter_ordered_batches_and_recorded_failures(tmp_path: Path) -> None:
     assert len(deleter.deleted) == 69 and (tmp_path / "part=0" / "bucket-0" / "data-0066.parquet").exists()
 
 
+class RefusingIO(LocalFileIO):
+    """Fails one file as stores do: ``'<store path>: <reason>'``, the reason itself containing ``': '``."""
+
+    def __init__(self, refuse: str) -> None:
+        self.refuse = refuse
+
+    def _failure(self, path: str) -> str:
+        return f"{path}: [Errno 13] Permission denied: '{path}'"
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        refused = [p for p in paths if p.endswith(self.refuse)]
+        deleted = super().delete_files([p for p in paths if p not in refused])
+        if refused:
+            raise DeleteFailedError("denied", deleted, [self._failure(p) for p in refused])
+        return deleted
+
+    def existing_files(self, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+        present, _ = super().existing_files([p for p in paths if not p.endswith(self.refuse)])
+        return present, [self._failure(p) for p in paths if p.endswith(self.refuse)]
+
+
+def test_a_failure_is_matched_to_its_file_when_the_root_and_the_reason_contain_colons(tmp_path: Path) -> None:
+    root = tmp_path / "events: 2026"
+    files = planted(root, 5)
+    (root / "part=0" / "bucket-0" / "data-0001.parquet").unlink()
+    io = RefusingIO("data-0003.parquet")
+    deleter = Deleter(io, TableLayout(str(root)), 1)
+    gone = deleter.delete(files)
+    refused = "part=0/bucket-0/data-0003.parquet"
+    assert sorted(gone) == [p for p, _ in files if p not in (refused, "part=0/bucket-0/data-0001.parquet")]
+    assert deleter.absent == ["part=0/bucket-0/data-0001.parquet"]  # the refused file is a failure, not absent
+    assert len(deleter.failures) == 1 and deleter.failures[0].startswith(f"{root}/{refused}: [Errno 13]")
+    existence = Deleter(io, TableLayout(str(root)), 1).ask_existence(files)
+    assert list(existence.unanswered) == [refused]
+    assert existence.present == frozenset()  # every other file was deleted above
+
+
 @dataclass(frozen=True, slots=True)
 class SweepPlan:
     files: tuple[tuple[str, int], ...]
