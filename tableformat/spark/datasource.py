@@ -16,8 +16,9 @@ refused by Spark for Python data sources: use the option. See :mod:`tableformat.
 A ``load()`` pins the snapshot (latest, or the one the scan options name) when Spark asks for the schema; every
 action on that DataFrame reads the pinned snapshot.
 
-Reads freeze the heap of Spark's reused Python workers once per worker (:mod:`tableformat.spark.worker_gc`): pyspark
-runs a full garbage collection after every task, which otherwise walks all of pyarrow's and tableformat's imports.
+Reads and writes freeze the heap of Spark's reused Python workers once per worker
+(:mod:`tableformat.spark.worker_gc`): pyspark runs a full garbage collection after every task, which otherwise walks
+all of pyarrow's and tableformat's imports.
 """
 
 from __future__ import annotations
