@@ -1,10 +1,16 @@
-"""Pause Python's cyclic garbage collector while building many small acyclic objects (decoded manifest entries).
+"""Keep Python's cyclic garbage collector from walking the whole heap during a maintenance run.
 
 Decoding a manifest allocates an object or two per entry; every 700 allocations the collector walks the young
 objects, and now and then the whole heap (tens of milliseconds in a process holding pyarrow and pandas), looking for
 cycles these objects never form: reference counting frees them. :func:`paused_gc` turns the collector off for the
 duration and back on afterwards, if it was on. Nested and concurrent pauses (threads of one process) share one
 count: the collector comes back when the last pause ends.
+
+Operations whose runs make cyclic garbage as they go (on object stores every botocore request leaves a few
+objects in a cycle) keep the collector on and use :func:`old_objects_frozen` instead: the objects alive when the run
+starts are frozen (``gc.freeze()``) until it ends, so a full collection in the middle of the run walks only what the
+run made. Measured on S3 expiration in a process holding pyarrow and botocore (about 200,000 objects): a full
+collection took 110 ms, with every request of the run waiting behind it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,11 @@ _lock = threading.Lock()
 _depth = 0
 _resume = False
 """Whether the collector was on when the outermost pause began (then the last pause ends by enabling it)."""
+_freeze_depth = 0
+_unfreeze = False
+"""Whether the outermost :func:`old_objects_frozen` froze the heap (then the last one to end unfreezes it)."""
+_frozen_for_good = False
+"""Whether :func:`freeze_for_good` froze this process's heap (a forked child inherits the flag with the heap)."""
 
 
 @contextmanager
@@ -36,3 +47,42 @@ def paused_gc() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _resume:
                 gc.enable()
+
+
+@contextmanager
+def old_objects_frozen() -> Iterator[None]:
+    """Run the block with the objects alive at its start frozen: collections inside it walk only the objects made
+    since, and cyclic garbage the block makes is still collected. Everything frozen goes back to the oldest
+    generation when the last overlapping block (threads of one process share a count) ends.
+
+    Nothing is done when the heap is frozen already, for good (:func:`freeze_for_good`) or by the host program
+    (``gc.get_freeze_count()``, which costs nothing when nothing is frozen): unfreezing would undo its freeze.
+    """
+    global _freeze_depth, _unfreeze
+    with _lock:
+        if _freeze_depth == 0:
+            _unfreeze = not _frozen_for_good and gc.get_freeze_count() == 0
+            if _unfreeze:
+                gc.freeze()
+        _freeze_depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _freeze_depth -= 1
+            if _freeze_depth == 0 and _unfreeze:
+                gc.unfreeze()
+                _unfreeze = False
+
+
+def freeze_for_good() -> bool:
+    """Collect, then freeze every object alive, for the rest of the process (a worker that keeps its imports for
+    its lifetime). Returns whether it froze: once per process, and not inside :func:`old_objects_frozen`."""
+    global _frozen_for_good
+    with _lock:
+        if _frozen_for_good or _freeze_depth:
+            return False
+        gc.collect()
+        gc.freeze()
+        _frozen_for_good = True
+        return True

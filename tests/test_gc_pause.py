@@ -1,4 +1,5 @@
-"""gc_pause: the cyclic collector is off inside a pause and back as it was after the last one ends."""
+"""gc_pause: the cyclic collector is off inside a pause and back as it was after the last one ends; objects alive
+when a maintenance run starts are frozen for the run only."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tableformat.gc_pause import paused_gc
+from tableformat import gc_pause
+from tableformat.gc_pause import freeze_for_good, old_objects_frozen, paused_gc
 
 
 @pytest.fixture(autouse=True)
@@ -76,3 +78,85 @@ def test_overlapping_pauses_of_two_threads_end_with_the_last() -> None:
         thread.join()
     assert seen == [False]
     assert gc.isenabled()
+
+
+# --- old_objects_frozen ------------------------------------------------------------------------------------------
+@pytest.fixture
+def nothing_frozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    gc.unfreeze()
+    monkeypatch.setattr(gc_pause, "_frozen_for_good", False)
+    yield
+    gc.unfreeze()
+
+
+class Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_objects_alive_at_the_start_are_frozen_for_the_block_only(nothing_frozen: None) -> None:
+    gc.enable()
+    before = Cycle()
+    with old_objects_frozen():
+        assert gc.get_freeze_count() > 0
+        assert not any(o is before for o in gc.get_objects())  # out of every collection's walk
+        made = Cycle()
+        assert any(o is made for o in gc.get_objects())  # what the block makes is walked (and collected)
+    assert gc.get_freeze_count() == 0
+    assert any(o is before for o in gc.get_objects())
+
+
+def test_cyclic_garbage_made_inside_is_still_collected(nothing_frozen: None) -> None:
+    gc.enable()
+    with old_objects_frozen():
+        Cycle()
+        assert gc.collect() >= 1
+        assert not any(isinstance(o, Cycle) for o in gc.get_objects())
+
+
+def test_overlapping_blocks_unfreeze_when_the_last_ends(nothing_frozen: None) -> None:
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first() -> None:
+        with old_objects_frozen():
+            first_in.set()
+            second_in.wait()
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait()
+        with old_objects_frozen():
+            second_in.set()
+            first_out.wait()
+            seen.append(gc.get_freeze_count() > 0)  # the first block ended, this one has not
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [True]
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_heap_the_host_froze_stays_frozen(nothing_frozen: None) -> None:
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    with old_objects_frozen():
+        pass
+    assert gc.get_freeze_count() >= frozen > 0  # not unfrozen by the block
+
+
+def test_a_heap_frozen_for_good_stays_frozen_and_is_frozen_once(nothing_frozen: None) -> None:
+    assert freeze_for_good() is True
+    with old_objects_frozen():
+        assert freeze_for_good() is False
+    assert gc.get_freeze_count() > 0
+    assert freeze_for_good() is False
+
+
+def test_no_freeze_for_good_inside_a_block(nothing_frozen: None) -> None:
+    with old_objects_frozen():
+        assert freeze_for_good() is False
+    assert gc.get_freeze_count() == 0

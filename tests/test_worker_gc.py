@@ -8,14 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tableformat.spark import worker_gc
+from tableformat import gc_pause
 from tableformat.spark.worker_gc import REUSE_ENV, freeze_worker_heap
 
 
 @pytest.fixture(autouse=True)
 def unfrozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     gc.unfreeze()
-    monkeypatch.setattr(worker_gc, "_frozen", False)  # as in a fresh worker process
+    monkeypatch.setattr(gc_pause, "_frozen_for_good", False)  # as in a fresh worker process
     yield
     gc.unfreeze()
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from tableformat.context import TableContext
-from tableformat.gc_pause import paused_gc
+from tableformat.gc_pause import old_objects_frozen, paused_gc
 
 from .clock import resolve_now
 from .deleter import Progress
@@ -110,7 +109,7 @@ def run_operation(
 ) -> R:
     """Configure, plan, then preview (dry run) or execute one operation on one table."""
     config = operation.configure(ctx, dict(overrides or {}))
-    with paused_gc() if operation.pauses_gc else nullcontext():
+    with paused_gc() if operation.pauses_gc else old_objects_frozen():
         plan = operation.plan(ctx, config, resolve_now(now_ms))
         result = operation.preview(ctx, plan) if dry_run else operation.execute(ctx, plan, config, progress)
         del plan  # its records go before the collector comes back: it finds no young objects to walk

@@ -12,31 +12,25 @@ Spark worker (pyspark sets ``SPARK_REUSE_WORKER`` there, never in the user's dri
 a program that calls the reader itself. Frozen objects are still freed by reference counting; only a reference cycle
 among them, made garbage later, stays (the worker's lifetime).
 
-"Once per process" is a module flag, not ``gc.get_freeze_count()``: CPython counts the frozen objects by walking
-their list, one cache miss per object in a worker whose caches other processes have emptied: 4.7 ms of CPU
-(5-65 ms wall on two busy cores) per call with tableformat imported, four calls per read of the bench table (the
-schema and planning workers on the critical path before any task starts, and each task).
+"Once per process" is a flag (``tableformat.gc_pause``, shared with the maintenance runs' freeze), not
+``gc.get_freeze_count()``: CPython counts the frozen objects by walking their list, one cache miss per object in a
+worker whose caches other processes have emptied: 4.7 ms of CPU (5-65 ms wall on two busy cores) per call with
+tableformat imported, four calls per read of the bench table (the schema and planning workers on the critical path
+before any task starts, and each task).
 """
 
 from __future__ import annotations
 
-import gc
 import os
+
+from tableformat.gc_pause import freeze_for_good
 
 REUSE_ENV = "SPARK_REUSE_WORKER"
 """Set by Spark in the environment of the Python workers it reuses across tasks."""
 
 
-_frozen = False
-"""Whether this process froze its heap (a forked child inherits both the flag and the frozen objects)."""
-
-
 def freeze_worker_heap() -> bool:
     """In a reused pyspark worker whose heap is not frozen yet: collect, then freeze. Returns whether it froze."""
-    global _frozen
-    if _frozen or not os.environ.get(REUSE_ENV):
+    if not os.environ.get(REUSE_ENV):
         return False
-    gc.collect()
-    gc.freeze()
-    _frozen = True
-    return True
+    return freeze_for_good()
