@@ -14,6 +14,8 @@ costs more than the read and decoding holds the GIL. Deletes are parallel everyw
 from __future__ import annotations
 
 import datetime as dt
+import heapq
+import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -26,7 +28,7 @@ from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths as TableDataPaths
 from tableformat.layout import check_file_name
 from tableformat.live_set import PartitionPredicate, PathEntry, merge_entries
-from tableformat.model.manifest import ManifestFileMeta
+from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.parallel import READ_CHUNK, Workers
 
@@ -163,16 +165,19 @@ class MetadataCache:
         roots: Iterable[Snapshot] = (),
         deletes_read: Callable[[int, Callable[[int], bool]], bool] = lambda sid, exists: False,
         delta_roots: Iterable[Snapshot] = (),
+        protected: Snapshot | None = None,
+        paths: DataPaths | None = None,
     ) -> list[tuple[Snapshot, int] | None]:
         """``read_snapshot_file`` of each id. On object stores, also reads the manifest lists of those snapshots and of
         ``roots`` (the planner reads every one of them next), each list as soon as the snapshot naming it is decoded,
         and the manifests of a delta list with DELETE entries (of a snapshot read here or of ``delta_roots``) when
         ``deletes_read(id, exists)`` says the planner will read them (``exists(id)``: that snapshot was read and
-        exists); one request per task, so no read waits for a batch of another kind to finish. Each object still
-        once. Elsewhere: the snapshots, in order."""
+        exists), and then the manifests of ``protected`` that the planner will check those DELETE entries' files
+        against (``paths``: partition pruning, as the planner's); see _Pipeline for the order of reads. Each
+        object still once. Elsewhere: the snapshots, in order."""
         if not self.parallel:
             return [self.read_snapshot_file(i) for i in ids]
-        return _Pipeline(self, deletes_read).run(ids, roots, delta_roots)
+        return _Pipeline(self, deletes_read, protected, paths).run(ids, roots, delta_roots)
 
     def manifest_list(self, name: str) -> list[ManifestFileMeta]:
         if name not in self._lists:
@@ -263,11 +268,27 @@ class MetadataCache:
 
 class _Pipeline:
     """``MetadataCache.read_with_lists`` on object stores: snapshots, then each one's manifest lists, then the
-    manifests the planner will read for candidates, every read submitted to the run's workers as soon as what names
-    it is decoded (at most ``threads`` requests in flight). Nothing is requested twice: a list or manifest name is
-    claimed under a lock before its read is submitted."""
+    manifests the planner will read, every read queued as soon as what names it is decoded and at most ``threads``
+    reads in flight. Nothing is requested twice: a list or manifest name is claimed under a lock before its read is
+    queued.
 
-    def __init__(self, cache: MetadataCache, deletes_read: Callable[[int, Callable[[int], bool]], bool]) -> None:
+    Reads are taken by priority, then in the order they were queued: manifests first (they decide the candidates and
+    the protection checks, the last reads of a plan), then snapshots (they name the lists), then delta lists (a
+    deleting one names manifests), then base lists (they name nothing read here). So the manifests that a deleting
+    delta names, and those of the ``protected`` snapshot that the planner then checks its candidates against (its
+    manifests whose partition statistics may hold a partition with a DELETE entry read so far), are read while the
+    other lists still are, not after all of them.
+    """
+
+    _MANIFEST, _SNAPSHOT, _DELTA_LIST, _BASE_LIST = range(4)
+
+    def __init__(
+        self,
+        cache: MetadataCache,
+        deletes_read: Callable[[int, Callable[[int], bool]], bool],
+        protected: Snapshot | None = None,
+        paths: DataPaths | None = None,
+    ) -> None:
         self.cache = cache
         self.deletes_read = deletes_read
         self.found: dict[int, tuple[Snapshot, int] | None] = {}
@@ -275,16 +296,27 @@ class _Pipeline:
         self._entries = 0
         self._lock = threading.Lock()
         self._futures: list[Future[None]] = []
+        self._queue: list[tuple[int, int, Callable[..., None], tuple[object, ...]]] = []
+        self._order = itertools.count()
+        self._runners = 0
+        self._protected = (
+            (protected.base_manifest_list, protected.delta_manifest_list)
+            if protected is not None and paths is not None
+            else ()
+        )
+        self._paths = paths
+        self._deleted_in: set[bytes] = set()
+        """Partitions of the DELETE entries read so far (what the protection checks will look for)."""
 
     def run(
         self, ids: Sequence[int], roots: Iterable[Snapshot], delta_roots: Iterable[Snapshot]
     ) -> list[tuple[Snapshot, int] | None]:
         for root in delta_roots:
-            self._lists_of(root.id, root)
+            self._lists_of(root.id, root, self._SNAPSHOT)
         for root in roots:
-            self._lists_of(None, root)
+            self._lists_of(None, root, self._SNAPSHOT)
         for sid in ids:
-            self._submit(self._snapshot, sid)
+            self._submit(self._SNAPSHOT, self._snapshot, sid)
         while True:  # tasks add tasks: wait until none is left (the first error propagates, as read_all's)
             with self._lock:
                 if not self._futures:
@@ -293,10 +325,31 @@ class _Pipeline:
             future.result()
         return [self.found[sid] for sid in ids]
 
-    def _submit(self, fn: Callable[..., None], *args: object) -> None:
-        future = self.cache.workers.submit(fn, *args)
+    def _submit(self, priority: int, fn: Callable[..., None], *args: object) -> None:
+        """Queue a read; start a runner for it unless ``threads`` runners are at work already."""
+        with self._lock:
+            heapq.heappush(self._queue, (priority, next(self._order), fn, args))
+            if self._runners >= self.cache.workers.threads:
+                return
+            self._runners += 1
+        future = self.cache.workers.submit(self._drain)
         with self._lock:
             self._futures.append(future)
+
+    def _drain(self) -> None:
+        """A runner: take the first queued read until none is left (an error ends this runner and propagates)."""
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._runners -= 1
+                    return
+                _, _, fn, args = heapq.heappop(self._queue)
+            try:
+                fn(*args)
+            except BaseException:
+                with self._lock:
+                    self._runners -= 1
+                raise
 
     def _claim(self, name: str) -> bool:
         with self._lock:
@@ -305,36 +358,72 @@ class _Pipeline:
             self._claimed.add(name)
             return True
 
+    def _budget(self, size: int) -> bool:
+        """Whether ``size`` more entries may be held read ahead (the planner's bound on entries held at once)."""
+        with self._lock:
+            if self._entries + size > ENTRIES_IN_FLIGHT:
+                return False
+            self._entries += size
+            return True
+
     def _snapshot(self, sid: int) -> None:
         found = self.cache.read_snapshot_file(sid)
         self.found[sid] = found
         if found is not None:
-            self._lists_of(sid, found[0])
+            self._lists_of(sid, found[0], self._DELTA_LIST)
 
-    def _lists_of(self, sid: int | None, snapshot: Snapshot) -> None:
+    def _lists_of(self, sid: int | None, snapshot: Snapshot, priority: int) -> None:
+        """Queue the snapshot's lists: a range snapshot's delta list before every base list (``priority``), a root's
+        lists with the snapshots."""
         if self._claim(snapshot.base_manifest_list):
-            self._submit(self._list, snapshot.base_manifest_list, None)
+            base = self._SNAPSHOT if priority == self._SNAPSHOT else self._BASE_LIST
+            self._submit(base, self._list, snapshot.base_manifest_list, None)
         if self._claim(snapshot.delta_manifest_list):
-            self._submit(self._list, snapshot.delta_manifest_list, sid)
+            self._submit(priority, self._list, snapshot.delta_manifest_list, sid)
 
     def _list(self, name: str, delta_of: int | None) -> None:
         metas = self.cache.ctx.store.read_manifest_list_fast(name, self.cache._reader)
         self.cache._lists[name] = metas
+        if name in self._protected:
+            self._protect()
         if delta_of is None or not any(m.num_deleted_files > 0 for m in metas):
             return
         if not self.deletes_read(delta_of, lambda sid: self.found.get(sid) is not None):
             return
-        with self._lock:  # read ahead only within the planner's bound on entries held at once
-            size = sum(m.num_added_files + m.num_deleted_files for m in metas)
-            if self._entries + size > ENTRIES_IN_FLIGHT:
-                return
-            self._entries += size
-        for meta in metas:  # in this task, not queued behind every other list: the candidates are known sooner
+        if not self._budget(sum(m.num_added_files + m.num_deleted_files for m in metas)):
+            return
+        for meta in metas:
             if self._claim("manifest/" + meta.file_name):
-                self._manifest(meta.file_name)
+                self._submit(self._MANIFEST, self._manifest, meta.file_name, True)
 
-    def _manifest(self, name: str) -> None:
+    def _manifest(self, name: str, deleting: bool) -> None:
         try:
-            self.cache._prefetched[name] = self.cache.ctx.store.read_manifest_refs(name)
+            entries = self.cache.ctx.store.read_manifest_refs(name)
         except Exception as exc:  # raised where the planner reads it (ordered after its own checks)
             self.cache._prefetched[name] = exc
+            return
+        self.cache._prefetched[name] = entries
+        if deleting and self._protected:
+            add = FileKind.ADD
+            found = {entry.partition for entry in entries if entry.kind != add}
+            with self._lock:
+                new = found - self._deleted_in
+                self._deleted_in |= new
+            if new:
+                self._protect()
+
+    def _protect(self) -> None:
+        """Queue the protected snapshot's manifests that may hold a partition deleted from (once its lists are read
+        and a DELETE entry is)."""
+        lists = [self.cache._lists.get(name) for name in self._protected]
+        paths = self._paths
+        with self._lock:
+            partitions = set(self._deleted_in)
+        if None in lists or paths is None or not partitions:
+            return
+        predicate = paths.predicate(partitions)
+        for meta in (meta for metas in lists for meta in metas or ()):
+            if paths.may_hold(meta, predicate) and self._claim("manifest/" + meta.file_name):
+                if not self._budget(meta.num_added_files + meta.num_deleted_files):
+                    return
+                self._submit(self._MANIFEST, self._manifest, meta.file_name, False)

@@ -299,7 +299,9 @@ class _Planner:
             return earliest < sid <= end_id and (exists(sid - 1) or self._snapshots.get(sid - 1) is not None)
 
         roots = [*kept, *[t for t in tags if t.id < end_id], *known]
-        read = self.cache.read_with_lists(ahead, roots, deletes_read, [span.end_snapshot])
+        read = self.cache.read_with_lists(
+            ahead, roots, deletes_read, [span.end_snapshot], protected=span.end_snapshot, paths=self.paths
+        )
         for sid, found in zip(ahead, read):
             self._snapshots[sid] = found
         sid = earliest

@@ -143,6 +143,34 @@ def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
     assert "snapshot/" not in [call.key.split("/", 1)[1] for call in log.of("ListObjectsV2")]
 
 
+def test_expiration_planning_on_s3_reads_the_deciding_manifests_before_the_last_lists(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    """Manifests go ahead of lists: the dropped partition's DELETE manifest and the end snapshot's base manifests that
+    may hold that partition (the protection check) are read while base lists still are, not after all of them."""
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(40):
+        table.append(rows(i * 8))
+        if i == 11:
+            table.drop_partitions([{"part": 0}])
+    settings: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0, "limit": 100}
+    log = RequestLog().attach(table.context.io)
+    dry = expire_snapshots(table.context, dry_run=True, parallelism=4, **settings)
+    assert dry.expired_snapshot_ids == tuple(range(1, 38)) and dry.deleted_data_files == 12
+    assert log.read_twice() == []
+    names = [call.key.rsplit("/", 1)[-1] for call in log.of("GetObject")]
+    manifests = [i for i, name in enumerate(names) if name.startswith("manifest-") and "-list-" not in name]
+    lists = [i for i, name in enumerate(names) if name.startswith("manifest-list-")]
+    assert len(manifests) >= 2  # the DELETE manifest and at least one base manifest of the end holding part 0
+    assert max(manifests) < max(lists) - 4  # read while lists were still coming, not in a wave after them
+    log.clear()
+    result = expire_snapshots(table.context, parallelism=4, **settings)
+    assert sorted(result.deleted_paths) == sorted(dry.deleted_paths)
+    assert log.read_twice() == []
+    assert table.to_arrow().num_rows == 40 * 8 - 12 * 4  # every append but part 0 of the first twelve
+
+
 def copied(io: Any, root: str, source: str, target: str) -> None:
     io.write_bytes(f"{root}/{target}", io.read_bytes(f"{root}/{source}"))
 
