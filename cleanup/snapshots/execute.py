@@ -17,7 +17,7 @@ reader of a retained snapshot or tag ever meets a missing file:
 6. re-read the tag set: files of a tag created since planning on an expired snapshot are dropped from the plan;
    an unreadable tag stops the run (the journal stays, a re-run retries);
 7. delete data files (and their extra files), manifests and manifest lists, in one step (batches in parallel; on
-   S3 one listing per directory settles which exist, asked when steps 1-2 start, see _data_step; then DeleteObjects
+   S3 one listing per directory settles which exist, asked when step 4 starts, see _data_step; then DeleteObjects
    of up to 1,000 keys). Nothing references them any more once step 4 is done, so their order among themselves
    does not matter: a crash leaves the journal, which lists each by path;
 8. remove empty partition/bucket directories (optional, never on object stores, never recursive);
@@ -339,11 +339,11 @@ def _complete(
     deleter = Deleter(
         ctx.io, ctx.layout, workers.threads, progress=progress, total=plan.file_count(), label="expiration deleted"
     )
-    ahead = ctx.io.bulk_delete and _deletes_files(plan)  # the existence question goes out now, see _data_step
+    ahead = ctx.io.bulk_delete and _deletes_files(plan)  # the existence question goes out early, see _data_step
     with executor(1 + int(ahead) + int(ctx.io.is_object_store), "tablefmt-existence") as pool:
-        asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None
         journal = _journal_and_hint(ctx, plan, journal, hint, pool)
         consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
+        asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None
         snapshots = _delete(deleter, plan.snapshot_files, ordered=True, listed=fresh)
         deletes = _deletes_files(plan)
         now = roots_now(ctx, plan, workers, branches=deletes) if plan.tag_files or deletes else None
@@ -381,11 +381,13 @@ def _complete(
 def _data_step(plan: ExpirePlan) -> list[tuple[str, int]]:
     """Step 7's files: data files with their extra files, manifests and manifest lists.
 
-    On object stores, which of them exist (one listing per directory) is asked when steps 1 and 2 start, alongside
-    steps 1-6, and the answer is used by step 7: it is a read, so it changes no order of writes and deletes the journal
-    argument rests on; it only says which files existed before this run deleted them (for the report). A file
-    another run deletes between the question and step 7 is reported by both runs, the window docs/reliability.md
-    names for every S3 delete, here from the question on."""
+    On object stores, which of them exist (one listing per directory) is asked when step 4 starts, alongside steps
+    4-6, and the answer is used by step 7: it is a read, so it changes no order of writes and deletes the journal
+    argument rests on; it only says which files existed before this run deleted them (for the report). Asked once the
+    journal and EARLIEST are answered, as the snapshot files' DeleteObjects goes out, its listings are answered (and
+    their XML parsed) while the store deletes the snapshot files, not while the snapshot delete waits for the client.
+    A file another run deletes between the question and step 7 is reported by both runs, the window
+    docs/reliability.md names for every S3 delete, here from the question on."""
     files = [(f.path, f.size) for f in plan.data_files]
     files += [(extra, 0) for f in plan.data_files for extra in f.extras]
     return files + [(f.path, f.size) for f in (*plan.manifests, *plan.manifest_lists)]
