@@ -173,11 +173,18 @@ class MetadataCache:
         and the manifests of a delta list with DELETE entries (of a snapshot read here or of ``delta_roots``) when
         ``deletes_read(id, exists)`` says the planner will read them (``exists(id)``: that snapshot was read and
         exists), and then the manifests of ``protected`` that the planner will check those DELETE entries' files
-        against (``paths``: partition pruning, as the planner's); see _Pipeline for the order of reads. Each
+        against (``paths``: partition pruning, as the planner's); see RangeReader for the order of reads. Each
         object still once. Elsewhere: the snapshots, in order."""
         if not self.parallel:
             return [self.read_snapshot_file(i) for i in ids]
-        return _Pipeline(self, deletes_read, protected, paths).run(ids, roots, delta_roots)
+        return RangeReader(self, deletes_read, paths).finish(ids, roots, delta_roots, protected)
+
+    def range_reader(
+        self, deletes_read: Callable[[int, Callable[[int], bool]], bool], paths: DataPaths
+    ) -> RangeReader | None:
+        """A RangeReader for a planner that starts reading its range before it knows where the range ends (None
+        where reads are not parallel: there the planner reads in order as it goes)."""
+        return RangeReader(self, deletes_read, paths) if self.parallel else None
 
     def manifest_list(self, name: str) -> list[ManifestFileMeta]:
         if name not in self._lists:
@@ -266,27 +273,27 @@ class MetadataCache:
         return {entry.path for entry in merge_entries(self._filtered[meta.file_name] for meta in metas).values()}
 
 
-class _Pipeline:
-    """``MetadataCache.read_with_lists`` on object stores: snapshots, then each one's manifest lists, then the
-    manifests the planner will read, every read queued as soon as what names it is decoded and at most ``threads``
-    reads in flight. Nothing is requested twice: a list or manifest name is claimed under a lock before its read is
-    queued.
+class RangeReader:
+    """``MetadataCache.read_with_lists`` on object stores, and the planner's reads of one plan: snapshots, then each
+    one's manifest lists, then the manifests the planner will read, every read queued as soon as what names it is
+    decoded and at most ``threads`` reads in flight. Nothing is requested twice: a list or manifest name is claimed
+    under a lock before its read is queued, a snapshot id when it is first queued.
 
-    Reads are taken by priority, then in the order they were queued: manifests first (they decide the candidates and
-    the protection checks, the last reads of a plan), then snapshots (they name the lists), then delta lists (a
-    deleting one names manifests), then base lists (they name nothing read here). So the manifests that a deleting
-    delta names, and those of the ``protected`` snapshot that the planner then checks its candidates against (its
-    manifests whose partition statistics may hold a partition with a DELETE entry read so far), are read while the
-    other lists still are, not after all of them.
+    Reads are taken by priority, then in the order they were queued: snapshots the planner waits for (``read_now``:
+    the walk that finds where the range ends), manifests (they decide the candidates and the protection checks, the
+    last reads of a plan), snapshots of the range (they name the lists), delta lists (a deleting one names manifests),
+    base lists (they name nothing read here). So the range's snapshots that are expired whatever the walk finds are
+    read while it walks (``start``); and the manifests that a deleting delta names, and those of the ``protected``
+    snapshot that the planner then checks its candidates against (its manifests whose partition statistics may hold
+    a partition with a DELETE entry read so far), are read while the other lists still are, not after all of them.
     """
 
-    _MANIFEST, _SNAPSHOT, _DELTA_LIST, _BASE_LIST = range(4)
+    _NOW, _MANIFEST, _SNAPSHOT, _DELTA_LIST, _BASE_LIST = range(5)
 
     def __init__(
         self,
         cache: MetadataCache,
         deletes_read: Callable[[int, Callable[[int], bool]], bool],
-        protected: Snapshot | None = None,
         paths: DataPaths | None = None,
     ) -> None:
         self.cache = cache
@@ -299,25 +306,50 @@ class _Pipeline:
         self._queue: list[tuple[int, int, Callable[..., None], tuple[object, ...]]] = []
         self._order = itertools.count()
         self._runners = 0
-        self._protected = (
-            (protected.base_manifest_list, protected.delta_manifest_list)
-            if protected is not None and paths is not None
-            else ()
-        )
+        self._ready: dict[int, threading.Event] = {}
+        self._taken: set[int] = set()
+        self._failed: dict[int, BaseException] = {}
+        self._protected: tuple[str, ...] = ()
         self._paths = paths
         self._deleted_in: set[bytes] = set()
         """Partitions of the DELETE entries read so far (what the protection checks will look for)."""
 
-    def run(
-        self, ids: Sequence[int], roots: Iterable[Snapshot], delta_roots: Iterable[Snapshot]
-    ) -> list[tuple[Snapshot, int] | None]:
-        for root in delta_roots:
-            self._lists_of(root.id, root, self._SNAPSHOT)
+    # --- what the planner calls ------------------------------------------------------------------------------
+    def start(self, ids: Iterable[int], roots: Iterable[Snapshot] = ()) -> None:
+        """Queue the snapshots (with their lists, as they are decoded) and the roots' lists; returns at once."""
         for root in roots:
             self._lists_of(None, root, self._SNAPSHOT)
         for sid in ids:
-            self._submit(self._SNAPSHOT, self._snapshot, sid)
-        while True:  # tasks add tasks: wait until none is left (the first error propagates, as read_all's)
+            self._snapshot_read(sid, self._SNAPSHOT, lists=True)
+
+    def read_now(self, ids: Sequence[int]) -> list[tuple[Snapshot, int] | None]:
+        """The snapshots (None: missing), read ahead of everything queued, without their lists."""
+        events = [self._snapshot_read(sid, self._NOW, lists=False) for sid in ids]
+        for sid, event in zip(ids, events):
+            event.wait()
+            if sid in self._failed:
+                raise self._failed[sid]
+        return [self.found[sid] for sid in ids]
+
+    def finish(
+        self,
+        ids: Sequence[int],
+        roots: Iterable[Snapshot] = (),
+        delta_roots: Iterable[Snapshot] = (),
+        protected: Snapshot | None = None,
+    ) -> list[tuple[Snapshot, int] | None]:
+        """Queue the rest (see ``MetadataCache.read_with_lists``), wait until every read is answered (the first
+        error propagates) and return the snapshots ``ids``."""
+        if protected is not None and self._paths is not None:
+            self._protected = (protected.base_manifest_list, protected.delta_manifest_list)
+        for root in delta_roots:  # the end's lists: few, and they name the protection checks' manifests
+            self._lists_of(root.id, root, self._MANIFEST)
+        for root in roots:
+            self._lists_of(None, root, self._SNAPSHOT)
+        for sid in ids:
+            self._snapshot_read(sid, self._SNAPSHOT, lists=True)
+        self._protect()
+        while True:  # tasks add tasks: wait until none is left
             with self._lock:
                 if not self._futures:
                     break
@@ -325,6 +357,12 @@ class _Pipeline:
             future.result()
         return [self.found[sid] for sid in ids]
 
+    def close(self) -> None:
+        """Drop the reads not started (a planner that stopped early); those under way end on their own."""
+        with self._lock:
+            self._queue.clear()
+
+    # --- the queue ---------------------------------------------------------------------------------------------
     def _submit(self, priority: int, fn: Callable[..., None], *args: object) -> None:
         """Queue a read; start a runner for it unless ``threads`` runners are at work already."""
         with self._lock:
@@ -366,17 +404,40 @@ class _Pipeline:
             self._entries += size
             return True
 
-    def _snapshot(self, sid: int) -> None:
-        found = self.cache.read_snapshot_file(sid)
+    # --- the reads ---------------------------------------------------------------------------------------------
+    def _snapshot_read(self, sid: int, priority: int, *, lists: bool) -> threading.Event:
+        """Queue snapshot ``sid`` unless it is queued already at this priority or a higher one; its event is set once
+        it is read (or failed)."""
+        with self._lock:
+            event = self._ready.get(sid)
+            queued = event is not None
+            if event is None:
+                event = self._ready[sid] = threading.Event()
+        if not queued or priority == self._NOW:  # a waiting planner overtakes the queued read (taken once)
+            self._submit(priority, self._snapshot, sid, lists)
+        return event
+
+    def _snapshot(self, sid: int, lists: bool) -> None:
+        with self._lock:
+            if sid in self._taken:
+                return
+            self._taken.add(sid)
+        try:
+            found = self.cache.read_snapshot_file(sid)
+        except BaseException as exc:
+            self._failed[sid] = exc
+            self._ready[sid].set()
+            raise
         self.found[sid] = found
-        if found is not None:
+        self._ready[sid].set()
+        if found is not None and lists:
             self._lists_of(sid, found[0], self._DELTA_LIST)
 
     def _lists_of(self, sid: int | None, snapshot: Snapshot, priority: int) -> None:
-        """Queue the snapshot's lists: a range snapshot's delta list before every base list (``priority``), a root's
-        lists with the snapshots."""
+        """Queue the snapshot's lists at ``priority``, except a range snapshot's base list (``priority`` is that of
+        delta lists): after every delta list."""
         if self._claim(snapshot.base_manifest_list):
-            base = self._SNAPSHOT if priority == self._SNAPSHOT else self._BASE_LIST
+            base = self._BASE_LIST if priority == self._DELTA_LIST else priority
             self._submit(base, self._list, snapshot.base_manifest_list, None)
         if self._claim(snapshot.delta_manifest_list):
             self._submit(priority, self._list, snapshot.delta_manifest_list, sid)

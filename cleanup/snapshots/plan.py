@@ -58,7 +58,7 @@ from tableformat.parallel import Workers
 from ..kernel.clock import resolve_now
 from ..roots import Root
 from .config import ExpireConfig
-from .metadata import Candidate, DataPaths, MetadataCache, TagRef, tag_expired
+from .metadata import Candidate, DataPaths, MetadataCache, RangeReader, TagRef, tag_expired
 from .planned import ExpirePlan, PlannedFile, branch_ref, new_plan_id
 from .reason import StopReason, stop_reason
 from .start import PlanStart
@@ -134,6 +134,10 @@ class _Planner:
         self._started = False
         self._pending_ids: set[str] = set()
         self._snapshots: dict[int, tuple[Snapshot, int] | None] = {}
+        self._reader: RangeReader | None = None
+        """The range's reads while the range is planned (object stores), see RangeReader."""
+        self._range_start = 0
+        self._end_id: int | None = None
 
     # --- state that can change under us ----------------------------------------------------------------------
     def changed_underneath(self) -> bool:
@@ -160,12 +164,16 @@ class _Planner:
         walk needs it)."""
         if self.cache.parallel:
             ids = [i for i in range(first, last + 1) if i not in self._snapshots]
-            for sid, found in zip(ids, self.cache.read_all(self.cache.read_snapshot_file, ids)):
+            reader = self._reader
+            read = reader.read_now(ids) if reader else self.cache.read_all(self.cache.read_snapshot_file, ids)
+            for sid, found in zip(ids, read):
                 self._snapshots[sid] = found
 
     def _read(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
         if snapshot_id not in self._snapshots:
-            self._snapshots[snapshot_id] = self.cache.read_snapshot_file(snapshot_id)
+            reader = self._reader
+            read = reader.read_now([snapshot_id])[0] if reader else self.cache.read_snapshot_file(snapshot_id)
+            self._snapshots[snapshot_id] = read
         return self._snapshots[snapshot_id]
 
     def _next_existing(self, snapshot_id: int, upto: int) -> int | None:
@@ -217,10 +225,21 @@ class _Planner:
         limit = self.config.limit - spent
         end = earliest
         consumer_next = min((c.next_snapshot for c in alive), default=None)
-        if limit > 0 and earliest <= latest:
-            end = self._select_end(earliest, latest, consumer_next, limit)
         kept = [t.snapshot for t in protecting] + [r.snapshot for r in branches]
-        span = self._expired_range(earliest, end, latest, kept, [t.snapshot for t in expired_tags])
+        self._range_start, self._reader = earliest, self.cache.range_reader(self._deletes_read, self.paths)
+        try:
+            if limit > 0 and earliest <= latest:
+                if self._reader is not None:  # expired whatever the walk finds: read them while it walks
+                    low, max_exclusive = self._bounds(earliest, latest, consumer_next, limit)
+                    certain = range(earliest, min(low, max_exclusive))
+                    read = [found[0] for i in certain if (found := self._snapshots.get(i)) is not None]
+                    self._reader.start([i for i in certain if i not in self._snapshots], [*kept, *read])
+                end = self._select_end(earliest, latest, consumer_next, limit)
+            span = self._expired_range(earliest, end, latest, kept, [t.snapshot for t in expired_tags])
+        finally:
+            if self._reader is not None:
+                self._reader.close()
+            self._reader = None
         why = self._why(span, latest, consumer_next, limit)
         notes.append(why.text)
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
@@ -232,16 +251,23 @@ class _Planner:
         plan = replace(plan, earliest_hint=hint, earliest_hint_read=True)
         return replace(plan, note="; ".join(notes)) if notes else plan
 
-    def _select_end(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> int:
+    def _bounds(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> tuple[int, int]:
+        """(low, max_exclusive): the range ends at or after ``low`` (retain-max), before ``max_exclusive``
+        (retain-min, the consumers, the limit) or at it. ``_select_end`` never returns less than the smaller of
+        the two (or ``earliest``, when max_exclusive is not above it), so the snapshots below it are expired
+        whatever the time rule finds."""
         config = self.config
         low = max(latest - config.retain_max + 1, earliest)
         max_exclusive = latest - config.retain_min + 1
         if consumer_next is not None:
             max_exclusive = min(max_exclusive, consumer_next)
-        max_exclusive = min(max_exclusive, earliest + limit)
+        return low, min(max_exclusive, earliest + limit)
+
+    def _select_end(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> int:
+        low, max_exclusive = self._bounds(earliest, latest, consumer_next, limit)
         if max_exclusive <= earliest:
             return earliest
-        threshold = self.now - config.time_retained_ms
+        threshold = self.now - self.config.time_retained_ms
         candidate: int | None = None
         current = self._next_existing(low, latest)
         window = 2  # read ahead in doubling windows: the walk often stops after a snapshot or two
@@ -280,6 +306,17 @@ class _Planner:
             read=read,
         )
 
+    def _deletes_read(self, sid: int, exists: Callable[[int], bool]) -> bool:
+        """Whether the planner reads the manifests of snapshot ``sid``'s delta for candidates: when s-1 is in the range
+        and exists, _candidates reads delta(s) (s in (begin, end]), else s is stranded below a gap and
+        _add_live_files reads all its manifests. Before the end is known, only snapshots below it are asked about."""
+        end = self._end_id
+        return (
+            self._range_start < sid
+            and (end is None or sid <= end)
+            and (exists(sid - 1) or self._snapshots.get(sid - 1) is not None)
+        )
+
     def _expired_range(
         self, earliest: int, end: int, latest: int, kept: list[Snapshot], tags: list[Snapshot]
     ) -> _Range:
@@ -292,16 +329,12 @@ class _Planner:
         span = _Range(earliest=earliest, end=end_id, end_snapshot=found_end[0])
         ahead = [i for i in range(earliest, min(end, end_id)) if i not in self._snapshots]
         known = [found[0] for i, found in self._snapshots.items() if found is not None and earliest <= i < end_id]
-
-        def deletes_read(sid: int, exists: Callable[[int], bool]) -> bool:
-            # When s-1 is in the range and exists: _candidates reads delta(s) (s in (begin, end]), else s is stranded
-            # below a gap and _add_live_files reads all its manifests.
-            return earliest < sid <= end_id and (exists(sid - 1) or self._snapshots.get(sid - 1) is not None)
-
+        self._end_id = end_id
         roots = [*kept, *[t for t in tags if t.id < end_id], *known]
-        read = self.cache.read_with_lists(
-            ahead, roots, deletes_read, [span.end_snapshot], protected=span.end_snapshot, paths=self.paths
-        )
+        if self._reader is not None:  # ahead includes what start() queued: each snapshot is read once
+            read = self._reader.finish(ahead, roots, [span.end_snapshot], protected=span.end_snapshot)
+        else:
+            read = self.cache.read_with_lists(ahead, roots, self._deletes_read, [span.end_snapshot])
         for sid, found in zip(ahead, read):
             self._snapshots[sid] = found
         sid = earliest

@@ -171,6 +171,25 @@ def test_expiration_planning_on_s3_reads_the_deciding_manifests_before_the_last_
     assert table.to_arrow().num_rows == 40 * 8 - 12 * 4  # every append but part 0 of the first twelve
 
 
+def test_expiration_planning_on_s3_reads_the_range_while_it_looks_for_the_end(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    """Snapshots below retain-max's bound are expired whatever the time rule finds: they are requested as planning
+    starts, not once the walk that finds where the range ends has read the end snapshot (whose lists come next)."""
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(24):
+        table.append(rows(i * 8))
+    log = RequestLog().attach(table.context.io)
+    settings: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0, "limit": 100}
+    dry = expire_snapshots(table.context, dry_run=True, parallelism=4, **settings)
+    assert dry.expired_snapshot_ids == tuple(range(1, 21)) and log.read_twice() == []
+    end = table.context.store.read_snapshot(21)
+    names = [call.key.rsplit("/", 1)[-1] for call in log.of("GetObject")]
+    end_lists = [names.index(end.base_manifest_list), names.index(end.delta_manifest_list)]
+    assert names.index("snapshot-1") < names.index("snapshot-21") < min(end_lists)
+
+
 def copied(io: Any, root: str, source: str, target: str) -> None:
     io.write_bytes(f"{root}/{target}", io.read_bytes(f"{root}/{source}"))
 

@@ -1,0 +1,79 @@
+"""Expiration planning on S3 reads the range ahead (RangeReader): whichever read fails, wherever it was queued (the
+range read while the end is looked for, the walk, a manifest read ahead for the candidates or for the protection
+check), the run stops with the object named and nothing deleted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from tableformat import Table
+from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.errors import MaintenanceError
+
+pytestmark = pytest.mark.s3
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
+SETTINGS: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0, "limit": 100, "parallelism": 4}
+
+
+def rows(start: int, count: int = 8) -> pa.Table:
+    return pa.table({"id": list(range(start, start + count)), "part": [i % 2 for i in range(count)]}, schema=SCHEMA)
+
+
+def objects(table: Table) -> dict[str, bytes]:
+    fs = table.context.io.fsspec_filesystem()
+    return {path: fs.cat_file(path) for path in sorted(fs.find(table.context.layout.root))}
+
+
+def end_base_manifest(table: Table) -> str:
+    """A manifest of the end snapshot (22) holding partition 0: one the protection check reads."""
+    store = table.context.store
+    end = store.read_snapshot(22)
+    return store.read_manifest_list(end.base_manifest_list)[-1].file_name
+
+
+def drop_manifest(table: Table) -> str:
+    store = table.context.store
+    return store.read_manifest_list(store.read_snapshot(13).delta_manifest_list)[0].file_name
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        pytest.param(lambda t: t.context.layout.snapshot_file(3), id="snapshot-read-while-walking"),
+        pytest.param(lambda t: t.context.layout.snapshot_file(22), id="end-snapshot-the-walk-reads"),
+        pytest.param(lambda t: t.context.layout.manifest_file(drop_manifest(t)), id="delete-manifest-read-ahead"),
+        pytest.param(lambda t: t.context.layout.manifest_file(end_base_manifest(t)), id="protection-manifest"),
+    ],
+)
+def test_an_unreadable_object_read_ahead_stops_the_run_and_deletes_nothing(
+    s3_root: tuple[str, dict[str, Any]], broken: Any
+) -> None:
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(24):
+        table.append(rows(i * 8))
+        if i == 11:
+            table.drop_partitions([{"part": 0}])  # snapshot 13
+    path = broken(table)
+    table.context.io.write_bytes(path, b"\x00garbage")
+    before = objects(table)
+    with pytest.raises(MaintenanceError, match=path.rsplit("/", 1)[-1]):
+        expire_snapshots(table.context, **SETTINGS)
+    assert objects(table) == before
+
+
+def test_the_same_table_unbroken_expires_what_a_local_plan_would(s3_root: tuple[str, dict[str, Any]]) -> None:
+    """The control for the test above: on that table, the run deletes the 21 snapshots, the 12 dropped files."""
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(24):
+        table.append(rows(i * 8))
+        if i == 11:
+            table.drop_partitions([{"part": 0}])
+    result = expire_snapshots(table.context, **SETTINGS)
+    assert result.expired_snapshot_ids == tuple(range(1, 22)) and result.deleted_data_files == 12
+    assert table.to_arrow().num_rows == 24 * 8 - 12 * 4
