@@ -134,7 +134,7 @@ class MetadataCache:
         self._remembered_count = 0
         self._reader = ManifestListReader()
         self._prefetched: dict[str, list[EntryRef] | BaseException] = {}
-        """Manifests read ahead by ``read_with_lists`` (entries, or the read's error), each taken once."""
+        """Manifests read ahead by a RangeReader (entries, or the read's error), each taken once."""
         # Parallel reads pay off where a read waits on the network. On a local disk a read costs less than a pool
         # task, and decoding holds the GIL: reading in order in this thread is faster (and lets consecutive
         # manifest lists share their decoded prefixes).
@@ -159,31 +159,18 @@ class MetadataCache:
         for name, metas in zip(missing, self.read_all(read, missing)):
             self._lists[name] = metas
 
-    def read_with_lists(
-        self,
-        ids: Sequence[int],
-        roots: Iterable[Snapshot] = (),
-        deletes_read: Callable[[int, Callable[[int], bool]], bool] = lambda sid, exists: False,
-        delta_roots: Iterable[Snapshot] = (),
-        protected: Snapshot | None = None,
-        paths: DataPaths | None = None,
-    ) -> list[tuple[Snapshot, int] | None]:
-        """``read_snapshot_file`` of each id. On object stores, also reads the manifest lists of those snapshots and of
-        ``roots`` (the planner reads every one of them next), each list as soon as the snapshot naming it is decoded,
-        and the manifests of a delta list with DELETE entries (of a snapshot read here or of ``delta_roots``) when
-        ``deletes_read(id, exists)`` says the planner will read them (``exists(id)``: that snapshot was read and
-        exists), and then the manifests of ``protected`` that the planner will check those DELETE entries' files
-        against (``paths``: partition pruning, as the planner's); see RangeReader for the order of reads. Each
-        object still once. Elsewhere: the snapshots, in order."""
-        if not self.parallel:
-            return [self.read_snapshot_file(i) for i in ids]
-        return RangeReader(self, deletes_read, paths).finish(ids, roots, delta_roots, protected)
-
     def range_reader(
         self, deletes_read: Callable[[int, Callable[[int], bool]], bool], paths: DataPaths
     ) -> RangeReader | None:
-        """A RangeReader for a planner that starts reading its range before it knows where the range ends (None
-        where reads are not parallel: there the planner reads in order as it goes)."""
+        """The reads of one plan's range on object stores (None elsewhere: there the planner reads the snapshots in
+        order as it goes, each list and manifest when it needs it).
+
+        The reader reads each snapshot id it is given and, as each is decoded, its manifest lists; the lists of the
+        ``roots`` it is given (the planner reads every one of them next); the manifests of a delta list with DELETE
+        entries (of a snapshot read here or of a ``delta_roots`` snapshot) when ``deletes_read(id, exists)`` says
+        the planner will read them (``exists(id)``: that snapshot was read and exists); and the manifests of the
+        ``protected`` snapshot that the planner will check those DELETE entries' files against (``paths``:
+        partition pruning, as the planner's). Each object once; see RangeReader for the order of reads."""
         return RangeReader(self, deletes_read, paths) if self.parallel else None
 
     def manifest_list(self, name: str) -> list[ManifestFileMeta]:
@@ -274,14 +261,15 @@ class MetadataCache:
 
 
 class RangeReader:
-    """``MetadataCache.read_with_lists`` on object stores, and the planner's reads of one plan: snapshots, then each
+    """``MetadataCache.range_reader``: the reads of one plan's range on object stores: snapshots, then each
     one's manifest lists, then the manifests the planner will read, every read queued as soon as what names it is
     decoded and at most ``threads`` reads in flight. Nothing is requested twice: a list or manifest name is claimed
     under a lock before its read is queued, a snapshot id when it is first queued.
 
     Reads are taken by priority, then in the order they were queued: snapshots the planner waits for (``read_now``:
     the walk that finds where the range ends), manifests (they decide the candidates and the protection checks, the
-    last reads of a plan), snapshots of the range (they name the lists), delta lists (a deleting one names manifests),
+    last reads of a plan) and the end snapshot's lists (they name the protection checks' manifests), snapshots of the
+    range (they name the lists), delta lists (a deleting one names manifests),
     base lists (they name nothing read here). So the range's snapshots that are expired whatever the walk finds are
     read while it walks (``start``); and the manifests that a deleting delta names, and those of the ``protected``
     snapshot that the planner then checks its candidates against (its manifests whose partition statistics may hold
@@ -338,7 +326,7 @@ class RangeReader:
         delta_roots: Iterable[Snapshot] = (),
         protected: Snapshot | None = None,
     ) -> list[tuple[Snapshot, int] | None]:
-        """Queue the rest (see ``MetadataCache.read_with_lists``), wait until every read is answered (the first
+        """Queue the rest (see ``MetadataCache.range_reader``), wait until every read is answered (the first
         error propagates) and return the snapshots ``ids``."""
         if protected is not None and self._paths is not None:
             self._protected = (protected.base_manifest_list, protected.delta_manifest_list)

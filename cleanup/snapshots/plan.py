@@ -334,7 +334,7 @@ class _Planner:
         if self._reader is not None:  # ahead includes what start() queued: each snapshot is read once
             read = self._reader.finish(ahead, roots, [span.end_snapshot], protected=span.end_snapshot)
         else:
-            read = self.cache.read_with_lists(ahead, roots, self._deletes_read, [span.end_snapshot])
+            read = [self.cache.read_snapshot_file(i) for i in ahead]
         for sid, found in zip(ahead, read):
             self._snapshots[sid] = found
         sid = earliest
