@@ -301,6 +301,9 @@ class RangeReader:
         self._paths = paths
         self._deleted_in: set[bytes] = set()
         """Partitions of the DELETE entries read so far (what the protection checks will look for)."""
+        self._error: BaseException | None = None
+        """The first read that failed: it stops the reads (see ``_stop``) and ``finish`` raises it."""
+        self._closed = False
 
     # --- what the planner calls ------------------------------------------------------------------------------
     def start(self, ids: Iterable[int], roots: Iterable[Snapshot] = ()) -> None:
@@ -311,12 +314,16 @@ class RangeReader:
             self._snapshot_read(sid, self._SNAPSHOT, lists=True)
 
     def read_now(self, ids: Sequence[int]) -> list[tuple[Snapshot, int] | None]:
-        """The snapshots (None: missing), read ahead of everything queued, without their lists."""
+        """The snapshots (None: missing), read ahead of everything queued, without their lists. Raises the read's
+        error, or the first error of any read when the reads stopped before this one was made."""
         events = [self._snapshot_read(sid, self._NOW, lists=False) for sid in ids]
         for sid, event in zip(ids, events):
             event.wait()
             if sid in self._failed:
                 raise self._failed[sid]
+            if sid not in self.found:
+                assert self._error is not None  # an event is set without a result only when the reads stopped
+                raise self._error
         return [self.found[sid] for sid in ids]
 
     def finish(
@@ -343,27 +350,40 @@ class RangeReader:
                     break
                 future = self._futures.pop()
             future.result()
+        if self._error is not None:
+            raise self._error
         return [self.found[sid] for sid in ids]
 
     def close(self) -> None:
-        """Drop the reads not started (a planner that stopped early); those under way end on their own."""
+        """Take no more reads (a planner that stopped early): what is queued is dropped; reads under way end on
+        their own and queue nothing more."""
         with self._lock:
+            self._closed = True
             self._queue.clear()
 
     # --- the queue ---------------------------------------------------------------------------------------------
     def _submit(self, priority: int, fn: Callable[..., None], *args: object) -> None:
         """Queue a read; start a runner for it unless ``threads`` runners are at work already."""
         with self._lock:
+            if self._closed:
+                return
             heapq.heappush(self._queue, (priority, next(self._order), fn, args))
             if self._runners >= self.cache.workers.threads:
                 return
             self._runners += 1
-        future = self.cache.workers.submit(self._drain)
+        try:
+            future = self.cache.workers.submit(self._drain)
+        except BaseException as exc:  # e.g. the pool shut down under a planner that stopped
+            with self._lock:
+                self._runners -= 1
+            self._stop(exc)
+            return
         with self._lock:
             self._futures.append(future)
 
     def _drain(self) -> None:
-        """A runner: take the first queued read until none is left (an error ends this runner and propagates)."""
+        """A runner: take the first queued read until none is left. A failing read stops the reads (``_stop``);
+        the runner never dies with reads left in the queue (a planner waiting in ``read_now`` would wait for good)."""
         while True:
             with self._lock:
                 if not self._queue:
@@ -372,10 +392,20 @@ class RangeReader:
                 _, _, fn, args = heapq.heappop(self._queue)
             try:
                 fn(*args)
-            except BaseException:
-                with self._lock:
-                    self._runners -= 1
-                raise
+            except BaseException as exc:
+                self._stop(exc)
+
+    def _stop(self, exc: BaseException) -> None:
+        """The first error ends the reads: it is kept (``finish`` raises it), what is queued is dropped and every
+        planner waiting in ``read_now`` wakes up (and raises it, unless its own read failed)."""
+        with self._lock:
+            if self._error is None:
+                self._error = exc
+            self._closed = True
+            self._queue.clear()
+            waiting = list(self._ready.values())
+        for event in waiting:
+            event.set()
 
     def _claim(self, name: str) -> bool:
         with self._lock:
@@ -416,7 +446,7 @@ class RangeReader:
             self._failed[sid] = exc
             self._ready[sid].set()
             raise
-        self.found[sid] = found
+        self.found[sid] = found  # before the event: a woken waiter finds either the result or an error
         self._ready[sid].set()
         if found is not None and lists:
             self._lists_of(sid, found[0], self._DELTA_LIST)
@@ -452,7 +482,7 @@ class RangeReader:
             self.cache._prefetched[name] = exc
             return
         self.cache._prefetched[name] = entries
-        if deleting and self._protected:
+        if deleting and self._paths is not None:  # recorded even before the end (and what it protects) is known
             add = FileKind.ADD
             found = {entry.partition for entry in entries if entry.kind != add}
             with self._lock:
@@ -468,7 +498,7 @@ class RangeReader:
         paths = self._paths
         with self._lock:
             partitions = set(self._deleted_in)
-        if None in lists or paths is None or not partitions:
+        if not lists or None in lists or paths is None or not partitions:
             return
         predicate = paths.predicate(partitions)
         for meta in (meta for metas in lists for meta in metas or ()):

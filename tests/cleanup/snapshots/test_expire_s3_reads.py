@@ -4,6 +4,7 @@ check), the run stops with the object named and nothing deleted."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -11,7 +12,9 @@ import pytest
 
 from tableformat import Table
 from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.snapshots.metadata import DataPaths, MetadataCache
 from tableformat.errors import MaintenanceError
+from tableformat.parallel import Workers
 
 pytestmark = pytest.mark.s3
 
@@ -77,3 +80,56 @@ def test_the_same_table_unbroken_expires_what_a_local_plan_would(s3_root: tuple[
     result = expire_snapshots(table.context, **SETTINGS)
     assert result.expired_snapshot_ids == tuple(range(1, 22)) and result.deleted_data_files == 12
     assert table.to_arrow().num_rows == 24 * 8 - 12 * 4
+
+
+def test_reads_failing_on_every_thread_while_the_walk_waits_stop_the_run(s3_root: tuple[str, dict[str, Any]]) -> None:
+    """Every manifest list unreadable, two threads: the first reads queued (the tag's lists, then the range's) fail
+    on both threads while the walk waits for the snapshot it asked for. The run must stop with the error, not wait for
+    a read no thread is left to make."""
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(12):
+        table.append(rows(i * 8))
+    table.create_tag("keep", 2)
+    io, layout = table.context.io, table.context.layout
+    lists = [p for p in io.fsspec_filesystem().find(f"{layout.root}/manifest") if "/manifest-list-" in p]
+    io.fsspec_filesystem().rm(lists)
+    before = objects(table)
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            expire_snapshots(table.context, retain_min=1, retain_max=6, time_retained="1 d", limit=100, parallelism=2)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(120)
+    assert not thread.is_alive(), "expiration hangs"
+    assert isinstance(outcome[0], MaintenanceError) and "manifest-list-" in str(outcome[0])
+    assert objects(table) == before
+
+
+def test_delete_entries_read_before_the_end_is_known_still_name_the_protection_reads(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    """The drop's DELETE manifest is read while the walk looks for the end (one thread: inline, before ``finish``
+    names the end); its partition is remembered, so the end's manifests holding it are read ahead once it is."""
+    url, options = s3_root
+    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
+    for i in range(24):
+        table.append(rows(i * 8))
+        if i == 11:
+            table.drop_partitions([{"part": 0}])  # snapshot 13
+    ctx = table.context
+    with Workers(1) as workers:
+        cache = MetadataCache(ctx, workers)
+        reader = cache.range_reader(lambda sid, exists: True, DataPaths(ctx))
+        assert reader is not None
+        reader.start([13])
+        assert drop_manifest(table) in cache._prefetched
+        end = ctx.store.read_snapshot(22)
+        reader.finish([], [], [end], protected=end)
+    assert {m.file_name for m in ctx.store.manifests_of(end)} <= cache._prefetched.keys()  # every one holds part 0
