@@ -16,6 +16,7 @@ collection took 110 ms, with every request of the run waiting behind it.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,13 +57,16 @@ def old_objects_frozen() -> Iterator[None]:
     generation when the last overlapping block (threads of one process share a count) ends.
 
     Nothing is done when the heap is frozen already, for good (:func:`freeze_for_good`) or by the host program
-    (``gc.get_freeze_count()``, which costs nothing when nothing is frozen): unfreezing would undo its freeze.
+    (``gc.get_freeze_count()``, which costs nothing when nothing is frozen): unfreezing would undo its freeze. The
+    young generations are collected first, so that young cyclic garbage is not kept frozen while blocks overlap.
+    What a host freezes while a block runs is unfrozen when the last block ends (CPython has one frozen set).
     """
     global _freeze_depth, _unfreeze
     with _lock:
         if _freeze_depth == 0:
             _unfreeze = not _frozen_for_good and gc.get_freeze_count() == 0
             if _unfreeze:
+                gc.collect(1)
                 gc.freeze()
         _freeze_depth += 1
     try:
@@ -82,7 +86,25 @@ def freeze_for_good() -> bool:
     with _lock:
         if _frozen_for_good or _freeze_depth:
             return False
-        gc.collect()
+    gc.collect()  # not under the lock: a finaliser it runs may enter a pause
+    with _lock:
+        if _frozen_for_good or _freeze_depth:
+            return False
         gc.freeze()
         _frozen_for_good = True
         return True
+
+
+def _reset_in_child() -> None:
+    """A child forked while a thread of the parent was inside a pause or a freeze: that thread does not exist here,
+    so the collector is turned back on and the heap unfrozen as its block would have done (a freeze for good stays)."""
+    global _lock, _depth, _resume, _freeze_depth, _unfreeze
+    _lock = threading.Lock()
+    if _depth and _resume:
+        gc.enable()
+    if _freeze_depth and _unfreeze:
+        gc.unfreeze()
+    _depth, _resume, _freeze_depth, _unfreeze = 0, False, 0, False
+
+
+os.register_at_fork(after_in_child=_reset_in_child)

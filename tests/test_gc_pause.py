@@ -4,6 +4,7 @@ when a maintenance run starts are frozen for the run only."""
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 
@@ -160,3 +161,17 @@ def test_no_freeze_for_good_inside_a_block(nothing_frozen: None) -> None:
     with old_objects_frozen():
         assert freeze_for_good() is False
     assert gc.get_freeze_count() == 0
+
+
+def test_a_child_forked_inside_a_block_gets_its_collector_and_heap_back(nothing_frozen: None) -> None:
+    gc.enable()
+    read, write = os.pipe()
+    with old_objects_frozen(), paused_gc():
+        pid = os.fork()
+        if pid == 0:  # the child: the blocks' threads are not here
+            os.write(write, f"{gc.isenabled()} {gc.get_freeze_count() == 0}".encode())
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 100) == b"True True"
+    os.close(read)
+    os.close(write)
