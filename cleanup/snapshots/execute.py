@@ -340,7 +340,7 @@ def _complete(
         ctx.io, ctx.layout, workers.threads, progress=progress, total=plan.file_count(), label="expiration deleted"
     )
     ahead = ctx.io.bulk_delete and _deletes_files(plan)  # the existence question goes out early, see _data_step
-    with executor(1 + int(ahead) + int(ctx.io.is_object_store), "tablefmt-existence") as pool:
+    with executor(2 if ahead or ctx.io.is_object_store else 1, "tablefmt-existence") as pool:  # one task at a time
         journal = _journal_and_hint(ctx, plan, journal, hint, pool)
         consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
         asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None

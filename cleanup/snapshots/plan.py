@@ -223,23 +223,9 @@ class _Planner:
         if floor is not None:
             earliest = max(earliest, floor)
         limit = self.config.limit - spent
-        end = earliest
         consumer_next = min((c.next_snapshot for c in alive), default=None)
         kept = [t.snapshot for t in protecting] + [r.snapshot for r in branches]
-        self._range_start, self._reader = earliest, self.cache.range_reader(self._deletes_read, self.paths)
-        try:
-            if limit > 0 and earliest <= latest:
-                if self._reader is not None:  # expired whatever the walk finds: read them while it walks
-                    low, max_exclusive = self._bounds(earliest, latest, consumer_next, limit)
-                    certain = range(earliest, min(low, max_exclusive))
-                    read = [found[0] for i in certain if (found := self._snapshots.get(i)) is not None]
-                    self._reader.start([i for i in certain if i not in self._snapshots], [*kept, *read])
-                end = self._select_end(earliest, latest, consumer_next, limit)
-            span = self._expired_range(earliest, end, latest, kept, [t.snapshot for t in expired_tags])
-        finally:
-            if self._reader is not None:
-                self._reader.close()
-            self._reader = None
+        span = self._range(earliest, latest, consumer_next, limit, kept, [t.snapshot for t in expired_tags])
         why = self._why(span, latest, consumer_next, limit)
         notes.append(why.text)
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
@@ -250,6 +236,34 @@ class _Planner:
         plan = replace(plan, backlog=why.left, tag_versions=versions, branch_versions=branch_versions)
         plan = replace(plan, earliest_hint=hint, earliest_hint_read=True)
         return replace(plan, note="; ".join(notes)) if notes else plan
+
+    def _range(
+        self,
+        earliest: int,
+        latest: int,
+        consumer_next: int | None,
+        limit: int,
+        kept: list[Snapshot],
+        tags: list[Snapshot],
+    ) -> _Range:
+        """Where the range ends (``_select_end``) and its snapshots read with their lists (``_expired_range``). On
+        object stores one RangeReader does every read, and the snapshots expired whatever the walk finds are read
+        while it walks."""
+        end = earliest
+        self._range_start, self._reader = earliest, self.cache.range_reader(self._deletes_read, self.paths)
+        try:
+            if limit > 0 and earliest <= latest:
+                if self._reader is not None:
+                    low, max_exclusive = self._bounds(earliest, latest, consumer_next, limit)
+                    certain = range(earliest, min(low, max_exclusive))
+                    read = [found[0] for i in certain if (found := self._snapshots.get(i)) is not None]
+                    self._reader.start([i for i in certain if i not in self._snapshots], [*kept, *read])
+                end = self._select_end(earliest, latest, consumer_next, limit)
+            return self._expired_range(earliest, end, latest, kept, tags)
+        finally:
+            if self._reader is not None:
+                self._reader.close()
+            self._reader = None
 
     def _bounds(self, earliest: int, latest: int, consumer_next: int | None, limit: int) -> tuple[int, int]:
         """(low, max_exclusive): the range ends at or after ``low`` (retain-max), before ``max_exclusive``
