@@ -6,7 +6,8 @@ from __future__ import annotations
 import gc
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -54,30 +55,36 @@ def test_an_error_inside_still_ends_the_pause() -> None:
     assert gc.isenabled()
 
 
-def test_overlapping_pauses_of_two_threads_end_with_the_last() -> None:
-    gc.enable()
+def in_overlapping_threads(block: Callable[[], AbstractContextManager[None]], probe: Callable[[], bool]) -> list[bool]:
+    """Two threads in ``block``: the second enters while the first is inside, and ``probe`` runs in the second after
+    the first has left."""
     first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
     seen: list[bool] = []
 
     def first() -> None:
-        with paused_gc():
+        with block():
             first_in.set()
             second_in.wait()
         first_out.set()
 
     def second() -> None:
         first_in.wait()
-        with paused_gc():
+        with block():
             second_in.set()
             first_out.wait()
-            seen.append(gc.isenabled())  # the first thread's pause ended, this one's has not
+            seen.append(probe())
 
     threads = [threading.Thread(target=first), threading.Thread(target=second)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert seen == [False]
+    return seen
+
+
+def test_overlapping_pauses_of_two_threads_end_with_the_last() -> None:
+    gc.enable()
+    assert in_overlapping_threads(paused_gc, gc.isenabled) == [False]  # the first pause ended, the second has not
     assert gc.isenabled()
 
 
@@ -116,28 +123,7 @@ def test_cyclic_garbage_made_inside_is_still_collected(nothing_frozen: None) -> 
 
 
 def test_overlapping_blocks_unfreeze_when_the_last_ends(nothing_frozen: None) -> None:
-    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
-    seen: list[bool] = []
-
-    def first() -> None:
-        with old_objects_frozen():
-            first_in.set()
-            second_in.wait()
-        first_out.set()
-
-    def second() -> None:
-        first_in.wait()
-        with old_objects_frozen():
-            second_in.set()
-            first_out.wait()
-            seen.append(gc.get_freeze_count() > 0)  # the first block ended, this one has not
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert seen == [True]
+    assert in_overlapping_threads(old_objects_frozen, lambda: gc.get_freeze_count() > 0) == [True]
     assert gc.get_freeze_count() == 0
 
 

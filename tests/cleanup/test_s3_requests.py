@@ -11,9 +11,9 @@ import time
 import uuid
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from support.s3_requests import RequestLog
+from support.s3_tables import SCHEMA, appended, rows
 
 from tableformat import Table
 from tableformat.cleanup.kernel import Deleter
@@ -24,12 +24,7 @@ from tableformat.layout import TableLayout
 
 pytestmark = pytest.mark.s3
 
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 DAY_MS = 86_400_000
-
-
-def rows(start: int, count: int = 8) -> pa.Table:
-    return pa.table({"id": list(range(start, start + count)), "part": [i % 2 for i in range(count)]}, schema=SCHEMA)
 
 
 def planted(io: Any, root: str, rels: list[str]) -> None:
@@ -95,12 +90,7 @@ def test_existence_asked_ahead_is_what_the_delete_reports(s3_root: tuple[str, di
 def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
     s3_root: tuple[str, dict[str, Any]],
 ) -> None:
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(24):
-        table.append(rows(i * 8))
-        if i == 11:
-            table.drop_partitions([{"part": 0}])
+    table = appended(s3_root, 24, drop_after=12)
     table.create_tag("keep", 16)
     settings: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0, "limit": 100}
     dry = expire_snapshots(table.context, dry_run=True, **settings)
@@ -148,12 +138,7 @@ def test_expiration_planning_on_s3_reads_the_deciding_manifests_before_the_last_
 ) -> None:
     """Manifests go ahead of lists: the dropped partition's DELETE manifest and the end snapshot's base manifests that
     may hold that partition (the protection check) are read while base lists still are, not after all of them."""
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(40):
-        table.append(rows(i * 8))
-        if i == 11:
-            table.drop_partitions([{"part": 0}])
+    table = appended(s3_root, 40, drop_after=12)
     settings: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0, "limit": 100}
     log = RequestLog().attach(table.context.io)
     dry = expire_snapshots(table.context, dry_run=True, parallelism=4, **settings)
@@ -176,10 +161,7 @@ def test_expiration_planning_on_s3_reads_the_range_while_it_looks_for_the_end(
 ) -> None:
     """Snapshots below retain-max's bound are expired whatever the time rule finds: they are requested as planning
     starts, not once the walk that finds where the range ends has read the end snapshot (whose lists come next)."""
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(24):
-        table.append(rows(i * 8))
+    table = appended(s3_root, 24)
     log = RequestLog().attach(table.context.io)
     settings: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0, "limit": 100}
     dry = expire_snapshots(table.context, dry_run=True, parallelism=4, **settings)
@@ -195,10 +177,7 @@ def copied(io: Any, root: str, source: str, target: str) -> None:
 
 
 def test_expiration_with_branches_on_s3_reads_no_branch_root_twice(s3_root: tuple[str, dict[str, Any]]) -> None:
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(12):
-        table.append(rows(i * 8))
+    table = appended(s3_root, 12)
     table.create_tag("t3", 3)
     io, root = table.context.io, table.context.layout.root
     for source, target in [
@@ -223,10 +202,7 @@ def test_expiration_with_branches_on_s3_reads_no_branch_root_twice(s3_root: tupl
 def test_orphan_cleanup_on_s3_reads_nothing_twice_and_deletes_in_one_request(
     s3_root: tuple[str, dict[str, Any]],
 ) -> None:
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(6):
-        table.append(rows(i * 8))
+    table = appended(s3_root, 6)
     io, root = table.context.io, table.context.layout.root
     strays = [f"part={i % 2}/bucket-0/data-{uuid.uuid4()}-0.parquet" for i in range(30)]
     strays += [f"manifest/manifest-{uuid.uuid4()}-0" for _ in range(5)]

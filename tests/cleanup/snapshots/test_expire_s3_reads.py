@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pyarrow as pa
 import pytest
+from support.s3_tables import appended
 
 from tableformat import Table
 from tableformat.cleanup.snapshots import expire_snapshots
@@ -18,12 +18,7 @@ from tableformat.parallel import Workers
 
 pytestmark = pytest.mark.s3
 
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 SETTINGS: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0, "limit": 100, "parallelism": 4}
-
-
-def rows(start: int, count: int = 8) -> pa.Table:
-    return pa.table({"id": list(range(start, start + count)), "part": [i % 2 for i in range(count)]}, schema=SCHEMA)
 
 
 def objects(table: Table) -> dict[str, bytes]:
@@ -55,12 +50,7 @@ def drop_manifest(table: Table) -> str:
 def test_an_unreadable_object_read_ahead_stops_the_run_and_deletes_nothing(
     s3_root: tuple[str, dict[str, Any]], broken: Any
 ) -> None:
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(24):
-        table.append(rows(i * 8))
-        if i == 11:
-            table.drop_partitions([{"part": 0}])  # snapshot 13
+    table = appended(s3_root, 24, drop_after=12)  # snapshot 13 drops partition 0
     path = broken(table)
     table.context.io.write_bytes(path, b"\x00garbage")
     before = objects(table)
@@ -71,12 +61,7 @@ def test_an_unreadable_object_read_ahead_stops_the_run_and_deletes_nothing(
 
 def test_the_same_table_unbroken_expires_what_a_local_plan_would(s3_root: tuple[str, dict[str, Any]]) -> None:
     """The control for the test above: on that table, the run deletes the 21 snapshots, the 12 dropped files."""
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(24):
-        table.append(rows(i * 8))
-        if i == 11:
-            table.drop_partitions([{"part": 0}])
+    table = appended(s3_root, 24, drop_after=12)
     result = expire_snapshots(table.context, **SETTINGS)
     assert result.expired_snapshot_ids == tuple(range(1, 22)) and result.deleted_data_files == 12
     assert table.to_arrow().num_rows == 24 * 8 - 12 * 4
@@ -86,10 +71,7 @@ def test_reads_failing_on_every_thread_while_the_walk_waits_stop_the_run(s3_root
     """Every manifest list unreadable, two threads: the first reads queued (the tag's lists, then the range's) fail
     on both threads while the walk waits for the snapshot it asked for. The run must stop with the error, not wait for
     a read no thread is left to make."""
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(12):
-        table.append(rows(i * 8))
+    table = appended(s3_root, 12)
     table.create_tag("keep", 2)
     io, layout = table.context.io, table.context.layout
     lists = [p for p in io.fsspec_filesystem().find(f"{layout.root}/manifest") if "/manifest-list-" in p]
@@ -117,12 +99,7 @@ def test_delete_entries_read_before_the_end_is_known_still_name_the_protection_r
 ) -> None:
     """The drop's DELETE manifest is read while the walk looks for the end (one thread: inline, before ``finish``
     names the end); its partition is remembered, so the end's manifests holding it are read ahead once it is."""
-    url, options = s3_root
-    table = Table.create(url, SCHEMA, ["part"], options={"write-only": "true"}, storage_options=options)
-    for i in range(24):
-        table.append(rows(i * 8))
-        if i == 11:
-            table.drop_partitions([{"part": 0}])  # snapshot 13
+    table = appended(s3_root, 24, drop_after=12)  # snapshot 13 drops partition 0
     ctx = table.context
     with Workers(1) as workers:
         cache = MetadataCache(ctx, workers)
