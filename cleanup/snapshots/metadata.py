@@ -321,9 +321,8 @@ class RangeReader:
             event.wait()
             if sid in self._failed:
                 raise self._failed[sid]
-            if sid not in self.found:
-                assert self._error is not None  # an event is set without a result only when the reads stopped
-                raise self._error
+            if sid not in self.found:  # set without a result: the reads stopped (or were closed) first
+                raise self._error or RuntimeError(f"snapshot {sid} asked for after the plan's reads were closed")
         return [self.found[sid] for sid in ids]
 
     def finish(
@@ -431,6 +430,9 @@ class RangeReader:
             queued = event is not None
             if event is None:
                 event = self._ready[sid] = threading.Event()
+            if self._closed:  # the reads stopped: nothing will read it, the waiter must not wait
+                event.set()
+                return event
         if not queued or priority == self._NOW:  # a waiting planner overtakes the queued read (taken once)
             self._submit(priority, self._snapshot, sid, lists)
         return event

@@ -13,7 +13,7 @@ from support.s3_tables import appended
 from tableformat import Table
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cleanup.snapshots.metadata import DataPaths, MetadataCache
-from tableformat.errors import MaintenanceError
+from tableformat.errors import CorruptMetadataError, MaintenanceError
 from tableformat.parallel import Workers
 
 pytestmark = pytest.mark.s3
@@ -110,3 +110,29 @@ def test_delete_entries_read_before_the_end_is_known_still_name_the_protection_r
         end = ctx.store.read_snapshot(22)
         reader.finish([], [], [end], protected=end)
     assert {m.file_name for m in ctx.store.manifests_of(end)} <= cache._prefetched.keys()  # every one holds part 0
+
+
+def test_a_walk_read_asked_for_after_the_reads_stopped_raises_at_once(s3_root: tuple[str, dict[str, Any]]) -> None:
+    """Snapshot 3 unreadable, one thread: ``start`` fails on it and the reads stop; the walk then asks for a snapshot
+    nobody will read. It gets the first error at once instead of waiting for good."""
+    table = appended(s3_root, 8)
+    ctx = table.context
+    ctx.io.write_bytes(ctx.layout.snapshot_file(3), b"\x00garbage")
+    outcome: list[BaseException | None] = []
+    with Workers(1) as workers:
+        reader = MetadataCache(ctx, workers).range_reader(lambda sid, exists: True, DataPaths(ctx))
+        assert reader is not None
+        reader.start([3])
+
+        def walk() -> None:
+            try:
+                reader.read_now([6])
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=walk, daemon=True)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), "the walk waits for good"
+    assert isinstance(outcome[0], CorruptMetadataError) and "snapshot-3" in str(outcome[0])
