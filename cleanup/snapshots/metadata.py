@@ -359,6 +359,9 @@ class RangeReader:
         with self._lock:
             self._closed = True
             self._queue.clear()
+            waiting = list(self._ready.values())
+        for event in waiting:  # nobody should be waiting; if somebody is, it must not wait for good
+            event.set()
 
     # --- the queue ---------------------------------------------------------------------------------------------
     def _submit(self, priority: int, fn: Callable[..., None], *args: object) -> None:
