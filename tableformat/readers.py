@@ -210,7 +210,7 @@ class TableReaders:
             entries, row_filter = ttl_scan(ttl, entries, schema, ctx.schema_by_id, row_filter)
         return TableScan(
             ctx.io, ctx.layout, schema, ctx.schema_by_id, entries if refs is None else refs, row_filter=row_filter,
-            snapshot=snapshot,
+            snapshot=snapshot, threads=resolve_parallelism(ctx.options, ctx.io, None),
         )
 
     def to_arrow(

@@ -54,6 +54,13 @@ class FileIO(ABC):
     def read_bytes(self, path: str) -> bytes:
         """The whole file; FileNotFoundError if it does not exist."""
 
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end`` (exclusive) of a file, fewer where it ends sooner; FileNotFoundError if it does
+        not exist. Object stores send one ranged GET and no HEAD: the caller knows the size (a manifest records it)."""
+        with self.open_input(path) as handle:
+            handle.seek(start)
+            return handle.read(max(0, end - start))
+
     @abstractmethod
     def write_bytes(self, path: str, data: bytes) -> None:
         """Create or replace a file; readers never see a partial file where the backend allows it."""

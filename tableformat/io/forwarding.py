@@ -23,6 +23,9 @@ class ForwardingFileIO(FileIO):
     def read_bytes(self, path: str) -> bytes:
         return self.inner.read_bytes(path)
 
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        return self.inner.read_range(path, start, end)
+
     def write_bytes(self, path: str, data: bytes) -> None:
         self.inner.write_bytes(path, data)
 

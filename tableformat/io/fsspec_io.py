@@ -45,6 +45,10 @@ class FsspecFileIO(FileIO):
         data: bytes = self.fs.cat_file(path)
         return data
 
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        data: bytes = self.fs.cat_file(path, start=start, end=end)
+        return data
+
     def write_bytes(self, path: str, data: bytes) -> None:
         self.fs.pipe_file(path, data)
 

@@ -209,6 +209,8 @@ class S3FileIO(FsspecFileIO):
         data: bytes = self.fs.cat_file(path, max_concurrency=1)
         return data
 
+    read_range = _scrubbed(FsspecFileIO.read_range)  # one GET with a Range header (bounds >= 0: no HEAD for the size)
+
     @_scrubbed
     def file_size(self, path: str) -> int:
         bucket, key = split_path(path)

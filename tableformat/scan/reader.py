@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -17,10 +18,12 @@ from tableformat.layout import TableLayout
 from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
+from tableformat.parallel import bounded_map, executor
 from tableformat.scan.record_ttl import RecordTTL
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 else:
     pa = lazy_module("pyarrow")
@@ -39,6 +42,20 @@ INDEX_BYTES_PER_VALUE = 3
 most 2^18 entries: 18-bit indices, 2.25 bytes, plus definition levels and page headers)."""
 
 
+WHOLE_GET_BYTES = 4 << 20
+"""On object stores, a data file up to this size (the size its manifest entry records) is fetched whole in one GET;
+a larger one footer first, then only the column chunks read. Either way no HEAD: the size is known. A whole GET
+costs one round trip plus the transfer; footer first costs two (three with a footer over 64 KiB) plus the transfer
+of the chunks read. One round trip to S3 (20-50 ms to the first byte) is worth 2-5 MB at the ~100 MB/s one
+connection transfers, so up to about 4 MiB the single GET is no slower even when only a few columns are wanted."""
+
+TAIL_BYTES = 64 << 10
+"""The tail fetched first from a larger file: the footer of almost every file (pyarrow reads as much first)."""
+
+RANGE_GAP_BYTES = 1 << 20
+"""Column chunks closer than this are fetched in one ranged GET (the gap's bytes cost less than a round trip)."""
+
+
 def _ttl_column(schema: TableSchema, ttl: RecordTTL | None) -> str | None:
     """The name the TTL's time field has in the schema a reader reads as (None: no TTL, or no such column)."""
     if ttl is None:
@@ -55,10 +72,136 @@ def read_parquet(path: str, fs: Any) -> pa.Table:
     and the column chunks in coalesced reads (``pre_buffer``), as ``pq.read_table`` does.
     """
     with fs.open_input_file(path) as source:
-        metadata = pq.read_metadata(source)
-        columns = dictionary_coded_columns(metadata)
-        parquet = pq.ParquetFile(source, metadata=metadata, read_dictionary=columns or None, pre_buffer=True)
-        return parquet.read(use_threads=True)
+        return read_parquet_source(source)
+
+
+def read_parquet_source(
+    source: Any, metadata: Any = None, columns: Sequence[str] | None = None, pre_buffer: bool = True
+) -> pa.Table:
+    """:func:`read_parquet` of an open file (``pa.BufferReader`` of fetched bytes, ...): only the top-level
+    ``columns`` the file has when given; ``metadata``: its footer, when already read."""
+    metadata = pq.read_metadata(source) if metadata is None else metadata
+    dictionary = dictionary_coded_columns(metadata)
+    parquet = pq.ParquetFile(source, metadata=metadata, read_dictionary=dictionary or None, pre_buffer=pre_buffer)
+    if columns is not None:
+        stored = set(parquet.schema_arrow.names)
+        columns = [name for name in columns if name in stored]
+    return parquet.read(columns=columns, use_threads=True)
+
+
+def fetch_parquet(file_io: FileIO, path: str, size: int, columns: Sequence[str] | None = None) -> pa.Table:
+    """:func:`read_parquet` of a file on an object store whose ``size`` is known (from its manifest entry), without
+    asking the store for it: one GET of the whole file up to :data:`WHOLE_GET_BYTES`; above, a ranged GET of the
+    tail (the footer), then ranged GETs of the column chunks of ``columns`` (all by default)."""
+    stored: int | None = None
+    try:
+        if size <= WHOLE_GET_BYTES:
+            data = file_io.read_bytes(path)
+            stored = len(data)
+            return read_parquet_source(pa.BufferReader(data), columns=columns)
+        start = max(0, size - TAIL_BYTES)
+        fetched = FetchedFile(file_io, path, size, [(start, file_io.read_range(path, start, size))])
+        with pa.PythonFile(fetched, mode="r") as source:
+            metadata = pq.read_metadata(source)  # from the tail; a longer footer fetches the rest (one more GET)
+            for first, end in _coalesced(_chunk_ranges(metadata, columns), RANGE_GAP_BYTES):
+                fetched.add(first, file_io.read_range(path, first, end))
+            return read_parquet_source(source, metadata, columns, pre_buffer=False)
+    except (pa.ArrowInvalid, OSError) as exc:
+        if isinstance(exc, FileNotFoundError) or stored == size:
+            raise  # missing (the caller says so), or damaged at the size recorded
+        found = "" if stored is None else f", {stored} are stored"
+        raise CorruptMetadataError(
+            file_io.url(path), f"unreadable Parquet ({exc}); the manifest records {size} bytes{found}"
+        ) from None
+
+
+def _chunk_ranges(metadata: Any, columns: Sequence[str] | None) -> list[tuple[int, int]]:
+    """(start, end) of every column chunk of the top-level ``columns`` (all when None), as pyarrow reads them."""
+    wanted = None if columns is None else set(columns)
+    schema = metadata.schema
+    indexes = [
+        i for i in range(metadata.num_columns)
+        if wanted is None or schema.column(i).path.split(".")[0] in wanted
+    ]  # fmt: skip
+    ranges = []
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in indexes:
+            chunk = row_group.column(index)
+            first = chunk.data_page_offset
+            if chunk.has_dictionary_page and 0 < chunk.dictionary_page_offset < first:
+                first = chunk.dictionary_page_offset
+            ranges.append((first, first + chunk.total_compressed_size))
+    return ranges
+
+
+def _coalesced(ranges: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
+    """The ranges sorted, those less than ``gap`` apart (or overlapping) merged."""
+    merged: list[tuple[int, int]] = []
+    for first, end in sorted(ranges):
+        if merged and first - merged[-1][1] < gap:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((first, end))
+    return merged
+
+
+class FetchedFile:
+    """A read-only file object (for ``pa.PythonFile``) of known size over byte ranges fetched beforehand; a read
+    outside them fetches what it asks for (correct, one more GET), so nothing relies on predicting pyarrow's reads.
+    """
+
+    def __init__(self, file_io: FileIO, path: str, size: int, pieces: Sequence[tuple[int, bytes]]) -> None:
+        self.io = file_io
+        self.path = path
+        self.size = size
+        self.closed = False
+        self._position = 0
+        self._starts: list[int] = []
+        self._pieces: list[bytes] = []
+        for first, data in pieces:
+            self.add(first, data)
+
+    def add(self, first: int, data: bytes) -> None:
+        """Bytes fetched from offset ``first``."""
+        index = bisect.bisect(self._starts, first)
+        self._starts.insert(index, first)
+        self._pieces.insert(index, data)
+
+    def read(self, nbytes: int = -1) -> bytes:
+        first = self._position
+        end = self.size if nbytes is None or nbytes < 0 else min(self.size, first + nbytes)
+        if end <= first:
+            return b""
+        index = bisect.bisect(self._starts, first) - 1
+        if index >= 0 and end <= self._starts[index] + len(self._pieces[index]):
+            offset = first - self._starts[index]
+            data = self._pieces[index][offset : offset + end - first]
+        else:
+            data = self.io.read_range(self.path, first, end)
+        self._position = first + len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._position, 2: self.size}[whence]
+        self._position = base + offset
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+        self._pieces = []
 
 
 def dictionary_coded_columns(metadata: Any) -> list[str]:
@@ -120,11 +263,24 @@ class DataReader:
         refused with UnsupportedFormatError: tablefmt reads files inside the table root only)."""
         return self.layout.join(self._paths.of_entry(entry))
 
-    def read_entry(self, entry: ScanEntry) -> pa.Table:
-        """One data file as a Table with the current schema (without expired rows when the reader has a TTL)."""
+    def read_entry(self, entry: ScanEntry, columns: Sequence[str] | None = None) -> pa.Table:
+        """One data file as a Table with the current schema, or its ``columns`` only (without expired rows when the
+        reader has a TTL). On object stores the file is fetched without a HEAD (:func:`fetch_parquet`)."""
+        wanted = None if columns is None or self._ttl_column is not None else list(columns)
         with self._errors(entry) as path:
-            table = read_parquet(path, self._fs)
-        return self._keep(self._to_current(table, entry))  # dictionary columns become plain ones in the cast
+            if self.io.is_object_store:
+                stored = None if wanted is None else self._stored_names(entry, wanted)
+                table = fetch_parquet(self.io, path, entry.file.file_size, stored)
+            else:
+                table = read_parquet(path, self._fs)
+        table = self._keep(self._to_current(table, entry, wanted))  # dictionary columns become plain in the cast
+        return table if columns is None or wanted is not None else table.select(list(columns))
+
+    def _stored_names(self, entry: ScanEntry, columns: Sequence[str]) -> list[str]:
+        """The names the fields called ``columns`` have in the entry's file (by field id)."""
+        ids = {f.name: f.id for f in self.schema.fields}
+        names = [self.file_column_name(entry, ids[name]) for name in columns if name in ids]
+        return [name for name in names if name is not None]
 
     def _keep(self, table: pa.Table) -> pa.Table:
         if self.record_ttl is None or self._ttl_column is None:
@@ -166,18 +322,26 @@ class DataReader:
                 f"data file {self.io.url(path)} referenced by the snapshot is missing (deleted outside tablefmt?)"
             ) from None
         except (pa.ArrowInvalid, OSError) as exc:
-            if "not found" in str(exc).lower() or "no such file" in str(exc).lower():
+            text = str(exc).lower()  # ArrowInvalid: the bytes are there ("magic bytes not found" is no missing file)
+            if not isinstance(exc, pa.ArrowInvalid) and ("not found" in text or "no such file" in text):
                 raise StorageError(f"data file {self.io.url(path)} referenced by the snapshot is missing") from None
             raise CorruptMetadataError(self.io.url(path), f"unreadable Parquet ({exc})") from None
 
-    def _to_current(self, table: pa.Table, entry: ScanEntry) -> pa.Table:
+    def _to_current(self, table: pa.Table, entry: ScanEntry, wanted: Sequence[str] | None = None) -> pa.Table:
+        """The file's rows as the current schema (its ``wanted`` columns only, in that order, when given)."""
         file_schema = (
             self.schema if entry.file.schema_id == self.schema.id else self.schema_loader(entry.file.schema_id)
         )
         names_by_id = {f.id: f.name for f in file_schema.fields}
         partition_values = self.codec.values(entry.partition)
+        fields = list(self.schema.fields)
+        arrow_schema = self.arrow_schema
+        if wanted is not None:
+            by_name = {f.name: f for f in fields}
+            fields = [by_name[name] for name in wanted]
+            arrow_schema = pa.schema([self.arrow_schema.field(name) for name in wanted])
         columns = []
-        for field in self.schema.fields:
+        for field in fields:
             target = arrow_type_of(field.type)
             source_name = names_by_id.get(field.id)
             if source_name is not None and source_name in table.column_names:
@@ -189,13 +353,37 @@ class DataReader:
             else:
                 column = pa.nulls(table.num_rows, type=target)
             columns.append(column)
-        return pa.Table.from_arrays(columns, schema=self.arrow_schema)
+        return pa.Table.from_arrays(columns, schema=arrow_schema)
+
+    def iter_tables(
+        self,
+        entries: Sequence[ScanEntry],
+        columns: Sequence[str] | None = None,
+        row_filter: pc.Expression | None = None,
+    ) -> Iterator[pa.Table]:
+        """Each live entry's rows matching ``row_filter``, its ``columns`` only when given, in file order: ``threads``
+        files read at a time, at most that many read ahead of the caller (bounded memory)."""
+        entries = self.live_entries(entries)
+        read_columns = columns if row_filter is None else None  # the filter may need any column
+
+        def read(entry: ScanEntry) -> pa.Table:
+            table = self.read_entry(entry, read_columns)
+            if row_filter is None:
+                return table
+            table = table.filter(row_filter)
+            return table if columns is None else table.select(list(columns))
+
+        with executor(min(self.threads, len(entries)), "tablefmt-read") as pool:
+            for _entry, table in bounded_map(pool, read, entries, self.threads):
+                yield table
 
     def read_all(self, entries: Sequence[ManifestEntry]) -> pa.Table:
         """All entries' rows as one Table (files read in parallel)."""
         entries = self.live_entries(entries)
         if not entries:
             return self.arrow_schema.empty_table()
+        if self.io.is_object_store:
+            return pa.concat_tables(list(self.iter_tables(entries)))
         if len(entries) == 1 or self.threads <= 1:
             tables = [self.read_entry(e) for e in entries]
         else:
@@ -204,6 +392,10 @@ class DataReader:
         return pa.concat_tables(tables)
 
     def batches(self, entries: Sequence[ManifestEntry]) -> Iterator[pa.RecordBatch]:
-        """Record batches file by file (bounded memory)."""
+        """Record batches file by file (bounded memory; on object stores ``threads`` files fetched at a time)."""
+        if self.io.is_object_store:
+            for table in self.iter_tables(entries):
+                yield from table.to_batches()
+            return
         for entry in self.live_entries(entries):
             yield from self.read_entry(entry).to_batches()

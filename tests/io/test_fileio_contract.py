@@ -57,6 +57,16 @@ class TestFileIOContract:
         io.write_bytes(path, b"v2")
         assert io.read_bytes(path) == b"v2"
 
+    def test_read_range(self, backend: Backend) -> None:
+        io, path = backend.io, backend.path("data", "part-1.bin")
+        data = bytes(range(256)) * 40
+        io.write_bytes(path, data)
+        assert io.read_range(path, 100, 104) == data[100:104]
+        assert io.read_range(path, 0, 10240) == data
+        assert io.read_range(path, 10200, 10300) == data[10200:]  # fewer where the file ends sooner
+        with pytest.raises(FileNotFoundError):
+            io.read_range(backend.path("data", "absent"), 0, 10)
+
     def test_read_missing_file(self, backend: Backend) -> None:
         backend.io.write_bytes(backend.path("dir", "present"), b"x")
         for missing in (backend.path("dir", "absent"), backend.path("nodir", "absent")):
