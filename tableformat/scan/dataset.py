@@ -15,6 +15,10 @@ why globbing a table's directories returns wrong rows (docs/reading.md).
 * Pruning: with a row filter, files whose partition values and value statistics show the filter cannot match are
   left out before anything is opened (:mod:`.filters`); the filter is still applied to every row read.
 
+On object stores ``to_table`` and ``to_batches`` read through :class:`DataReader` instead (``fetch_parquet``: no
+HEAD per file, one GET for a small one; pyarrow's dataset over fsspec asks the store for each file's size twice),
+``file-operation.thread-num`` files at a time; ``dataset()`` stays the pyarrow dataset engines push down into.
+
 :class:`TableScan` is the one place a scan's row filter applies: ``to_table`` and ``to_batches`` filter with it and
 ``dataset()`` returns the dataset filtered by it, so a per-scan filter (a user's, or a record-level expiry rule)
 given to ``TableScan(row_filter=...)`` prunes files and filters rows in every reader alike.
