@@ -6,7 +6,7 @@ import bisect
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tableformat.codec.arrow_schema import arrow_schema_of, arrow_type_of
 from tableformat.codec.avro_projection import ScanEntry
@@ -302,7 +302,7 @@ class DataReader:
         with self._errors(entry) as path:
             return pq.read_metadata(path, filesystem=self._fs)
 
-    def file_column_name(self, entry: ManifestEntry, field_id: int) -> str | None:
+    def file_column_name(self, entry: ScanEntry, field_id: int) -> str | None:
         """The name a field has in the schema a data file was written with (None: the file predates it)."""
         schema_id = entry.file.schema_id
         file_schema = self.schema if schema_id == self.schema.id else self.schema_loader(schema_id)
@@ -363,7 +363,8 @@ class DataReader:
     ) -> Iterator[pa.Table]:
         """Each live entry's rows matching ``row_filter``, its ``columns`` only when given, in file order: ``threads``
         files read at a time, at most that many read ahead of the caller (bounded memory)."""
-        entries = self.live_entries(entries)
+        if self.record_ttl is not None:  # scans with a TTL plan full entries (the TTL prunes by their statistics)
+            entries = self.live_entries(cast("Sequence[ManifestEntry]", entries))
         read_columns = columns if row_filter is None else None  # the filter may need any column
 
         def read(entry: ScanEntry) -> pa.Table:

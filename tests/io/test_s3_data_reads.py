@@ -115,7 +115,9 @@ def test_exact_rows_of_small_large_and_evolved_files(s3_root: tuple[str, dict[st
     projected = table.to_arrow(columns=["score", "action"])
     assert projected.column_names == ["score", "action"]
     assert projected.sort_by("score").equals(result.select(["score", "action"]).sort_by("score"))
+    log.clear()
     filtered = table.to_arrow(columns=["id"], filter=pc.field("action") == "buy")
+    assert data_keys(log, "HeadObject") == [] and len(data_keys(log, "GetObject")) == 4  # pruning opens nothing
     want = [i for i, a in zip(result.column("id").to_pylist(), result.column("action").to_pylist()) if a == "buy"]
     assert sorted(filtered.column("id").to_pylist()) == sorted(want)
     batches = list(table.to_batches(columns=["id", "score"], filter=pc.field("id") >= 1000))
