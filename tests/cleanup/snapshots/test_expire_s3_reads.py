@@ -5,6 +5,7 @@ check), the run stops with the object named and nothing deleted."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,6 +25,24 @@ SETTINGS: dict[str, Any] = {"retain_min": 4, "retain_max": 4, "time_retained": 0
 def objects(table: Table) -> dict[str, bytes]:
     fs = table.context.io.fsspec_filesystem()
     return {path: fs.cat_file(path) for path in sorted(fs.find(table.context.layout.root))}
+
+
+def raised_within(seconds: float, call: Callable[[], object]) -> BaseException | None:
+    """What ``call`` raised (None: it returned), run in a thread that must end within ``seconds`` (a hang fails)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    return outcome[0]
 
 
 def end_base_manifest(table: Table) -> str:
@@ -77,20 +96,10 @@ def test_reads_failing_on_every_thread_while_the_walk_waits_stop_the_run(s3_root
     lists = [p for p in io.fsspec_filesystem().find(f"{layout.root}/manifest") if "/manifest-list-" in p]
     io.fsspec_filesystem().rm(lists)
     before = objects(table)
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            expire_snapshots(table.context, retain_min=1, retain_max=6, time_retained="1 d", limit=100, parallelism=2)
-            outcome.append(None)
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(120)
-    assert not thread.is_alive(), "expiration hangs"
-    assert isinstance(outcome[0], MaintenanceError) and "manifest-list-" in str(outcome[0])
+    error = raised_within(
+        120, lambda: expire_snapshots(table.context, retain_min=1, retain_max=6, time_retained="1 d", parallelism=2)
+    )
+    assert isinstance(error, MaintenanceError) and "manifest-list-" in str(error)
     assert objects(table) == before
 
 
@@ -118,21 +127,9 @@ def test_a_walk_read_asked_for_after_the_reads_stopped_raises_at_once(s3_root: t
     table = appended(s3_root, 8)
     ctx = table.context
     ctx.io.write_bytes(ctx.layout.snapshot_file(3), b"\x00garbage")
-    outcome: list[BaseException | None] = []
     with Workers(1) as workers:
         reader = MetadataCache(ctx, workers).range_reader(lambda sid, exists: True, DataPaths(ctx))
         assert reader is not None
         reader.start([3])
-
-        def walk() -> None:
-            try:
-                reader.read_now([6])
-                outcome.append(None)
-            except BaseException as exc:
-                outcome.append(exc)
-
-        thread = threading.Thread(target=walk, daemon=True)
-        thread.start()
-        thread.join(60)
-        assert not thread.is_alive(), "the walk waits for good"
-    assert isinstance(outcome[0], CorruptMetadataError) and "snapshot-3" in str(outcome[0])
+        error = raised_within(60, lambda: reader.read_now([6]))
+    assert isinstance(error, CorruptMetadataError) and "snapshot-3" in str(error)
