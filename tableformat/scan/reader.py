@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
@@ -365,6 +364,15 @@ class DataReader:
         files read at a time, at most that many read ahead of the caller (bounded memory)."""
         if self.record_ttl is not None:  # scans with a TTL plan full entries (the TTL prunes by their statistics)
             entries = self.live_entries(cast("Sequence[ManifestEntry]", entries))
+        return self._in_order(entries, columns, row_filter)
+
+    def _in_order(
+        self,
+        entries: Sequence[ScanEntry],
+        columns: Sequence[str] | None = None,
+        row_filter: pc.Expression | None = None,
+    ) -> Iterator[pa.Table]:
+        """:meth:`iter_tables` of entries already pruned by the TTL."""
         read_columns = columns if row_filter is None else None  # the filter may need any column
 
         def read(entry: ScanEntry) -> pa.Table:
@@ -383,14 +391,7 @@ class DataReader:
         entries = self.live_entries(entries)
         if not entries:
             return self.arrow_schema.empty_table()
-        if self.io.is_object_store:
-            return pa.concat_tables(list(self.iter_tables(entries)))
-        if len(entries) == 1 or self.threads <= 1:
-            tables = [self.read_entry(e) for e in entries]
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.threads, len(entries))) as pool:
-                tables = list(pool.map(self.read_entry, entries))
-        return pa.concat_tables(tables)
+        return pa.concat_tables(list(self._in_order(entries)))
 
     def batches(self, entries: Sequence[ManifestEntry]) -> Iterator[pa.RecordBatch]:
         """Record batches file by file (bounded memory; on object stores ``threads`` files fetched at a time)."""
