@@ -282,7 +282,7 @@ class RangeReader:
         self,
         cache: MetadataCache,
         deletes_read: Callable[[int, Callable[[int], bool]], bool],
-        paths: DataPaths | None = None,
+        paths: DataPaths,
     ) -> None:
         self.cache = cache
         self.deletes_read = deletes_read
@@ -334,7 +334,7 @@ class RangeReader:
     ) -> list[tuple[Snapshot, int] | None]:
         """Queue the rest (see ``MetadataCache.range_reader``), wait until every read is answered (the first
         error propagates) and return the snapshots ``ids``."""
-        if protected is not None and self._paths is not None:
+        if protected is not None:
             self._protected = (protected.base_manifest_list, protected.delta_manifest_list)
         for root in delta_roots:  # the end's lists: few, and they name the protection checks' manifests
             self._lists_of(root.id, root, self._MANIFEST)
@@ -426,8 +426,8 @@ class RangeReader:
 
     # --- the reads ---------------------------------------------------------------------------------------------
     def _snapshot_read(self, sid: int, priority: int, *, lists: bool) -> threading.Event:
-        """Queue snapshot ``sid`` unless it is queued already at this priority or a higher one; its event is set once
-        it is read (or failed)."""
+        """Queue snapshot ``sid`` unless it is queued already (a ``read_now`` queues it again, ahead of everything: the
+        first of the two to run reads it); its event is set once it is read, failed, or the reads stopped."""
         with self._lock:
             event = self._ready.get(sid)
             queued = event is not None
@@ -487,7 +487,7 @@ class RangeReader:
             self.cache._prefetched[name] = exc
             return
         self.cache._prefetched[name] = entries
-        if deleting and self._paths is not None:  # recorded even before the end (and what it protects) is known
+        if deleting:  # recorded even before the end (and what it protects) is known
             add = FileKind.ADD
             found = {entry.partition for entry in entries if entry.kind != add}
             with self._lock:
@@ -503,7 +503,7 @@ class RangeReader:
         paths = self._paths
         with self._lock:
             partitions = set(self._deleted_in)
-        if not lists or None in lists or paths is None or not partitions:
+        if not lists or None in lists or not partitions:
             return
         predicate = paths.predicate(partitions)
         for meta in (meta for metas in lists for meta in metas or ()):
