@@ -33,11 +33,15 @@ def test_outside_a_reused_worker_nothing_is_frozen(monkeypatch: pytest.MonkeyPat
 
 def test_a_reused_worker_freezes_once_after_collecting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(REUSE_ENV, "1")
-    Cycle()  # garbage in a cycle: collected before the freeze, not kept for the worker's lifetime
-    garbage_before = sum(isinstance(o, Cycle) for o in gc.get_objects())
-    assert garbage_before == 1
-    kept = Cycle()
-    assert freeze_worker_heap() is True
+    gc.disable()  # no automatic collection (other threads of the suite allocate too) before the call's own
+    try:
+        Cycle()  # garbage in a cycle: collected before the freeze, not kept for the worker's lifetime
+        garbage_before = sum(isinstance(o, Cycle) for o in gc.get_objects())
+        assert garbage_before == 1
+        kept = Cycle()
+        assert freeze_worker_heap() is True
+    finally:
+        gc.enable()
     frozen = gc.get_freeze_count()
     assert frozen > 0
     assert sum(isinstance(o, Cycle) for o in gc.get_objects()) == 0  # the walkable heap no longer holds them
