@@ -210,6 +210,21 @@ class MetadataStore:
         ids = self.snapshot_ids()
         return None if not ids else self.read_snapshot(ids[-1])
 
+    def make_durable(self, paths: Sequence[str]) -> None:
+        """Make the files at ``paths`` survive a power loss (FileIO.sync), with the directories that name them: each
+        file's directory and the ones above it, up to the table's root (a commit may have created a partition's
+        directories). A commit calls it before its snapshot names the files."""
+        root = self.layout.root.rstrip("/")
+        directories: dict[str, None] = {}
+        for path in paths:
+            directory = path.rpartition("/")[0]
+            while directory and directory not in directories:
+                directories[directory] = None
+                if root == directory or root.startswith(directory + "/"):
+                    break  # the root, or above it (a branch's files live in the main table's directories)
+                directory = directory.rpartition("/")[0]
+        self.io.sync(paths, list(directories))
+
     def write_snapshot_if_absent(self, snapshot: Snapshot) -> bool:
         return self.io.write_if_absent(self.layout.snapshot_file(snapshot.id), json_codec.snapshot_to_json(snapshot))
 
@@ -432,6 +447,7 @@ class MetadataStore:
         path = self.layout.expire_journal_file(plan_id)
         self.io.mkdirs(self.layout.snapshot_dir)
         self.io.write_bytes(path, journal_codec.encode_journal(document))
+        self.make_durable([path])  # before the first deletion it describes
         return path
 
     def read_expire_journal(self, path: str) -> dict[str, Any] | None:

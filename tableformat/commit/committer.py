@@ -295,6 +295,7 @@ class Committer:
             if delta is None:
                 return CommitResult(None, created=False, changed_partitions=self._changed)
             snapshot = self._write_metadata(latest, request, delta, names, written)
+            self.store.make_durable([*written, *(f.path for f in request.new_files)])
         except (MissingMetadataError, SnapshotNotFoundError):
             self._discard(written)
             if latest is not None and not self.store.snapshot_exists(latest.id):

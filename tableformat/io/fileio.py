@@ -73,6 +73,13 @@ class FileIO(ABC):
         the outcome is unknown after the backend's own checks (the caller then reads the file back to compare).
         """
 
+    def sync(self, files: Sequence[str], directories: Sequence[str] = ()) -> None:  # noqa: B027 - object stores
+        """Make ``files`` (their bytes) and the entries of ``directories`` survive a power loss, before the caller
+        makes anything point at them (a snapshot naming a commit's files, deletions a journal describes). Files that
+        do not exist are passed over; a file that cannot be made durable raises an OSError.
+
+        Nothing to do here, for object stores: a PUT is durable once acknowledged. Local disk overrides it."""
+
     bulk_delete: bool = False
     """True where one delete_files call batches and parallelises by itself (S3: DeleteObjects of up to 1,000 keys
     per request): callers then hand it everything at once instead of spreading batches over threads."""

@@ -32,6 +32,9 @@ class ForwardingFileIO(FileIO):
     def write_if_absent(self, path: str, data: bytes) -> bool:
         return self.inner.write_if_absent(path, data)
 
+    def sync(self, files: Sequence[str], directories: Sequence[str] = ()) -> None:
+        self.inner.sync(files, directories)
+
     def exists(self, path: str) -> bool:
         return self.inner.exists(path)
 

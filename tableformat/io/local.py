@@ -7,6 +7,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from stat import S_ISDIR
 from typing import IO, Any
 
@@ -20,17 +21,45 @@ def temp_name_for(path: str) -> str:
     return os.path.join(directory, f".{name}.{uuid.uuid4()}.tmp")
 
 
-def _fsync_dir(directory: str) -> None:
+_NO_DIRECTORY_FSYNC = frozenset(
+    {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF, errno.EISDIR, errno.EACCES, errno.EPERM}
+)
+"""What a filesystem answers when it cannot open or fsync a directory at all (not a failure to write it)."""
+
+
+def _fsync_dir(directory: str, *, strict: bool = False) -> None:
+    """fsync a directory (its entries). Skipped where the filesystem cannot fsync a directory, or the directory is
+    gone; any other failure (EIO) is raised when ``strict``, else ignored."""
     try:
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:
+    except OSError as exc:
+        if strict and exc.errno not in _NO_DIRECTORY_FSYNC and exc.errno != errno.ENOENT:
+            raise
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError as exc:
+        if strict and exc.errno not in _NO_DIRECTORY_FSYNC:
+            raise
     finally:
         os.close(fd)
+
+
+def _fsync_file(path: str) -> None:
+    """fsync a file written earlier (through another descriptor: fsync flushes the file, not the descriptor)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+SYNC_INLINE = 8
+"""Files a sync call flushes one after the other; more go to threads (fsync waits on the device, not the GIL)."""
+SYNC_THREADS = 8
 
 
 def _scan(path: str, *, stat_files: bool) -> list[FileInfo]:
@@ -103,6 +132,17 @@ class LocalFileIO(FileIO):
                 handle.flush()
                 os.fsync(handle.fileno())
         return temp
+
+    def sync(self, files: Sequence[str], directories: Sequence[str] = ()) -> None:
+        if len(files) <= SYNC_INLINE:
+            for path in files:
+                _fsync_file(path)
+        else:
+            with ThreadPoolExecutor(min(SYNC_THREADS, len(files)), thread_name_prefix="tablefmt-sync") as pool:
+                for _ in pool.map(_fsync_file, files):
+                    pass  # re-raises the first failure
+        for directory in directories:
+            _fsync_dir(directory, strict=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         temp = self._write_temp(path, data, sync=False)
