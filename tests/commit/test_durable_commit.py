@@ -5,6 +5,7 @@ are recorded as they happen on real files (``os.fsync``, ``os.link``, ``os.unlin
 from __future__ import annotations
 
 import errno
+import multiprocessing
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from support.tables import FAR_FUTURE_MS, files_under
 
 from tableformat import Table
 from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.io.local import LocalFileIO
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("dt", pa.string())])
 
@@ -130,3 +132,32 @@ def test_an_expiration_journal_is_flushed_before_the_first_deletion(tmp_path: Pa
     flushed = {p for c, p in calls.seen[:first_unlink] if c == "fsync"}
     assert {journals[0], str(root / "snapshot"), str(root)} <= flushed
     assert calls.seen[first_unlink][1] != journals[0]  # the journal goes last, after what it describes
+
+
+def _sync_in_child(paths: list[str]) -> None:
+    LocalFileIO().sync(paths[:1], paths[1:])  # the parent's fsync threads are not in this process
+
+
+def test_a_process_forked_after_a_sync_syncs_with_threads_of_its_own(tmp_path: Path) -> None:
+    paths = [str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path)]
+    for path in paths[:2]:
+        Path(path).write_bytes(b"x")
+    LocalFileIO().sync(paths[:2], paths[2:])  # starts this process's threads
+    child = multiprocessing.get_context("fork").Process(target=_sync_in_child, args=(paths,))
+    child.start()
+    child.join(timeout=120)  # a bound for a hang, not a synchronisation: the child ends at once when it works
+    if child.exitcode is None:
+        child.kill()  # hung, waiting on threads that were never started in it
+    assert child.exitcode == 0
+
+
+def test_missing_files_are_passed_over_and_a_failure_is_raised_after_every_call_ended(
+    tmp_path: Path, calls: Calls
+) -> None:
+    paths = [str(tmp_path / name) for name in ("a", "b", "c")]
+    for path in paths:
+        Path(path).write_bytes(b"x")
+    calls.fail_fsync_of = paths[1]
+    with pytest.raises(OSError, match="Input/output error"):
+        LocalFileIO().sync([*paths, str(tmp_path / "gone")], [str(tmp_path)])
+    assert sorted(p for c, p in calls.seen if c == "fsync") == sorted([*paths, str(tmp_path)])
