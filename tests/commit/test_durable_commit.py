@@ -138,6 +138,8 @@ def _sync_in_child(paths: list[str]) -> None:
     LocalFileIO().sync(paths[:1], paths[1:])  # the parent's fsync threads are not in this process
 
 
+# Python 3.12+ warns (DeprecationWarning, an error here) on a fork while other threads exist: here they do, on purpose.
+@pytest.mark.filterwarnings(r"ignore:This process \(pid=\d+\) is multi-threaded, use of fork\(\):DeprecationWarning")
 def test_a_process_forked_after_a_sync_syncs_with_threads_of_its_own(tmp_path: Path) -> None:
     paths = [str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path)]
     for path in paths[:2]:
