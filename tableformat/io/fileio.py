@@ -7,7 +7,7 @@ returned by :func:`tableformat.io.factory.open_location`. Mtimes are epoch milli
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any, NamedTuple
 
 
@@ -177,11 +177,12 @@ class FileIO(ABC):
         """The path as a user-facing URL (for messages and --json output); never contains credentials."""
         return path if self.scheme == "file" else f"{self.scheme}://{path}"
 
-    def arrow_filesystem(self) -> Any:
-        """A pyarrow.fs.FileSystem for fast Parquet reads and writes of this storage."""
-        from pyarrow.fs import FSSpecHandler, PyFileSystem
+    def arrow_filesystem(self, sizes: Mapping[str, int] | None = None) -> Any:
+        """A pyarrow.fs.FileSystem for fast Parquet reads and writes of this storage. ``sizes``: the byte sizes of
+        files the caller knows (a manifest entry records its data file's), opened without asking the store for them."""
+        from tableformat.io.arrow_fs import arrow_filesystem_over
 
-        return PyFileSystem(FSSpecHandler(self.fsspec_filesystem()))
+        return arrow_filesystem_over(self.fsspec_filesystem(), sizes)
 
     @abstractmethod
     def fsspec_filesystem(self) -> Any:

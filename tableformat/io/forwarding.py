@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from tableformat.io.fileio import FileInfo, FileIO
@@ -88,8 +88,8 @@ class ForwardingFileIO(FileIO):
     def url(self, path: str) -> str:
         return self.inner.url(path)
 
-    def arrow_filesystem(self) -> Any:
-        return self.inner.arrow_filesystem()
+    def arrow_filesystem(self, sizes: Mapping[str, int] | None = None) -> Any:
+        return self.inner.arrow_filesystem(sizes)
 
     def fsspec_filesystem(self) -> Any:
         return self.inner.fsspec_filesystem()

@@ -94,7 +94,7 @@ class TableScan:
         self.arrow_schema = arrow_schema_of(list(schema.fields))
         self._codec = PartitionCodec(schema)
         self._paths = DataPaths(schema, self._codec)
-        self._fs = file_io.arrow_filesystem()
+        self._arrow_fs: Any = None
         import pyarrow.dataset as ds
 
         self._format = ds.ParquetFileFormat()
@@ -106,6 +106,16 @@ class TableScan:
     # --- which files ---------------------------------------------------------------------------------------------
     def path_of(self, entry: ScanEntry) -> str:
         return self.layout.join(self._paths.of_entry(entry))
+
+    @property
+    def _fs(self) -> Any:
+        """The pyarrow filesystem of the fragments; on object stores it opens the scan's files with the sizes their
+        entries record (no HEAD per file when an engine scans the dataset)."""
+        if self._arrow_fs is None:
+            known = self.io.is_object_store
+            sizes = {self.path_of(e): e.file.file_size for e in self._entries} if known else None
+            self._arrow_fs = self.io.arrow_filesystem(sizes)
+        return self._arrow_fs
 
     def _fragment(self, entry: ScanEntry, guarantee: pc.Expression | None) -> ds.Fragment:
         path = self.path_of(entry)

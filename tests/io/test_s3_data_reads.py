@@ -181,3 +181,31 @@ def test_a_missing_data_file_is_reported_missing(s3_root: tuple[str, dict[str, A
     with pytest.raises(StorageError, match="missing") as raised:
         table.to_arrow()
     assert io.url(path) in str(raised.value)
+
+
+def test_an_engine_scanning_the_dataset_sends_no_head_for_a_data_file(s3_root: tuple[str, dict[str, Any]]) -> None:
+    appended(s3_root, 6)  # 12 data files
+    url, options = s3_root
+    table = Table.open(url, storage_options=options)
+    log = RequestLog().attach(table.context.io)
+    dataset = table.to_pyarrow_dataset()
+    result = dataset.to_table()
+    assert sorted(result.column("id").to_pylist()) == list(range(48))
+    assert data_keys(log, "HeadObject") == []  # the manifest entries' sizes stand in for the HEADs
+    gets = data_keys(log, "GetObject")
+    assert sorted({key.rsplit("/", 1)[1] for key in gets}) == sorted(f.file_name for f in data_files(table))
+    assert len(gets) == 12  # one GET per file (s3fs reads a small file's whole block at its first read)
+    filtered = dataset.to_table(filter=pc.field("id") < 5)
+    assert sorted(filtered.column("id").to_pylist()) == [0, 1, 2, 3, 4]
+
+
+def test_a_missing_data_file_fails_the_dataset_scan_naming_it(s3_root: tuple[str, dict[str, Any]]) -> None:
+    table = appended(s3_root, 1)
+    ref = data_files(table)[0]
+    io = table.context.io
+    path = next(p for p in (f"{table.context.layout.root}/part={n}/bucket-0/{ref.file_name}" for n in (0, 1))
+                if io.file_exists(p))
+    dataset = table.to_pyarrow_dataset()
+    assert io.delete_files([path]) == [path]
+    with pytest.raises(FileNotFoundError, match=ref.file_name):
+        dataset.to_table()

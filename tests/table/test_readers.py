@@ -152,7 +152,7 @@ def opened(history: tuple[Table, Any], monkeypatch: pytest.MonkeyPatch) -> list[
 
     paths: list[str] = []
     counting = pafs.PyFileSystem(CountingHandler(LocalFileSystem(), paths))
-    monkeypatch.setattr(history[0].context.io, "arrow_filesystem", lambda: counting)
+    monkeypatch.setattr(history[0].context.io, "arrow_filesystem", lambda sizes=None: counting)
     return paths
 
 

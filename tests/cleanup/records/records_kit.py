@@ -4,7 +4,7 @@ that counts data-file opens, and an independent oracle of which rows a TTL keeps
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,8 +162,8 @@ class CountingFileIO(ForwardingFileIO):
         super().__init__(inner)
         self.opened: list[str] = []
 
-    def arrow_filesystem(self) -> Any:
-        return PyFileSystem(_CountingHandler(self.inner.arrow_filesystem(), self.opened))
+    def arrow_filesystem(self, sizes: Mapping[str, int] | None = None) -> Any:
+        return PyFileSystem(_CountingHandler(self.inner.arrow_filesystem(sizes), self.opened))
 
     def fsspec_filesystem(self) -> Any:
         return self.inner.fsspec_filesystem()
