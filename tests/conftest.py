@@ -8,11 +8,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 try:  # tests/ on sys.path (rootdir conftest without tests/__init__.py) or the repository root
     from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS, WeedNotFoundError
 except ImportError:  # pragma: no cover
     from tests.support.seaweedfs import DEFAULT_BUCKET, SeaweedFS, WeedNotFoundError  # type: ignore[no-redef]
+
+
+# --- Hypothesis ---------------------------------------------------------------------------------------------------
+# No deadline for any property test (tests that set their own settings inherit it): the default 200 ms is wall-clock
+# time, which a loaded two-core CI machine can stretch in any example, and a deadline miss that does not repeat on
+# replay fails the test as flaky. Without a deadline, Hypothesis's data-generation speed check allows 30 s, not 1 s.
+# What a property test checks is its assertions; speed is bench/'s job.
+settings.register_profile("tablefmt", deadline=None)
+settings.load_profile("tablefmt")
 
 
 # --- S3 (SeaweedFS) -------------------------------------------------------------------------------------------------
