@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -11,8 +10,10 @@ import pytest
 from hypothesis import settings
 
 try:  # tests/ on sys.path (rootdir conftest without tests/__init__.py) or the repository root
+    from support.ci import on_ci
     from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS, WeedNotFoundError
 except ImportError:  # pragma: no cover
+    from tests.support.ci import on_ci  # type: ignore[no-redef]
     from tests.support.seaweedfs import DEFAULT_BUCKET, SeaweedFS, WeedNotFoundError  # type: ignore[no-redef]
 
 
@@ -34,7 +35,7 @@ def s3_server() -> Iterator[SeaweedFS]:
     try:
         server = SeaweedFS()
     except WeedNotFoundError as exc:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        if on_ci():
             raise
         pytest.skip(f"S3 tests need SeaweedFS: {exc}")
     server.start()
