@@ -33,6 +33,7 @@ def test_outside_a_reused_worker_nothing_is_frozen(monkeypatch: pytest.MonkeyPat
 
 def test_a_reused_worker_freezes_once_after_collecting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(REUSE_ENV, "1")
+    gc.collect()  # no Cycle left over as garbage from an earlier run of this test (repeated runs, one process)
     gc.disable()  # no automatic collection (other threads of the suite allocate too) before the call's own
     try:
         Cycle()  # garbage in a cycle: collected before the freeze, not kept for the worker's lifetime

@@ -33,6 +33,8 @@ from .kit import SCHEMA, batch
 
 SPAWN = multiprocessing.get_context("spawn")
 JOIN_TIMEOUT_S = 240
+READS_WANTED = 10
+"""Successful reads the reader makes before any writer's last commit (the reader rule is not checked vacuously)."""
 WRITER_BASE = 1_000_000
 
 
@@ -86,12 +88,16 @@ def _report(path: Path, document: dict[str, Any]) -> None:
     path.write_text(json.dumps(document))
 
 
-def _writer(root: str, writer: int, commits: int, barrier: Any, out: str) -> None:
-    """Appends; writer 0 also expires after every commit, as the post-commit hook does (a second expirer)."""
+def _writer(root: str, writer: int, commits: int, barrier: Any, read_enough: Any, out: str) -> None:
+    """Appends; writer 0 also expires after every commit, as the post-commit hook does (a second expirer). The last
+    commit waits until the reader has read READS_WANTED snapshots (on a loaded machine the writers could otherwise
+    finish before the reader got going)."""
     table = Table.open(root)
     barrier.wait(timeout=120)
     ids, errors = [], []
     for commit in range(commits):
+        if commit == commits - 1:
+            read_enough.wait(timeout=60)  # not reached in time: the test's reads assertion says so
         snapshot = None
         for _attempt in range(5):  # G2b: an id taken and expired meanwhile fails the commit, and it is retried
             try:
@@ -166,7 +172,7 @@ def _check_rows(rows: Counter[tuple[int, str]], total: int | None, snapshot_id: 
     return None
 
 
-def _reader(root: str, barrier: Any, stop: Any, out: str) -> None:
+def _reader(root: str, barrier: Any, stop: Any, read_enough: Any, out: str) -> None:
     table = Table.open(root)
     store = table.context.store
     barrier.wait(timeout=120)
@@ -185,6 +191,8 @@ def _reader(root: str, barrier: Any, stop: Any, out: str) -> None:
                 tolerated[type(exc).__name__] = tolerated.get(type(exc).__name__, 0) + 1
             return
         reads += 1
+        if reads >= READS_WANTED:
+            read_enough.set()
         problem = _check_rows(rows, snapshot.total_record_count, snapshot_id)
         if problem:
             violations.append(f"{what} {snapshot_id}: {problem}")
@@ -228,16 +236,20 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
 
     writers, commits = 3, 15
     barrier = SPAWN.Barrier(writers + 3)
-    stop = SPAWN.Event()
+    stop, read_enough = SPAWN.Event(), SPAWN.Event()
     out = {name: str(tmp_path / f"{name}.json") for name in ("expirer", "cleaner", "reader")}
     workers = [
-        SPAWN.Process(target=_writer, args=(str(root), w, commits, barrier, str(tmp_path / f"w{w}.json")), name=f"w{w}")
+        SPAWN.Process(
+            target=_writer,
+            args=(str(root), w, commits, barrier, read_enough, str(tmp_path / f"w{w}.json")),
+            name=f"w{w}",
+        )
         for w in range(writers)
     ]
     others = [
         SPAWN.Process(target=_expirer, args=(str(root), barrier, stop, out["expirer"]), name="expirer"),
         SPAWN.Process(target=_orphan_cleaner, args=(str(root), barrier, stop, out["cleaner"]), name="cleaner"),
-        SPAWN.Process(target=_reader, args=(str(root), barrier, stop, out["reader"]), name="reader"),
+        SPAWN.Process(target=_reader, args=(str(root), barrier, stop, read_enough, out["reader"]), name="reader"),
     ]
     for process in workers + others:
         process.start()
@@ -258,10 +270,10 @@ def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -
     expected_rows = Counter(INITIAL) + Counter(writer_row(w, c) for w in range(writers) for c in range(commits))
     assert row_counts(final.to_arrow()) == expected_rows
 
-    # Readers never failed on a snapshot that was still retained, and they really read.
+    # Readers never failed on a snapshot that was still retained, and they really read (while the writers wrote).
     reader = results["reader"]
     assert reader["violations"] == []
-    assert reader["reads"] >= 10, reader
+    assert reader["reads"] >= READS_WANTED, reader
 
     # Maintenance ran without errors; it expired snapshots and deleted the planted orphans, nothing live.
     assert results["expirer"]["errors"] == [] and results["expirer"]["expired"], results["expirer"]
@@ -296,7 +308,7 @@ def test_reader_rule_is_not_vacuous(tmp_path: Path) -> None:
     out = tmp_path / "reader.json"
     barrier, stop = SPAWN.Barrier(1), SPAWN.Event()
     stop.set()
-    _reader(str(root), barrier, stop, str(out))
+    _reader(str(root), barrier, stop, SPAWN.Event(), str(out))
     report = json.loads(out.read_text())
     assert report["reads"] == 0 and len(report["violations"]) >= 2
     assert "still exists but its read failed" in report["violations"][0]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 from support.browser import BrowserUnavailable, chromium
+from support.ci import on_ci
 from support.events import build_events
 
 from tableformat.table import Table
@@ -18,10 +18,6 @@ def events(tmp_path: Path) -> Table:
     return build_events(tmp_path / "events")
 
 
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 @pytest.fixture(scope="session")
 def chromium_binary() -> str:
     """Debian's Chromium, installed by the test setup when missing (CI, or root); under CI a failed install fails."""
@@ -29,7 +25,7 @@ def chromium_binary() -> str:
     try:
         found = chromium()
     except BrowserUnavailable as exc:
-        if _ci():
+        if on_ci():
             pytest.fail(f"the browser tests need Chromium: {exc}")
         pytest.skip(f"the browser tests need Chromium: {exc}")
     if time.monotonic() - started > 5:

@@ -2,7 +2,8 @@
 
 The master is ``local[2,3]``: two cores and up to three attempts per task, so the retry test runs in the same JVM
 as everything else (plain ``local[2]`` never retries a task). Tests without Java or pyspark are skipped, unless
-CI is set, where that is an error.
+CI is set, where that is an error: pyspark is imported here first, so the modules' ``pytest.importorskip("pyspark")``
+can only skip outside CI.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.ci import on_ci
 
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+if on_ci():  # under CI a missing pyspark fails the run here (loading this conftest), never skips a module
+    import pyspark  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -30,11 +31,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
-        if _ci():
+        if on_ci():
             raise
         pytest.skip(f"Spark tests need pyspark: {exc}")
     if not has_java:
-        if _ci():
+        if on_ci():
             raise RuntimeError("Spark tests need Java 17 (java on PATH or JAVA_HOME)")
         pytest.skip("Spark tests need Java 17 (java on PATH or JAVA_HOME)")
     os.environ["PYSPARK_PYTHON"] = sys.executable

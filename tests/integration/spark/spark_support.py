@@ -3,7 +3,9 @@
 ``FaultySource`` (format ``tablefmt_faulty``) is the real source with one extra write option, ``fault``:
 
 * ``task-once``: task 0 fails on its first attempt after having written files, and succeeds when retried;
-* ``task-always``: task 0 fails on every attempt (the job fails);
+* ``task-always``: task 0 fails on every attempt (the job fails); its first attempt fails only once the other task
+  has written its files and returned (Spark fails the job at task 0's last failure without waiting for running
+  tasks: a task still writing then would leave files that neither it nor abort() knows of);
 * ``after-commit``: commit() raises after the snapshot landed (Spark then calls abort()).
 
 Failing attempts touch a file in ``fault.marker-dir`` so tests can see the failure really happened. The module is
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -44,9 +47,28 @@ def rows(df: Any) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in df.collect())
 
 
-def _fail_at(iterator: Iterator[pa.RecordBatch], index: int, marker: str) -> Iterator[pa.RecordBatch]:
+TASK_DONE = "task-done-{}"
+"""Marker a task of a ``task-always`` job other than task 0 writes once its write has returned."""
+
+WAIT_S = 120
+
+
+def _await_marker(path: str) -> None:
+    """Return once ``path`` exists (another task has finished); fail after WAIT_S."""
+    deadline = time.monotonic() + WAIT_S
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} did not appear within {WAIT_S} s")
+        time.sleep(0.01)  # poll interval: the wait ends on the marker, not on a time
+
+
+def _fail_at(
+    iterator: Iterator[pa.RecordBatch], index: int, marker: str, awaited: str | None
+) -> Iterator[pa.RecordBatch]:
     for position, batch in enumerate(iterator):
         if position == index:
+            if awaited is not None:
+                _await_marker(awaited)
             with open(marker, "w") as handle:
                 handle.write("failed\n")
             raise RuntimeError("injected task failure")
@@ -64,10 +86,16 @@ class FaultyWriter(TablefmtWriter):
         assert context is not None
         first_task = context.partitionId() == 0
         failing = (self.fault == "task-once" and context.attemptNumber() == 0) or self.fault == "task-always"
+        always = self.fault == "task-always"
         if first_task and failing:
             marker = os.path.join(self.marker_dir, f"task-failure-{context.attemptNumber()}-{uuid.uuid4().hex}")
-            iterator = _fail_at(iterator, FAILING_BATCH, marker)
-        return super().write(iterator)
+            first_attempt = always and context.attemptNumber() == 0
+            awaited = os.path.join(self.marker_dir, TASK_DONE.format(1)) if first_attempt else None
+            iterator = _fail_at(iterator, FAILING_BATCH, marker, awaited)
+        message = super().write(iterator)
+        if always and not first_task:
+            open(os.path.join(self.marker_dir, TASK_DONE.format(context.partitionId())), "w").close()
+        return message
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         super().commit(messages)
