@@ -11,7 +11,9 @@ Then, through the proxy:
   ``remove_orphan_files`` judged two days later (every stray is old enough);
 * **commit**: one ``append`` of ``--rows`` rows (after a first one: the first commit of a process also probes the
   store for conditional writes);
-* **read**: ``to_arrow()`` of the latest snapshot.
+* **read**: ``to_arrow()`` of the latest snapshot;
+* **dataset scan**: ``to_pyarrow_dataset().to_table()``, what DuckDB or Polars do with the dataset (pyarrow's
+  scanner reads the files through fsspec; its concurrency is pyarrow's, not ``--parallelism``).
 
 For the delete part of expire and remove-orphans, the peer is plain s3fs: the same keys put back and removed with
 one ``s3fs.rm(keys)`` (DeleteObjects of 1,000 keys, 3 requests at a time, no existence check and no report of
@@ -263,6 +265,10 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, zero: LatencyProxy, args: ar
     read, rows = measure(proxy, "read", lambda: table.to_arrow().num_rows)
     print(read.line(concurrency, latency) + f"  ({rows} rows)")
     figures["read"] = read.seconds / read.bound(concurrency, latency)
+    table = Table.open(url, storage_options=proxied)
+    scan, rows = measure(proxy, "dataset scan", lambda: table.to_pyarrow_dataset().to_table().num_rows)
+    print(scan.line(concurrency, latency) + f"  ({rows} rows; pyarrow's scanner decides its own concurrency)")
+    figures["dataset"] = scan.seconds / scan.bound(concurrency, latency)
     return figures
 
 
@@ -276,7 +282,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--parallelism", type=int, default=8)
-    parser.add_argument("--no-read", action="store_true", help="skip the read (its data files go through pyarrow)")
+    parser.add_argument("--no-read", action="store_true", help="skip the read and the dataset scan")
     args = parser.parse_args()
     print(f"workload: {args.commits} commits x {args.rows} rows over {PARTS} partitions, partition 0 dropped after "
           f"commit {args.drop_at}; expire keeps {args.keep}; {args.strays} strays; {args.latency_ms:g} ms added per "
