@@ -171,12 +171,17 @@ def test_a_damaged_data_file_fails_naming_it(s3_root: tuple[str, dict[str, Any]]
         assert ("manifest records" in str(raised.value)) == (damage == "truncated")
 
 
-def test_a_missing_data_file_is_reported_missing(s3_root: tuple[str, dict[str, Any]]) -> None:
+def first_data_file(s3_root: tuple[str, dict[str, Any]]) -> tuple[Table, Any, str]:
+    """A table of one append (2 data files): the table, its first data file's entry and that file's path."""
     table = appended(s3_root, 1)
     ref = data_files(table)[0]
+    candidates = (f"{table.context.layout.root}/part={n}/bucket-0/{ref.file_name}" for n in (0, 1))
+    return table, ref, next(p for p in candidates if table.context.io.file_exists(p))
+
+
+def test_a_missing_data_file_is_reported_missing(s3_root: tuple[str, dict[str, Any]]) -> None:
+    table, _, path = first_data_file(s3_root)
     io = table.context.io
-    path = next(p for p in (f"{table.context.layout.root}/part={n}/bucket-0/{ref.file_name}" for n in (0, 1))
-                if io.file_exists(p))
     assert io.delete_files([path]) == [path]
     with pytest.raises(StorageError, match="missing") as raised:
         table.to_arrow()
@@ -200,12 +205,8 @@ def test_an_engine_scanning_the_dataset_sends_no_head_for_a_data_file(s3_root: t
 
 
 def test_a_missing_data_file_fails_the_dataset_scan_naming_it(s3_root: tuple[str, dict[str, Any]]) -> None:
-    table = appended(s3_root, 1)
-    ref = data_files(table)[0]
-    io = table.context.io
-    path = next(p for p in (f"{table.context.layout.root}/part={n}/bucket-0/{ref.file_name}" for n in (0, 1))
-                if io.file_exists(p))
+    table, ref, path = first_data_file(s3_root)
     dataset = table.to_pyarrow_dataset()
-    assert io.delete_files([path]) == [path]
+    assert table.context.io.delete_files([path]) == [path]
     with pytest.raises(FileNotFoundError, match=ref.file_name):
         dataset.to_table()
