@@ -362,17 +362,8 @@ class DataReader:
     ) -> Iterator[pa.Table]:
         """Each live entry's rows matching ``row_filter``, its ``columns`` only when given, in file order: ``threads``
         files read at a time, at most that many read ahead of the caller (bounded memory)."""
-        if self.record_ttl is not None:  # scans with a TTL plan full entries (the TTL prunes by their statistics)
-            entries = self.live_entries(cast("Sequence[ManifestEntry]", entries))
-        return self._in_order(entries, columns, row_filter)
-
-    def _in_order(
-        self,
-        entries: Sequence[ScanEntry],
-        columns: Sequence[str] | None = None,
-        row_filter: pc.Expression | None = None,
-    ) -> Iterator[pa.Table]:
-        """:meth:`iter_tables` of entries already pruned by the TTL."""
+        # a scan with a TTL plans full entries: the TTL prunes files it fully expired by their statistics
+        entries = self.live_entries(cast("Sequence[ManifestEntry]", entries))
         read_columns = columns if row_filter is None else None  # the filter may need any column
 
         def read(entry: ScanEntry) -> pa.Table:
@@ -388,10 +379,8 @@ class DataReader:
 
     def read_all(self, entries: Sequence[ManifestEntry]) -> pa.Table:
         """All entries' rows as one Table (files read in parallel)."""
-        entries = self.live_entries(entries)
-        if not entries:
-            return self.arrow_schema.empty_table()
-        return pa.concat_tables(list(self._in_order(entries)))
+        tables = list(self.iter_tables(entries))
+        return pa.concat_tables(tables) if tables else self.arrow_schema.empty_table()
 
     def batches(self, entries: Sequence[ManifestEntry]) -> Iterator[pa.RecordBatch]:
         """Record batches file by file (bounded memory; on object stores ``threads`` files fetched at a time)."""
