@@ -15,9 +15,10 @@ why globbing a table's directories returns wrong rows (docs/reading.md).
 * Pruning: with a row filter, files whose partition values and value statistics show the filter cannot match are
   left out before anything is opened (:mod:`.filters`); the filter is still applied to every row read.
 
-On object stores ``to_table`` and ``to_batches`` read through :class:`DataReader` instead (``fetch_parquet``: no
-HEAD per file, one GET for a small one; pyarrow's dataset over fsspec asks the store for each file's size twice),
-``file-operation.thread-num`` files at a time; ``dataset()`` stays the pyarrow dataset engines push down into.
+On object stores ``to_table`` and ``to_batches`` read through :class:`DataReader` instead (``fetch_parquet``: one
+GET for a small file, the footer then the chunks wanted of a larger one), ``file-operation.thread-num`` files at a
+time; ``dataset()`` stays the pyarrow dataset engines push down into, its files opened with the sizes their
+entries record (no HEAD either; pyarrow's scanner reads about 4 files at a time through fsspec).
 
 :class:`TableScan` is the one place a scan's row filter applies: ``to_table`` and ``to_batches`` filter with it and
 ``dataset()`` returns the dataset filtered by it, so a per-scan filter (a user's, or a record-level expiry rule)
@@ -266,8 +267,8 @@ class TableScan:
 
     def _fetched(self, selected: list[str] | None) -> Iterator[pa.Table]:
         """Object stores: the selected files' rows file by file, in order, each file fetched by :class:`DataReader`
-        without a HEAD (one GET for a small file; pyarrow's dataset asks the store for every file's size, twice
-        through fsspec) and ``threads`` files at a time (bounded memory). Columns map by field id."""
+        without a HEAD (one GET for a small file) and ``threads`` files at a time (bounded memory; pyarrow's
+        scanner over fsspec reads about 4 at a time). Columns map by field id."""
         reader = DataReader(
             self.io, self.layout, self.schema, self.schema_loader, self._codec, threads=self.threads
         )
