@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from tableformat.context import TableContext
+from tableformat.errors import TableBusyError
 from tableformat.options import WRITE_ONLY
 
 from .kernel import OperationResult, run_operation
@@ -32,6 +33,9 @@ def run_after_commit(ctx: TableContext, now_ms: int | None = None) -> list[Opera
             if not operation.enabled(ctx, now):
                 continue
             result = run_operation(operation, ctx, now_ms=now)
+        except TableBusyError as exc:  # a rollback holds the table: nothing changed, the next commit runs it again
+            log.info("%s after commit skipped: %s", operation.name, exc)
+            continue
         except Exception as exc:  # the others still run; the first error is raised below
             log.warning("%s after commit failed: %s", operation.name, exc)
             errors.append(exc)

@@ -31,6 +31,17 @@ class TableContext:
         store = MetadataStore(file_io, layout)
         return cls(location=location, io=file_io, layout=layout, store=store, schema=store.latest_schema())
 
+    def with_io(self, file_io: FileIO) -> TableContext:
+        """The same table (schema and schema cache included) through another FileIO, e.g. a guarded one."""
+        return TableContext(
+            location=self.location,
+            io=file_io,
+            layout=self.layout,
+            store=self.store.through(file_io),
+            schema=self.schema,
+            _schemas=self._schemas,
+        )
+
     @property
     def options(self) -> TableOptions:
         return TableOptions(self.schema.options)

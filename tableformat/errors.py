@@ -109,3 +109,8 @@ class MaintenanceError(TableFormatError):
 
 class LeaseLostError(MaintenanceError):
     """A maintainer's lease on a table expired or was taken over: it stops before its next delete or write."""
+
+
+class TableBusyError(MaintenanceError):
+    """A rollback holds the table (or maintenance does, for a rollback): this run changed nothing; run it again
+    once the other ends (tableformat/claims.py)."""

@@ -36,6 +36,8 @@ BRANCH_PREFIX = "branch-"
 MAINTAIN_DIR = ".tablefmt"
 """The maintainer's lease and state (``tablefmt maintain``): hidden, so that no reader or cleaner takes it for data."""
 LEASE_PREFIX = "lease-"
+CLAIM_PREFIX = "claim-"
+"""A run's claim on the table (tableformat/claims.py): ``claim-<kind>-<owner>``."""
 MAINTAIN_STATE = "maintain-state"
 
 _TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
@@ -145,6 +147,10 @@ class TableLayout:
 
     def lease_file(self, generation: int) -> str:
         return self.join(MAINTAIN_DIR, f"{LEASE_PREFIX}{generation}")
+
+    def claim_file(self, kind: str, owner: str) -> str:
+        return self.join(MAINTAIN_DIR, f"{CLAIM_PREFIX}{check_file_name(kind, what='claim kind')}-"
+                         f"{check_file_name(owner, what='claim owner')}")
 
     @property
     def maintain_state_file(self) -> str:

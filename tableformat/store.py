@@ -5,13 +5,14 @@ This is the only module that turns metadata paths into bytes and bytes into mode
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from tableformat.codec import avro_codec, avro_projection, entry_codec, journal_codec, json_codec, maintain_codec
 from tableformat.codec.binary_row import decode_row, encode_row
@@ -27,6 +28,7 @@ from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.layout import (
     BRANCH_DIR,
     BRANCH_PREFIX,
+    CLAIM_PREFIX,
     CONSUMER_PREFIX,
     EARLIEST,
     EXPIRE_JOURNAL_PREFIX,
@@ -41,7 +43,7 @@ from tableformat.layout import (
     TableLayout,
     parse_id,
 )
-from tableformat.model.maintain import Lease, MaintainState
+from tableformat.model.maintain import CLAIM_KINDS, Claim, Lease, MaintainState
 from tableformat.model.manifest import EMPTY_STATS, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
@@ -59,6 +61,9 @@ class WrittenFile:
     size: int
 
 
+_T = TypeVar("_T")
+
+
 class MetadataStore:
     """Metadata access for one table (one FileIO, one root)."""
 
@@ -67,6 +72,12 @@ class MetadataStore:
         self.layout = layout
         self._codecs: dict[int, PartitionCodec] = {}
         self._last_manifests: tuple[tuple[str, str], tuple[ManifestFileMeta, ...]] | None = None
+
+    def through(self, file_io: FileIO) -> MetadataStore:
+        """This store, its caches included, through another FileIO (e.g. a guarded one)."""
+        other = copy.copy(self)
+        other.io = file_io
+        return other
 
     def partition_codec(self, schema: TableSchema) -> PartitionCodec:
         """The partition codec of ``schema``, one per schema id: plans, commits and manifest statistics of one
@@ -471,12 +482,7 @@ class MetadataStore:
 
     def read_lease(self, generation: int) -> Lease | None:
         """Lease ``generation``; None when it is gone. CorruptMetadataError when it is not a lease."""
-        path = self.layout.lease_file(generation)
-        try:
-            data = self._read(path)
-        except FileNotFoundError:
-            return None
-        return maintain_codec.lease_from_json(data, self.io.url(path))
+        return self._read_maintain_file(self.layout.lease_file(generation), maintain_codec.lease_from_json)
 
     def lease_exists(self, generation: int) -> bool:
         return self.io.exists(self.layout.lease_file(generation))
@@ -491,14 +497,33 @@ class MetadataStore:
         if paths:
             self.io.delete_files(paths)
 
+    def claim_names(self) -> list[tuple[str, str]]:
+        """(kind, owner) of every claim file present (tableformat/claims.py), in name order."""
+        names = sorted(n for n in self.io.list_names(self.layout.maintain_dir) if n.startswith(CLAIM_PREFIX))
+        split = (name[len(CLAIM_PREFIX) :].partition("-") for name in names)
+        return [(kind, owner) for kind, _, owner in split if kind in CLAIM_KINDS and owner]
+
+    def read_claim(self, kind: str, owner: str) -> Claim | None:
+        """A claim; None when it is gone. CorruptMetadataError when it is not a claim."""
+        return self._read_maintain_file(self.layout.claim_file(kind, owner), maintain_codec.claim_from_json)
+
+    def write_claim(self, claim: Claim) -> None:  # also a renewal: only its owner writes a claim
+        self.io.mkdirs(self.layout.maintain_dir)
+        self.io.write_bytes(self.layout.claim_file(claim.kind, claim.owner), maintain_codec.claim_to_json(claim))
+
+    def delete_claims(self, names: Iterable[tuple[str, str]]) -> None:  # listed or written by this run: they exist
+        self.io.delete_listed([self.layout.claim_file(kind, owner) for kind, owner in names])
+
     def read_maintain_state(self) -> MaintainState | None:
         """The maintainer's state; None when there is none yet. CorruptMetadataError when unreadable as one."""
-        path = self.layout.maintain_state_file
+        return self._read_maintain_file(self.layout.maintain_state_file, maintain_codec.state_from_json)
+
+    def _read_maintain_file(self, path: str, decode: Callable[[bytes, str], _T]) -> _T | None:
         try:
             data = self._read(path)
         except FileNotFoundError:
             return None
-        return maintain_codec.state_from_json(data, self.io.url(path))
+        return decode(data, self.io.url(path))
 
     def write_maintain_state(self, state: MaintainState) -> None:
         self.io.mkdirs(self.layout.maintain_dir)

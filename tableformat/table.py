@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult
 from tableformat.cleanup.orphans import OrphanResult
@@ -385,18 +386,23 @@ class Table(TableReaders, RewriteMethods):
 
         A tag a branch was created from is kept while that branch exists (Paimon refuses it too): TagError.
         """
-        store = self._ctx.store
+        claim = TableClaim(self._ctx.store, MAINTENANCE, "tag delete")  # never while a rollback runs
+        claim.acquire()
         try:
-            tag = store.read_tag(name)
-        except SnapshotNotFoundError:
-            raise TagError(f"tag {name!r} does not exist") from None
-        users = store.branches_holding(tag.snapshot)
-        if users:
-            raise TagError(
-                f"tag {name!r} is used by branch {', '.join(users)} (created from it); delete the branch first"
-            )
-        if not store.delete_tag(name):
-            raise TagError(f"tag {name!r} does not exist")
+            store = claim.guarded_store()
+            try:
+                tag = store.read_tag(name)
+            except SnapshotNotFoundError:
+                raise TagError(f"tag {name!r} does not exist") from None
+            users = store.branches_holding(tag.snapshot)
+            if users:
+                raise TagError(
+                    f"tag {name!r} is used by branch {', '.join(users)} (created from it); delete the branch first"
+                )
+            if not store.delete_tag(name):
+                raise TagError(f"tag {name!r} does not exist")
+        finally:
+            claim.release()
 
     def tags(self) -> list[Tag]:
         """Every tag, by name."""
@@ -428,7 +434,8 @@ class Table(TableReaders, RewriteMethods):
     ) -> RollbackResult:
         """Roll back to a snapshot id, a tag, or the newest snapshot at or before ``as_of`` (exactly one), as Paimon
         does: newer snapshots and their tags are removed, their files left to orphan cleanup (tableformat.commit.
-        rollback). Refused while a branch, a consumer or an interrupted expiration needs them."""
+        rollback). Refused while a branch, a consumer or an interrupted expiration needs them; TableBusyError while a
+        maintenance run holds the table (tableformat/claims.py), nothing changed."""
         time_ms = None
         if as_of is not None:
             time_ms = int(as_of.timestamp() * 1000) if isinstance(as_of, dt.datetime) else int(as_of)

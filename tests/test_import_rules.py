@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tableformat.codec", "tableformat.data_paths"),
     ("tableformat.io",),
     ("tableformat.store", "tableformat.parallel", "tableformat.options_doc"),
-    ("tableformat.live_set", "tableformat.context"),
+    ("tableformat.live_set", "tableformat.context", "tableformat.claims"),
     ("tableformat.commit", "tableformat.scan"),
     ("tableformat.cleanup",),
     ("tableformat.maintenance", "tableformat.readers", "tableformat.inspect", "tableformat.report"),

@@ -122,6 +122,9 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
     def plan(self, ctx: TableContext, config: CompactConfig, now_ms: int) -> CompactPlan:
         return plan_compaction(ctx, config, now_ms)
 
+    def changes(self, plan: CompactPlan) -> bool:
+        return bool(plan.units)
+
     def preview(self, ctx: TableContext, plan: CompactPlan) -> CompactResult:
         return planned_result(ctx, plan)
 

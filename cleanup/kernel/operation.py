@@ -13,8 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.context import TableContext
 from tableformat.gc_pause import old_objects_frozen, paused_gc
+from tableformat.io.guarded import GuardedFileIO
+from tableformat.store import MetadataStore
 
 from .clock import resolve_now
 from .deleter import Progress
@@ -89,6 +92,17 @@ class Operation(ABC, Generic[C, P, R]):
     def plan(self, ctx: TableContext, config: C, now_ms: int) -> P:
         """Decide everything the run will do; reads metadata, never deletes or writes."""
 
+    def changes(self, plan: P) -> bool:
+        """Whether carrying out ``plan`` changes the table. A run whose plan changes nothing takes no claim
+        (tableformat/claims.py); the default, True, always takes one."""
+        return True
+
+    def still_valid(self, ctx: TableContext, plan: P) -> bool:
+        """Checked once the run holds its claim: False when a rollback that ended between planning and the claim
+        makes the plan unsafe, and the run then plans again. The default, True, suits a plan whose commit or deletes
+        check what they replace themselves (a guarded commit, orphans no root names)."""
+        return True
+
     @abstractmethod
     def preview(self, ctx: TableContext, plan: P) -> R:
         """The dry-run result: exactly what ``execute(plan)`` would report if nothing changed meanwhile."""
@@ -107,10 +121,30 @@ def run_operation(
     now_ms: int | None = None,
     progress: Progress | None = None,
 ) -> R:
-    """Configure, plan, then preview (dry run) or execute one operation on one table."""
+    """Configure, plan, then preview (dry run) or execute one operation on one table; a run that changes the table
+    holds a maintenance claim while it does (tableformat/claims.py)."""
     config = operation.configure(ctx, dict(overrides or {}))
+    now = resolve_now(now_ms)
     with paused_gc() if operation.pauses_gc else old_objects_frozen():
-        plan = operation.plan(ctx, config, resolve_now(now_ms))
-        result = operation.preview(ctx, plan) if dry_run else operation.execute(ctx, plan, config, progress)
+        plan = operation.plan(ctx, config, now)
+        if dry_run:
+            result = operation.preview(ctx, plan)
+        elif not operation.changes(plan):
+            result = operation.execute(ctx, plan, config, progress)
+        else:  # a rollback and this run never overlap (docs/reliability.md): TableBusyError if one holds the table
+            claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name)
+            claim.acquire()
+            try:
+                if not operation.still_valid(ctx, plan):
+                    plan = operation.plan(ctx, config, now)
+                result = operation.execute(ctx.with_io(GuardedFileIO(ctx.io, claim.check)), plan, config, progress)
+            finally:
+                claim.release()
         del plan  # its records go before the collector comes back: it finds no young objects to walk
     return result
+
+
+def _unguarded(store: MetadataStore) -> MetadataStore:
+    """The store a claim writes through: past a maintainer's lease guard, so that a run whose lease was lost still
+    removes its claim (claim files are not table data; every change of the run itself stays guarded)."""
+    return store.through(store.io.inner) if isinstance(store.io, GuardedFileIO) else store

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tableformat.context import TableContext
-from tableformat.errors import CorruptMetadataError, LeaseLostError, TableFormatError
+from tableformat.errors import CorruptMetadataError, LeaseLostError, TableBusyError, TableFormatError
 from tableformat.io.factory import open_location
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
@@ -182,13 +182,15 @@ def _run_operations(
             raise
         except Exception as exc:  # one operation's failure must not stop the others
             log.debug("%s failed on %s", op.name, ctx.location, exc_info=True)
-            run.errors.append((op.name, _one_line(exc)))
+            failed = not isinstance(exc, TableBusyError)  # a rollback holds the table: no failure, due again soon
+            if failed:
+                run.errors.append((op.name, _one_line(exc)))
             run.states[op.name] = replace(
                 previous,
                 last_run_ms=now,
                 next_due_ms=now + settings.poll_interval_ms,
-                failures=previous.failures + 1,
-                last_error=_one_line(exc),
+                failures=previous.failures + failed,
+                last_error=_one_line(exc) if failed else "",
                 on_change=cadence.on_change,
             )
             continue

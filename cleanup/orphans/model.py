@@ -53,6 +53,8 @@ class OrphanPlan:
     """Candidates whose store reports no usable mtime: never deleted."""
     empty_dirs: tuple[str, ...] = ()
     """Partition and bucket directories that are empty once the orphans are gone, deepest first."""
+    lapsed_claims: int = 0
+    """Claims of crashed runs that no longer count (tableformat/claims.py): the run deletes them."""
     skipped_nested_tables: tuple[str, ...] = ()
     """Roots of other tables where data directories were expected (they hold ``schema/`` or ``snapshot/``)."""
     directories_listed: int = 0

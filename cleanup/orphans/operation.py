@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from tableformat.claims import MAINTENANCE, survey
 from tableformat.context import TableContext
 from tableformat.errors import ValidationError
 from tableformat.options import ORPHAN_CHECK_INTERVAL
@@ -55,9 +56,14 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
         return config
 
     def plan(self, ctx: TableContext, config: OrphanConfig, now_ms: int) -> OrphanPlan:
-        return plan_orphan_removal(
+        plan = plan_orphan_removal(
             ctx, older_than=config.older_than, force=config.force, parallelism=config.parallelism, now_ms=now_ms
         )
+        return replace(plan, lapsed_claims=len(survey(ctx.store, MAINTENANCE, now_ms)[1]))
+
+    def changes(self, plan: OrphanPlan) -> bool:
+        """Also when claims of crashed runs lapsed: taking its own claim, the run deletes them."""
+        return bool(plan.orphans or plan.empty_dirs or plan.lapsed_claims)
 
     def preview(self, ctx: TableContext, plan: OrphanPlan) -> OrphanResult:
         return dry_run_result(plan)

@@ -84,6 +84,9 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
     def plan(self, ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
         return plan_partition_expiration(ctx, config, now_ms)
 
+    def changes(self, plan: PartitionExpirePlan) -> bool:
+        return bool(plan.batches)
+
     def preview(self, ctx: TableContext, plan: PartitionExpirePlan) -> PartitionExpireResult:
         return planned_result(plan)
 

@@ -51,6 +51,9 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
     def plan(self, ctx: TableContext, config: RecordExpireConfig, now_ms: int) -> RecordExpirePlan:
         return plan_record_expiration(ctx, config, now_ms)
 
+    def changes(self, plan: RecordExpirePlan) -> bool:
+        return bool(plan.drops or plan.rewrites)
+
     def preview(self, ctx: TableContext, plan: RecordExpirePlan) -> RecordExpireResult:
         return planned_result(ctx, plan)
 

@@ -83,6 +83,21 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
             found, stale = gathered.result()
         return ExpirationRun(tuple(found), tuple(stale), plan)
 
+    def changes(self, plan: ExpirationRun) -> bool:
+        return bool(plan.pending or plan.stale or not plan.plan.is_empty)
+
+    def still_valid(self, ctx: TableContext, plan: ExpirationRun) -> bool:
+        """The snapshot the plan keeps as the first (``end``) still holds what planning read: a rollback that ended
+        between planning and the claim to a snapshot before it removed it (and a later commit may reuse its id), and
+        the plan would then expire what the rollback kept. A rollback to ``end`` or later keeps everything the plan
+        relies on: expiring below ``end`` then is what expiring before that rollback would have done."""
+        new = plan.plan
+        if new.is_empty or new.end is None:
+            return True
+        found = ctx.store.try_read_snapshot(new.end)
+        wanted = dict(new.fingerprints).get(new.end)
+        return found is not None and (wanted is None or found.base_manifest_list == wanted)
+
     def preview(self, ctx: TableContext, plan: ExpirationRun) -> ExpireResult:
         results = []
         with Workers(1) as workers:

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from tableformat.errors import CorruptMetadataError, ValidationError
-from tableformat.model.maintain import HourStats, Lease, MaintainState, OperationState
+from tableformat.model.maintain import CLAIM_KINDS, Claim, HourStats, Lease, MaintainState, OperationState
 
 STATE_VERSION = 1
 
@@ -37,6 +37,38 @@ def lease_from_json(data: bytes, path: str) -> Lease:
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptMetadataError(path, f"not a maintenance lease: {exc}") from None
+
+
+def claim_to_json(claim: Claim) -> bytes:
+    document = {
+        "kind": claim.kind,
+        "owner": claim.owner,
+        "operation": claim.operation,
+        "host": claim.host,
+        "pid": claim.pid,
+        "acquiredMillis": claim.acquired_ms,
+        "expiresMillis": claim.expires_ms,
+    }
+    return json.dumps(document, indent=2).encode("utf-8")
+
+
+def claim_from_json(data: bytes, path: str) -> Claim:
+    try:
+        doc = json.loads(data.decode("utf-8"))
+        claim = Claim(
+            kind=str(doc["kind"]),
+            owner=str(doc["owner"]),
+            operation=str(doc.get("operation", "")),
+            host=str(doc.get("host", "")),
+            pid=int(doc.get("pid", 0)),
+            acquired_ms=int(doc["acquiredMillis"]),
+            expires_ms=int(doc["expiresMillis"]),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptMetadataError(path, f"not a table claim: {exc}") from None
+    if claim.kind not in CLAIM_KINDS:
+        raise CorruptMetadataError(path, f"not a table claim: unknown kind {claim.kind!r}")
+    return claim
 
 
 def _operation_doc(state: OperationState) -> dict[str, Any]:

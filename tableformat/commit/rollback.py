@@ -9,7 +9,9 @@
   ``EARLIEST`` at it. The next commit takes id target+1 again (ids are reused, as in Paimon).
 * Refused, with nothing changed, while something still needs what would be removed: a branch created from a
   snapshot or tag that would go (Paimon refuses to delete such a tag too), a consumer that has already read past
-  the target, or an interrupted expiration (its journal must be finished first).
+  the target, or an interrupted expiration (its journal must be finished first); and while any maintenance run
+  (expiration, orphan cleanup, partition or record expiry, compaction, tag deletion) holds the table: a rollback
+  holds the table alone (tableformat/claims.py), so no maintenance run overlaps it.
 * Only metadata is deleted: snapshot files (newest first, so the remaining ones stay a contiguous run and a crash
   leaves a table a re-run finishes) and tag files. Data files, manifests and manifest lists of the removed
   snapshots are left to orphan cleanup (``remove-orphans``), which deletes exactly those no snapshot, tag or branch
@@ -26,7 +28,8 @@ import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tableformat.errors import SnapshotNotFoundError, ValidationError
+from tableformat.claims import ROLLBACK, TableClaim
+from tableformat.errors import SnapshotNotFoundError, TableBusyError, ValidationError
 from tableformat.layout import EARLIEST, LATEST
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.store import MetadataStore
@@ -144,6 +147,22 @@ def rollback(
     dry_run: bool = False,
 ) -> RollbackResult:
     """Roll back to a snapshot, a tag or a time (exactly one); see the module docstring for the rules."""
+    if dry_run:
+        return _rollback(store, snapshot_id, tag, time_ms, dry_run=True)
+    claim = TableClaim(store, ROLLBACK, "rollback")
+    try:
+        claim.acquire()
+    except TableBusyError as exc:
+        raise TableBusyError(f"rollback refused: {exc}") from None
+    try:
+        return _rollback(claim.guarded_store(), snapshot_id, tag, time_ms, dry_run=False)
+    finally:
+        claim.release()
+
+
+def _rollback(
+    store: MetadataStore, snapshot_id: int | None, tag: str | None, time_ms: int | None, *, dry_run: bool
+) -> RollbackResult:
     target = _resolve(store, snapshot_id, tag, time_ms)
     goal = target.snapshot
     previous_latest = store.latest_snapshot_id()

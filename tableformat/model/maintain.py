@@ -29,6 +29,28 @@ class Lease:
         return not self.released and now_ms < self.expires_ms
 
 
+CLAIM_KINDS = ("maintenance", "rollback")
+"""A maintenance run (shared: any number at once) or a rollback (exclusive: alone on the table)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """One run's claim on a table (``.tablefmt/claim-<kind>-<owner>``): what keeps a rollback and the runs that
+    delete or rewrite metadata apart (tableformat/claims.py)."""
+
+    kind: str
+    """One of CLAIM_KINDS."""
+    owner: str
+    """Unique per run (a UUID); part of the file name."""
+    operation: str
+    """What the run does, for messages: 'expire', 'remove-orphans', 'rollback', 'tag delete'."""
+    host: str
+    pid: int
+    acquired_ms: int
+    expires_ms: int
+    """Epoch ms after which the claim no longer counts (its holder stops changing the table before then)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OperationState:
     """When one operation of one table last ran and is next due."""

@@ -106,6 +106,8 @@ class _SlowDeletes(ForwardingFileIO):
         self.clock, self.step, self.batches = clock, step, 0
 
     def delete_files(self, paths):  # type: ignore[no-untyped-def]
+        if all("/.tablefmt/" in p for p in paths):  # the run's claim (tableformat/claims.py): not the table's files
+            return self.inner.delete_files(paths)
         self.batches += 1
         self.clock.advance(self.step)
         return self.inner.delete_files(paths)

@@ -278,6 +278,8 @@ def test_deletes_in_batches_and_reports_only_confirmed_deletions(
     refused = sorted(strays)[0]
 
     def some_fail(self: LocalFileIO, paths: Any) -> list[str]:
+        if all("/.tablefmt/" in p for p in paths):  # the run's claim (tableformat/claims.py)
+            return original(self, paths)
         calls.append(len(paths))
         ok = [p for p in paths if not p.endswith(refused)]
         deleted = original(self, ok)

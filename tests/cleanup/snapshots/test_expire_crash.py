@@ -59,7 +59,7 @@ def scenario(kit, tmp_path: Path):
 
 def test_crash_at_every_delete_then_rerun(kit, tmp_path, scenario) -> None:
     base, rows, tags, expected, reference = scenario
-    total = len(reference.deleted_paths) + 1  # + the journal itself
+    total = len(reference.deleted_paths) + 1  # + the journal itself (a crash at the claim's removal is no failure)
     for point in range(1, total + 2):
         copy = tmp_path / f"crash-{point}"
         shutil.copytree(base, copy)
@@ -73,16 +73,17 @@ def test_crash_at_every_delete_then_rerun(kit, tmp_path, scenario) -> None:
         assert crashed == (point <= total), point
         readable(copy, rows, tags)
         again = expire_snapshots(Table.open(str(copy)).context, **SETTINGS, now_ms=FAR_FUTURE_MS)
-        assert tree_bytes(copy) == expected, point
+        assert without_claims(tree_bytes(copy)) == expected, point  # a crashed run's claim lapses by itself
         if crashed:
             assert len(again.completed_journals) == 1
         shutil.rmtree(copy)
 
 
-@pytest.mark.parametrize("point", [1, 2], ids=["journal-fails", "earliest-fails"])
+@pytest.mark.parametrize("point", [2, 3], ids=["journal-fails", "earliest-fails"])
 def test_crash_at_journal_and_hint_writes(kit, tmp_path, scenario, point) -> None:
-    """On local disk the journal is written first, then EARLIEST (execute.py, steps 1-2): write 1 (the journal)
-    fails and nothing moved; write 2 (EARLIEST) fails and the journal is there without EARLIEST. In both nothing is
+    """On local disk the journal is written first, then EARLIEST (execute.py, steps 1-2), after the run's claim (write
+    1): write 2 (the journal) fails and nothing moved; write 3 (EARLIEST) fails and the journal is there without
+    EARLIEST. In both nothing is
     deleted, every snapshot still reads, and the re-run leaves exactly the uninterrupted result."""
     base, rows, tags, expected, _ = scenario
     copy = tmp_path / "copy"
@@ -94,7 +95,7 @@ def test_crash_at_journal_and_hint_writes(kit, tmp_path, scenario, point) -> Non
             context_with_io(copy, kit.CrashingIO(crash_at_write=point)), **SETTINGS, now_ms=FAR_FUTURE_MS
         )
     ctx = Table.open(str(copy)).context
-    assert len(list_journals(ctx)) == (0 if point == 1 else 1)
+    assert len(list_journals(ctx)) == (0 if point == 2 else 1)
     assert ctx.store.read_hint(EARLIEST) == earliest
     assert before <= files_under(copy)  # nothing deleted
     readable(copy, rows, tags)
@@ -204,3 +205,7 @@ def test_journal_of_a_changed_table_is_discarded(kit) -> None:
     assert result.completed_journals == ()
     assert list_journals(table.context) == []
     assert files_under(kit.root(table)) == reachable_files(table.context)
+
+
+def without_claims(tree: dict[str, bytes]) -> dict[str, bytes]:
+    return {path: data for path, data in tree.items() if not path.startswith(".tablefmt/")}

@@ -1,0 +1,267 @@
+"""A rollback racing maintenance: under every interleaving either the rollback is refused with nothing changed, or
+it succeeds and the table then reads exactly the target snapshot. Never zero snapshots, never a snapshot the
+rollback kept deleted by an expiration (docs/reliability.md, "Rollback and maintenance never overlap").
+
+The sweeps run one side in this process through a FileIO that stops at its k-th change (a write or a delete) and
+runs the other side there, whole, for every k; the multi-process test races real processes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from support.faults import faulty_context
+from support.processes import join_all
+from support.tables import files_under
+
+from tableformat.cleanup.check import check_table
+from tableformat.cleanup.compaction import compact
+from tableformat.cleanup.orphans import remove_orphan_files
+from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.commit.rollback import RollbackRefusedError, rollback
+from tableformat.context import TableContext
+from tableformat.errors import SnapshotNotFoundError, TableBusyError
+from tableformat.io.fileio import FileIO
+from tableformat.io.forwarding import ForwardingFileIO
+from tableformat.table import Table
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
+SNAPSHOTS = 12
+TARGET = 4
+OPTIONS = {
+    "write-only": "true",
+    "snapshot.num-retained.min": "2",
+    "snapshot.time-retained": "1 ms",
+}
+
+
+class InterleavingFileIO(ForwardingFileIO):
+    """Forwards every call; just before its ``at``-th change (a write, a delete of one path, a directory removal)
+    runs ``action`` once (what another process does at that moment). ``at=None`` only counts the changes."""
+
+    def __init__(self, inner: FileIO, at: int | None, action: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self.at = at
+        self.action = action
+        self.changes = 0
+
+    def _before_change(self, count: int = 1) -> None:
+        first = self.changes + 1
+        self.changes += count
+        if self.at is not None and first <= self.at <= self.changes:
+            self.at = None
+            self.action()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._before_change()
+        self.inner.write_bytes(path, data)
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        self._before_change()
+        return self.inner.write_if_absent(path, data)
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        self._before_change(max(1, len(paths)))
+        return self.inner.delete_files(paths)
+
+    def remove_empty_dir(self, path: str) -> bool:
+        self._before_change()
+        return self.inner.remove_empty_dir(path)
+
+
+def one_row(i: int) -> pa.Table:
+    return pa.table({"id": [i], "part": [i % 2]}, schema=SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A write-only table with SNAPSHOTS one-row snapshots (row i in snapshot i + 1), a partition per parity and
+    one orphan data file."""
+    root = tmp_path_factory.mktemp("rollback-race") / "t"
+    table = Table.create(str(root), SCHEMA, ["part"], options=OPTIONS)
+    for i in range(SNAPSHOTS):
+        table.append(one_row(i))
+    table.write_files(one_row(99))  # never committed: an orphan for orphan cleanup to delete
+    return root
+
+
+def fresh(template: Path, where: Path) -> Path:
+    shutil.copytree(template, where)
+    return where
+
+
+def context_with(root: Path, at: int | None, action: Callable[[], None]) -> tuple[TableContext, InterleavingFileIO]:
+    ctx = Table.open(str(root)).context
+    io = InterleavingFileIO(ctx.io, at, action)
+    return faulty_context(ctx, io), io
+
+
+def assert_consistent(root: Path, rolled_back: bool) -> None:
+    """The table reads exactly the target (rolled back) or exactly its newest snapshot (refused), and is whole."""
+    table = Table.open(str(root))
+    latest = table.latest_snapshot()
+    assert latest is not None, f"no snapshot left; files: {sorted(files_under(root))}"
+    expected = TARGET if rolled_back else SNAPSHOTS
+    if rolled_back:
+        assert latest.id == TARGET
+    else:  # a compaction may have added one snapshot of the same rows
+        assert latest.id >= SNAPSHOTS
+    assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(expected))
+    checked = check_table(table.context)
+    assert checked.ok, checked.to_json()
+
+
+# --- a rollback at every change of a maintenance operation ------------------------------------------------------
+MAINTENANCE: dict[str, Callable[[TableContext], Any]] = {
+    "expire": lambda ctx: expire_snapshots(ctx, parallelism=1),
+    "expire-retain-1": lambda ctx: expire_snapshots(ctx, retain_min=1, retain_max=1, parallelism=1),
+    "remove-orphans": lambda ctx: remove_orphan_files(ctx, force=True, older_than=dt.timedelta(0), parallelism=1),
+    "compact": lambda ctx: compact(ctx),
+}
+
+
+def count_changes(template: Path, where: Path, run: Callable[[TableContext], Any]) -> int:
+    ctx, io = context_with(fresh(template, where), None, lambda: None)
+    run(ctx)
+    return io.changes
+
+
+@pytest.mark.parametrize("name", sorted(MAINTENANCE))
+def test_a_rollback_at_every_change_of_maintenance(template: Path, tmp_path: Path, name: str) -> None:
+    run = MAINTENANCE[name]
+    points = count_changes(template, tmp_path / "count", run)
+    assert points > 0
+    for at in range(1, points + 2):
+        root = fresh(template, tmp_path / f"at-{at}")
+        outcome: dict[str, Any] = {}
+
+        def roll(root: Path = root, outcome: dict[str, Any] = outcome) -> None:
+            try:
+                outcome["rollback"] = rollback(Table.open(str(root)).context.store, snapshot_id=TARGET)
+            except (RollbackRefusedError, TableBusyError, SnapshotNotFoundError) as exc:  # or the target expired first
+                outcome["refused"] = str(exc)
+
+        ctx, _ = context_with(root, at, roll)
+        try:
+            run(ctx)
+        except TableBusyError as exc:
+            outcome["busy"] = str(exc)
+        if "rollback" not in outcome and "refused" not in outcome:
+            roll()  # the operation made fewer changes this time: the rollback runs after it
+        rolled_back = "rollback" in outcome
+        try:
+            assert_consistent(root, rolled_back)
+        except AssertionError as exc:
+            raise AssertionError(f"{name}, rollback before change {at}: {outcome}: {exc}") from exc
+
+
+# --- maintenance at every change of a rollback ------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(MAINTENANCE))
+def test_maintenance_at_every_change_of_a_rollback(template: Path, tmp_path: Path, name: str) -> None:
+    run = MAINTENANCE[name]
+    root = fresh(template, tmp_path / "count")
+    store = context_with(root, None, lambda: None)[0].store
+    rollback(store, snapshot_id=TARGET)
+    points = store.io.changes  # type: ignore[attr-defined]
+    assert points > 0
+    for at in range(1, points + 2):
+        root = fresh(template, tmp_path / f"at-{at}")
+        outcome: dict[str, Any] = {}
+
+        def maintain(root: Path = root, outcome: dict[str, Any] = outcome) -> None:
+            try:
+                outcome["maintenance"] = run(Table.open(str(root)).context)
+            except TableBusyError as exc:
+                outcome["busy"] = str(exc)
+
+        ctx, _ = context_with(root, at, maintain)
+        try:
+            rollback(ctx.store, snapshot_id=TARGET)
+            rolled_back = True
+        except (RollbackRefusedError, TableBusyError, SnapshotNotFoundError):
+            rolled_back = False
+        try:
+            assert_consistent(root, rolled_back)
+        except AssertionError as exc:
+            raise AssertionError(f"{name} before change {at} of the rollback: {outcome}: {exc}") from exc
+
+
+# --- real processes -------------------------------------------------------------------------------------------
+LONG_HISTORY = 150
+LONG_TARGET = 40
+LONG_OPTIONS = {**OPTIONS, "snapshot.expire.limit": "1000"}
+RACES = int(os.environ.get("TABLEFMT_ROLLBACK_RACES", "8"))
+"""Races the suite runs (TABLEFMT_ROLLBACK_RACES=64 for a longer run by hand)."""
+
+
+@pytest.fixture(scope="module")
+def long_history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A write-only table with LONG_HISTORY one-row snapshots, as a user's hourly job leaves it."""
+    root = tmp_path_factory.mktemp("rollback-race-long") / "t"
+    table = Table.create(str(root), SCHEMA, ["part"], options=LONG_OPTIONS)
+    for i in range(LONG_HISTORY):
+        table.append(one_row(i))
+    return root
+
+
+def _after(go: Any, delay_s: float) -> None:
+    """Wait until both processes are ready, then let ``delay_s`` pass (the race's offset, not a synchronisation)."""
+    go.wait(60)
+    start = time.monotonic()
+    while time.monotonic() - start < delay_s:
+        pass
+
+
+def _expire_process(root: str, go: Any, results: Any) -> None:
+    table = Table.open(root)
+    _after(go, 0)
+    try:
+        results.put(("expire", len(table.expire_snapshots().deleted_paths)))
+    except TableBusyError:
+        results.put(("expire", "busy"))
+
+
+def _rollback_process(root: str, go: Any, results: Any, delay_s: float) -> None:
+    table = Table.open(root)
+    _after(go, delay_s)
+    try:
+        table.rollback_to(LONG_TARGET)
+        results.put(("rollback", "done"))
+    except (RollbackRefusedError, TableBusyError, SnapshotNotFoundError):
+        results.put(("rollback", "refused"))
+
+
+@pytest.mark.parametrize("race", range(RACES))
+def test_rollback_racing_expiration_in_two_processes(long_history: Path, tmp_path: Path, race: int) -> None:
+    context = multiprocessing.get_context("spawn")
+    root = fresh(long_history, tmp_path / "t")
+    go, results = context.Barrier(2), context.Queue()
+    delay_s = (race % 16) * 0.004  # the rollback starts 0-60 ms after the expiration
+    processes = [
+        context.Process(target=_expire_process, args=(str(root), go, results), name="expire"),
+        context.Process(target=_rollback_process, args=(str(root), go, results, delay_s), name="rollback"),
+    ]
+    for process in processes:
+        process.start()
+    join_all(processes, 120)
+    outcome = dict(results.get(timeout=10) for _ in processes)
+    assert all(p.exitcode == 0 for p in processes), outcome
+    table = Table.open(str(root))
+    latest = table.latest_snapshot()
+    assert latest is not None, f"no snapshot left after {outcome}"
+    rows = sorted(table.to_arrow().column("id").to_pylist())
+    if outcome["rollback"] == "done":
+        assert (latest.id, rows) == (LONG_TARGET, list(range(LONG_TARGET))), outcome
+    else:
+        assert (latest.id, rows) == (LONG_HISTORY, list(range(LONG_HISTORY))), outcome
+    checked = check_table(table.context)
+    assert checked.ok, checked.to_json()
