@@ -496,38 +496,3 @@ def check_option_keys(keys: Iterable[str], *, allow_unknown: bool = False) -> No
     unknown = [key for key in keys if not is_known_option_key(key)]
     if unknown:
         raise UnknownOptionError({key: _closest_known(key, 0.6) for key in unknown})
-
-
-def render_options_markdown() -> str:
-    """The text of docs/options.md."""
-    lines = [
-        "# Table options",
-        "",
-        "Generated from `tableformat/options.py` (`python -m tableformat.options_doc > docs/options.md`); do not edit.",
-        "Set them at `Table.create(..., options={...})`; maintenance calls can override the expiration ones per call.",
-        "",
-        "| key | type | default | description |",
-        "| --- | --- | --- | --- |",
-    ]
-    for option in REGISTRY.values():
-        doc = option.doc + (f" Minimum {option.minimum}." if option.minimum is not None else "")
-        lines.append(f"| `{option.key}` | {option.type.name} | `{option.render_default()}` | {doc} |")
-    lines += [
-        "",
-        "## Other option names",
-        "",
-        "Option names tablefmt does not interpret are refused when a table is created (a typo such as",
-        "`snapshot.num-retained.mn` would otherwise be stored and never applied; the error suggests the closest known",
-        "name), except Apache Paimon's own options, which are stored as given for Paimon engines: the names below and",
-        "the families `fields.<column>.<option>`, `file-index.<type>.<option>`, `blob-descriptor.<option>`,",
-        "`commit.callback.<class>.param`, `tag.callback.<class>.param` and file-format options `parquet.*`, `orc.*`,",
-        "`avro.*`, `csv.*`, `json.*`, `text.*`, `lance.*`. To store any other name, pass",
-        "`Table.create(..., allow_unknown_options=True)` or `tablefmt create --allow-unknown-options`. Tables that",
-        "already carry options tablefmt does not know (written by pypaimon or Paimon Java) open, read, write and are",
-        "maintained as usual. At create, the values of the options in the table above are always validated.",
-        "",
-        "Paimon option names stored as given: "
-        + ", ".join(f"`{key}`" for key in sorted(PAIMON_OPTION_KEYS - REGISTRY.keys()))
-        + ".",
-    ]
-    return "\n".join(lines) + "\n"
