@@ -14,12 +14,17 @@ def render_options_markdown() -> str:
         "",
         "Generated from `tableformat/options.py` (`python -m tableformat.options_doc > docs/options.md`); do not edit.",
         "Set them at `Table.create(..., options={...})`; maintenance calls can override the expiration ones per call.",
+        "Numbers are range-checked wherever they are set (create, `tablefmt options set`, `--option`, the maintain",
+        "config, per-call overrides): counts up to 2147483647 (Paimon reads them as Java ints), durations 0 ms to",
+        "36500 d (100 years), sizes up to 2^63 - 1 bytes. A value stored out of range by another writer is refused in",
+        "one line by the operation that uses it; reads take an out-of-range `record-level.expire-time`, or a cutoff",
+        'before the earliest time the time field\'s type can hold, as "nothing expires".',
         "",
         "| key | type | default | description |",
         "| --- | --- | --- | --- |",
     ]
     for option in REGISTRY.values():
-        doc = option.doc + (f" Minimum {option.minimum}." if option.minimum is not None else "")
+        doc = option.doc + (f" Allowed: {option.range_text()}." if option.bounds is not None else "")
         lines.append(f"| `{option.key}` | {option.type.name} | `{option.render_default()}` | {doc} |")
     lines += [
         "",
