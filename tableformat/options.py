@@ -519,6 +519,15 @@ class TableOptions:
             raise ValidationError(f"option {option.key} is not set")
         return value
 
+    def get_or(self, option: Option[T], override: object, name: str) -> T | None:
+        """A per-call ``override`` (keyword or flag ``name``; None = not given) typed and range-checked as the option
+        (:meth:`Option.argument`), else the table's value."""
+        return self.get(option) if override is None else option.argument(override, name)
+
+    def require_or(self, option: Option[T], override: object, name: str) -> T:
+        """Like get_or(), for options that always have a value."""
+        return self.require(option) if override is None else option.argument(override, name)
+
     def validate(self) -> None:
         """Parse every known option, raising a ValidationError on the first bad one."""
         check_option_values(self.raw)
