@@ -14,15 +14,19 @@ import click
 
 from tableformat.cli.progress import Activity, activity, counting
 from tableformat.context import TableContext
-from tableformat.durations import parse_duration_ms
+from tableformat.durations import MAX_DURATION_MS, duration_range, parse_duration_ms
 from tableformat.errors import TableFormatError, ValidationError
 from tableformat.io.factory import open_location
 from tableformat.io.storage_options import parse_storage_options as parse_storage_option_pairs
 from tableformat.layout import TableLayout
+from tableformat.options import INT32_MAX
 from tableformat.store import MetadataStore
 from tableformat.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+COUNT = click.IntRange(min=1, max=INT32_MAX)
+"""A count flag (snapshots, files, threads, tables): 1 to 2147483647, the range of the count options."""
 
 log = logging.getLogger(__name__)
 
@@ -176,12 +180,16 @@ def handle_errors(func: F) -> F:
 
 
 def duration_flag(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """Option callback: a duration (``30s``, ``15 min``, ``1 h``, ``1h30m``, ``1.5h``, ``7d``) as milliseconds >= 0."""
+    """Option callback: a duration (``30s``, ``15 min``, ``1 h``, ``1h30m``, ``1.5h``, ``7d``) as milliseconds,
+    0 ms to 36500 d (tableformat.durations.MAX_DURATION_MS); anything else is a usage error."""
     if value is None:
         return None
     if value.strip().startswith("-"):
         raise click.BadParameter(f"must not be negative, got {value!r}", param=param)
     try:
-        return parse_duration_ms(value)
+        millis = parse_duration_ms(value)
     except ValidationError as exc:
         raise click.BadParameter(str(exc), param=param) from None
+    if millis > MAX_DURATION_MS:
+        raise click.BadParameter(f"must be {duration_range()}, got {value!r}", param=param)
+    return millis

@@ -6,6 +6,7 @@ import click
 
 from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.cli.common import (
+    COUNT,
     OneLineErrorCommand,
     duration_flag,
     echo_json,
@@ -74,8 +75,8 @@ def _render(result: ExpireResult) -> None:
 
 @click.command("expire", cls=OneLineErrorCommand)
 @click.argument("table")
-@click.option("--retain-min", type=click.IntRange(min=1), default=None, help="Keep at least the newest N snapshots.")
-@click.option("--retain-max", type=click.IntRange(min=1), default=None, help="Keep at most the newest N snapshots.")
+@click.option("--retain-min", type=COUNT, default=None, help="Keep at least the newest N snapshots.")
+@click.option("--retain-max", type=COUNT, default=None, help="Keep at most the newest N snapshots.")
 @click.option(
     "--time-retained",
     callback=duration_flag,
@@ -83,10 +84,10 @@ def _render(result: ExpireResult) -> None:
     metavar="DURATION",
     help="Expire a snapshot once its successor is older than this, e.g. 30s, 15m, 1 h, 1h30m, 1.5h, 7d.",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N snapshots per run.")
+@click.option("--limit", type=COUNT, default=None, help="At most N snapshots per run.")
 @click.option("--dry-run", is_flag=True, help="Only report what would be deleted.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@click.option("--parallelism", type=click.IntRange(min=1), default=None, help="Threads for reads and deletes.")
+@click.option("--parallelism", type=COUNT, default=None, help="Threads for reads and deletes.")
 @storage_option_flag
 @handle_errors
 def expire(

@@ -21,7 +21,7 @@ from tableformat.cleanup.maintainer import Maintainer, MaintainSettings, TableRe
 from tableformat.errors import ValidationError
 from tableformat.io.local import replace_text_file
 
-from .common import handle_errors, parse_storage_options, storage_option_flag
+from .common import COUNT, handle_errors, parse_storage_options, storage_option_flag
 from .render import human_bytes, iso_time
 
 
@@ -95,7 +95,7 @@ def _settings(config: str | None, storage: dict[str, Any], parallel: int | None)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per table per pass on stdout.")
 @click.option("--metrics-file", type=click.Path(dir_okay=False), help="Write Prometheus text format here.")
 @click.option("--dry-run", is_flag=True, help="Report what is due and what it would delete; change nothing.")
-@click.option("--parallel", type=click.IntRange(min=1), help="Tables maintained at once (default 2).")
+@click.option("--parallel", type=COUNT, help="Tables maintained at once (default 2).")
 @storage_option_flag
 @handle_errors
 def maintain(

@@ -16,6 +16,7 @@ import click
 from tableformat.cleanup.kernel import Operation, OperationResult
 from tableformat.cleanup.registry import OPERATIONS
 from tableformat.cli.common import OneLineErrorCommand, duration_flag, echo_json, handle_errors, open_table, say
+from tableformat.options import INT32_MAX
 
 
 def _option(parameter: Any) -> click.Option:
@@ -31,8 +32,7 @@ def _option(parameter: Any) -> click.Option:
         return click.Option(
             [flag, parameter.name], callback=duration_flag, default=None, metavar="DURATION", help=parameter.help
         )
-    minimum = parameter.minimum
-    kind = click.IntRange(min=minimum) if minimum is not None else click.INT
+    kind = click.IntRange(min=parameter.minimum, max=INT32_MAX)  # counts: Paimon's Java int
     return click.Option([flag, parameter.name], type=kind, default=None, help=parameter.help)
 
 

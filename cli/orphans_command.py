@@ -11,6 +11,7 @@ import click
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
 from tableformat.cli.common import (
+    COUNT,
     OneLineErrorCommand,
     duration_flag,
     echo_json,
@@ -29,12 +30,7 @@ _SHOWN = 20
 
 
 def _timedelta(millis: int | None) -> timedelta | None:
-    if millis is None:
-        return None
-    try:
-        return timedelta(milliseconds=millis)
-    except OverflowError:  # more than timedelta's 999,999,999 days
-        raise click.BadParameter(f"{millis} ms is too long", param_hint="'--older-than'") from None
+    return None if millis is None else timedelta(milliseconds=millis)  # duration_flag: at most 36500 d
 
 
 def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
@@ -58,7 +54,7 @@ def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
     "orphan-files.older-than, 1 d). Under 1 h needs --force.",
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
-@click.option("--parallelism", type=click.IntRange(min=1), default=None, help="Threads for listing, reading, deleting.")
+@click.option("--parallelism", type=COUNT, default=None, help="Threads for listing, reading, deleting.")
 @click.option("--force", is_flag=True, help="Allow --older-than under 1 h (only when no writer is running).")
 @click.option(
     "--engine",
@@ -157,7 +153,7 @@ def _remove_orphans_on_spark(
 @click.command("check", cls=OneLineErrorCommand)
 @click.argument("table")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--parallelism", type=click.IntRange(min=1), default=None, help="Threads for listing and reading.")
+@click.option("--parallelism", type=COUNT, default=None, help="Threads for listing and reading.")
 @storage_option_flag
 @handle_errors
 def check(table: str, as_json: bool, parallelism: int | None, storage_options: tuple[str, ...]) -> None:

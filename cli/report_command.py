@@ -16,7 +16,7 @@ from tableformat.errors import ValidationError
 from tableformat.report import TableRetentionReport, since_cutoff, warehouse_report, write_html
 from tableformat.report.charts import size_text
 
-from .common import handle_errors, parse_storage_options, quiet, storage_option_flag
+from .common import COUNT, handle_errors, parse_storage_options, quiet, storage_option_flag
 
 
 def _line(report: TableRetentionReport) -> str:
@@ -39,8 +39,8 @@ def _line(report: TableRetentionReport) -> str:
     type=click.Path(dir_okay=False),
     help="The tablefmt maintain TOML (include, exclude, storage, [tables] overrides, keep-up-window).",
 )
-@click.option("--parallel", type=click.IntRange(min=1), help="Tables read at once (default 2).")
-@click.option("--tables", "detailed", type=click.IntRange(min=1), default=25, show_default=True,
+@click.option("--parallel", type=COUNT, help="Tables read at once (default 2).")
+@click.option("--tables", "detailed", type=COUNT, default=25, show_default=True,
               help="Tables of a warehouse shown with charts (the top ones by reclaimable bytes and growth).")
 @storage_option_flag
 @handle_errors

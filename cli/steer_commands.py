@@ -20,7 +20,8 @@ from tableformat.cli.common import (
     storage_option_flag,
 )
 from tableformat.cli.render import human_count, human_duration, iso_time, print_table, wrap
-from tableformat.errors import UnknownOptionError
+from tableformat.errors import UnknownOptionError, ValidationError
+from tableformat.options import check_option_values
 
 _json_flag = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -97,9 +98,14 @@ def options_set(
     table: str, pairs: tuple[str, ...], allow_unknown_options: bool, as_json: bool, storage_options: tuple[str, ...]
 ) -> None:
     """Set options of TABLE (ALTER TABLE SET): values are checked first; nothing is written if one is bad."""
+    wanted = _pairs(pairs)
+    try:
+        check_option_values(wanted)  # a bad or out-of-range value is a usage error, as with create --option
+    except ValidationError as exc:
+        raise click.UsageError(str(exc)) from None
     target = open_table(table, storage_options)
     try:
-        result = target.set_options(_pairs(pairs), allow_unknown_options=allow_unknown_options)
+        result = target.set_options(wanted, allow_unknown_options=allow_unknown_options)
     except UnknownOptionError as exc:
         raise click.UsageError(exc.describe("to store it anyway, pass --allow-unknown-options")) from None
     _report_change(result, as_json)

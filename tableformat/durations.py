@@ -1,10 +1,13 @@
 """Parse and format durations ("30s", "15 min", "1 h", "1h30m", "1.5h", "7d") and memory sizes ("8 mb").
 
 This is the one duration parser: table options, expiration arguments, the CLI and the Spark data source all use it.
+It also holds the ranges every duration and size must fall in (:data:`MAX_DURATION_MS`, :data:`MAX_SIZE_BYTES`) and
+the one conversion of a duration argument (a timedelta, milliseconds or a string) to milliseconds.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from fractions import Fraction
 
@@ -50,6 +53,13 @@ _DURATION = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[a-zA-Z]+\s*)+$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
 _BARE_MILLIS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*$")
 _DURATION_EXAMPLES = "e.g. 30s, 15 min, 1 h, 1h30m, 1.5h, 7d"
+
+MAX_DURATION_MS = 36_500 * 86_400_000
+"""The longest duration tablefmt takes anywhere (options, arguments, flags, the maintain config): 36500 d, 100 years.
+It still fits int64 nanoseconds (a cutoff on a timestamp(ns) column), ``datetime`` arithmetic back from now,
+``timedelta``, and a thread wait (``threading.TIMEOUT_MAX``, about 292 years)."""
+MAX_SIZE_BYTES = 2**63 - 1
+"""The largest size tablefmt takes (int64, as Paimon's MemorySize and the Parquet and Avro size fields)."""
 
 
 def parse_duration_ms(text: str) -> int:
@@ -105,3 +115,43 @@ def format_memory_bytes(size: int) -> str:
         if size and size % factor == 0:
             return f"{size // factor} {unit}"
     return f"{size} b"
+
+
+def duration_range(minimum_ms: int = 0, maximum_ms: int = MAX_DURATION_MS) -> str:
+    """A duration range as error messages state it: ``>= 0 ms and <= 36500 d``."""
+    return f">= {format_duration_ms(minimum_ms)} and <= {format_duration_ms(maximum_ms)}"
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, dt.timedelta):
+        return format_duration_ms(value // dt.timedelta(milliseconds=1))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value} ms"
+    return repr(value)
+
+
+def duration_arg_ms(
+    value: dt.timedelta | int | str,
+    what: str = "duration",
+    *,
+    minimum_ms: int = 0,
+    maximum_ms: int = MAX_DURATION_MS,
+) -> int:
+    """Milliseconds of a duration argument (a timedelta, milliseconds or a duration string); ValidationError naming
+    ``what`` and the range (default 0 ms to :data:`MAX_DURATION_MS`) when it is outside it."""
+    if isinstance(value, bool):
+        raise ValidationError(f"invalid duration {value!r}")
+    if isinstance(value, dt.timedelta):
+        millis = value // dt.timedelta(milliseconds=1)
+    elif isinstance(value, int):
+        millis = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.startswith("-"):
+            raise ValidationError(f"{what} must not be negative, got {value!r}")
+        millis = parse_duration_ms(text)
+    else:
+        raise ValidationError(f"invalid duration {value!r}: use a timedelta, milliseconds or a string such as 1h")
+    if not minimum_ms <= millis <= maximum_ms:
+        raise ValidationError(f"{what} must be {duration_range(minimum_ms, maximum_ms)}, got {_shown(value)}")
+    return millis

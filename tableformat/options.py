@@ -11,13 +11,22 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from tableformat.durations import format_duration_ms, format_memory_bytes, parse_duration_ms, parse_memory_bytes
+from tableformat.durations import (
+    MAX_DURATION_MS,
+    MAX_SIZE_BYTES,
+    duration_arg_ms,
+    format_duration_ms,
+    format_memory_bytes,
+    parse_duration_ms,
+    parse_memory_bytes,
+)
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.paimon_option_keys import PAIMON_OPTION_KEYS, PAIMON_OPTION_PATTERNS
 
 T = TypeVar("T")
 
 INT32_MAX = 2**31 - 1
+"""The largest count: Paimon reads these options as Java ints."""
 
 
 def _parse_bool(text: str) -> bool:
@@ -38,39 +47,87 @@ def _parse_int(text: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class OptionType(Generic[T]):
-    """How an option's string value is parsed and rendered."""
+    """How an option's string value is parsed and rendered, and the range of a number type (None: no range)."""
 
     name: str
     parse: Callable[[str], T]
     render: Callable[[T], str]
+    low: int | None = None
+    high: int | None = None
 
 
-INT: OptionType[int] = OptionType("int", _parse_int, str)
+INT: OptionType[int] = OptionType("int", _parse_int, str, -(2**31), INT32_MAX)
 BOOL: OptionType[bool] = OptionType("bool", _parse_bool, lambda v: "true" if v else "false")
 STRING: OptionType[str] = OptionType("string", str, str)
-DURATION: OptionType[int] = OptionType("duration", parse_duration_ms, format_duration_ms)
-MEMORY: OptionType[int] = OptionType("memory", parse_memory_bytes, format_memory_bytes)
+DURATION: OptionType[int] = OptionType("duration", parse_duration_ms, format_duration_ms, 0, MAX_DURATION_MS)
+MEMORY: OptionType[int] = OptionType("memory", parse_memory_bytes, format_memory_bytes, 0, MAX_SIZE_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
 class Option(Generic[T]):
-    """One table option: Paimon key, type, default (None = unset) and a one-line doc."""
+    """One table option: Paimon key, type, default (None = unset), a one-line doc, and for numbers the range
+    (``minimum`` / ``maximum`` narrow the type's: counts -2^31 .. 2^31 - 1, durations 0 ms .. 36500 d, sizes
+    0 b .. 2^63 - 1 b)."""
 
     key: str
     type: OptionType[T]
     default: T | None
     doc: str
     minimum: int | None = None
+    maximum: int | None = None
 
-    def parse(self, text: str) -> T:
-        """Parse a string value, naming the option in any error."""
+    @property
+    def bounds(self) -> tuple[int, int] | None:
+        """The smallest and largest value allowed (None for options that are not numbers)."""
+        low = self.type.low if self.minimum is None else self.minimum
+        high = self.type.high if self.maximum is None else self.maximum
+        return None if low is None or high is None else (low, high)
+
+    def range_text(self) -> str:
+        """The range as errors and docs state it: ``>= 1 and <= 2147483647``, ``>= 0 ms and <= 36500 d``."""
+        bounds = self.bounds
+        if bounds is None:
+            return "any value"
+        render: Callable[[int], str] = self.type.render  # type: ignore[assignment]
+        return f">= {render(bounds[0])} and <= {render(bounds[1])}"
+
+    def in_range(self, value: object) -> bool:
+        bounds = self.bounds
+        return bounds is None or not isinstance(value, int) or bounds[0] <= value <= bounds[1]
+
+    def parse_unchecked(self, text: str) -> T:
+        """Parse a string value without the range check (reading what an older writer stored)."""
         try:
-            value = self.type.parse(text)
+            return self.type.parse(text)
         except ValidationError as exc:
             raise ValidationError(f"option {self.key}: {exc}") from None
-        if self.minimum is not None and isinstance(value, int) and value < self.minimum:
-            raise ValidationError(f"option {self.key} must be >= {self.minimum}, got {text!r}")
+
+    def parse(self, text: str) -> T:
+        """Parse a string value, naming the option and its range in any error."""
+        value = self.parse_unchecked(text)
+        if not self.in_range(value):
+            raise ValidationError(f"option {self.key} must be {self.range_text()}, got {text!r}")
         return value
+
+    def argument(self, value: object, name: str) -> T:
+        """A per-call override of this option (keyword or flag ``name``): typed and range-checked, the error naming
+        the argument, the option and the range. Durations take a timedelta, milliseconds or a string; sizes bytes
+        or a string such as ``128 mb``; counts an int."""
+        what = f"{name} ({self.key})"
+        if self.type is DURATION:
+            low, high = self.bounds or (0, MAX_DURATION_MS)
+            return duration_arg_ms(value, what, minimum_ms=low, maximum_ms=high)  # type: ignore[arg-type,return-value]
+        if self.type is MEMORY and isinstance(value, str):
+            parsed: object = self.parse_unchecked(value)
+        elif self.type in (INT, MEMORY):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValidationError(f"{what} must be an integer, got {value!r}")
+            parsed = value
+        else:
+            return self.parse(str(value))
+        if not self.in_range(parsed):
+            raise ValidationError(f"{what} must be {self.range_text()}, got {value!r}")
+        return parsed  # type: ignore[return-value]
 
     def render_default(self) -> str:
         """The default as it appears in docs ('(none)' when unset)."""
@@ -87,7 +144,13 @@ def _register(option: Option[T]) -> Option[T]:
 
 # --- format and layout -------------------------------------------------------------------------------------------
 BUCKET = _register(
-    Option("bucket", INT, -1, "Number of buckets; -1 = bucket-unaware append table (all files in bucket-0).")
+    Option(
+        "bucket",
+        INT,
+        -1,
+        "Number of buckets; -1 = bucket-unaware append table (all files in bucket-0); -2 = Paimon's postponed buckets.",
+        minimum=-2,
+    )
 )
 BUCKET_KEY = _register(
     Option("bucket-key", STRING, None, "Comma-separated bucket key columns for fixed-bucket tables.")
@@ -102,6 +165,7 @@ FILE_COMPRESSION_ZSTD_LEVEL = _register(
         "zstd level of data files, manifests and manifest lists (Paimon's default, 1: fast; higher levels write "
         "smaller files, slower).",
         minimum=1,
+        maximum=22,
     )
 )
 DATA_FILE_PREFIX = _register(Option("data-file.prefix", STRING, "data-", "Prefix of data file names."))
@@ -155,7 +219,9 @@ PARTITION_LEGACY_NAME = _register(
         "Name DATE partition directories by days since epoch (Paimon's legacy naming).",
     )
 )
-TARGET_FILE_SIZE = _register(Option("target-file-size", MEMORY, 128 * 1024**2, "Roll data files at about this size."))
+TARGET_FILE_SIZE = _register(
+    Option("target-file-size", MEMORY, 128 * 1024**2, "Roll data files at about this size.", minimum=1)
+)
 ROW_GROUP_ROWS = _register(
     Option(
         "parquet.row-group.rows", INT, 1_000_000, "Maximum rows per Parquet row group written by tablefmt.", minimum=1
@@ -176,10 +242,10 @@ COMMIT_MAX_RETRIES = _register(
     Option("commit.max-retries", INT, 50, "Attempts at the next snapshot id before a commit gives up.", minimum=1)
 )
 COMMIT_MIN_RETRY_WAIT = _register(
-    Option("commit.min-retry-wait", DURATION, 10, "First back-off wait between commit attempts.")
+    Option("commit.min-retry-wait", DURATION, 10, "First back-off wait between commit attempts.", maximum=86_400_000)
 )
 COMMIT_MAX_RETRY_WAIT = _register(
-    Option("commit.max-retry-wait", DURATION, 10_000, "Largest back-off wait between attempts.")
+    Option("commit.max-retry-wait", DURATION, 10_000, "Largest back-off wait between attempts.", maximum=86_400_000)
 )
 COMMIT_DEDUP_USERS = _register(
     Option(
@@ -399,6 +465,7 @@ RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE = _register(
         MEMORY,
         1024**3,
         "At most this many bytes of partly expired files are rewritten by one `expire-records` run.",
+        minimum=1,
     )
 )
 COMPACTION_MIN_FILE_NUM = _register(
@@ -452,15 +519,30 @@ class TableOptions:
             raise ValidationError(f"option {option.key} is not set")
         return value
 
+    def get_or(self, option: Option[T], override: object, name: str) -> T | None:
+        """A per-call ``override`` (keyword or flag ``name``; None = not given) typed and range-checked as the option
+        (:meth:`Option.argument`), else the table's value."""
+        return self.get(option) if override is None else option.argument(override, name)
+
+    def require_or(self, option: Option[T], override: object, name: str) -> T:
+        """Like get_or(), for options that always have a value."""
+        return self.require(option) if override is None else option.argument(override, name)
+
     def validate(self) -> None:
         """Parse every known option, raising a ValidationError on the first bad one."""
-        for key in self.raw:
-            if key in REGISTRY:
-                REGISTRY[key].parse(self.raw[key])
+        check_option_values(self.raw)
         low = self.require(SNAPSHOT_NUM_RETAINED_MIN)
         high = self.require(SNAPSHOT_NUM_RETAINED_MAX)
         if high < low:
             raise ValidationError(f"snapshot.num-retained.max ({high}) must be >= snapshot.num-retained.min ({low})")
+
+
+def check_option_values(options: Mapping[str, str]) -> None:
+    """Parse and range-check the value of every option tablefmt interprets (a ValidationError on the first bad one:
+    one line naming the option and its range); other names are not looked at."""
+    for key, text in options.items():
+        if key in REGISTRY:
+            REGISTRY[key].parse(text)
 
 
 _TYPO_CUTOFF = 0.9
@@ -496,38 +578,3 @@ def check_option_keys(keys: Iterable[str], *, allow_unknown: bool = False) -> No
     unknown = [key for key in keys if not is_known_option_key(key)]
     if unknown:
         raise UnknownOptionError({key: _closest_known(key, 0.6) for key in unknown})
-
-
-def render_options_markdown() -> str:
-    """The text of docs/options.md."""
-    lines = [
-        "# Table options",
-        "",
-        "Generated from `tableformat/options.py` (`python -m tableformat.options_doc > docs/options.md`); do not edit.",
-        "Set them at `Table.create(..., options={...})`; maintenance calls can override the expiration ones per call.",
-        "",
-        "| key | type | default | description |",
-        "| --- | --- | --- | --- |",
-    ]
-    for option in REGISTRY.values():
-        doc = option.doc + (f" Minimum {option.minimum}." if option.minimum is not None else "")
-        lines.append(f"| `{option.key}` | {option.type.name} | `{option.render_default()}` | {doc} |")
-    lines += [
-        "",
-        "## Other option names",
-        "",
-        "Option names tablefmt does not interpret are refused when a table is created (a typo such as",
-        "`snapshot.num-retained.mn` would otherwise be stored and never applied; the error suggests the closest known",
-        "name), except Apache Paimon's own options, which are stored as given for Paimon engines: the names below and",
-        "the families `fields.<column>.<option>`, `file-index.<type>.<option>`, `blob-descriptor.<option>`,",
-        "`commit.callback.<class>.param`, `tag.callback.<class>.param` and file-format options `parquet.*`, `orc.*`,",
-        "`avro.*`, `csv.*`, `json.*`, `text.*`, `lance.*`. To store any other name, pass",
-        "`Table.create(..., allow_unknown_options=True)` or `tablefmt create --allow-unknown-options`. Tables that",
-        "already carry options tablefmt does not know (written by pypaimon or Paimon Java) open, read, write and are",
-        "maintained as usual. At create, the values of the options in the table above are always validated.",
-        "",
-        "Paimon option names stored as given: "
-        + ", ".join(f"`{key}`" for key in sorted(PAIMON_OPTION_KEYS - REGISTRY.keys()))
-        + ".",
-    ]
-    return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ from tableformat.commit.rollback import RollbackResult, rollback
 from tableformat.commit.schema_change import SchemaChangeResult, alter_options
 from tableformat.context import TableContext
 from tableformat.data_paths import outside_root_reason, require_data_inside_root
+from tableformat.durations import duration_arg_ms
 from tableformat.errors import (
     CommitStateUnknownError,
     SnapshotNotFoundError,
@@ -364,6 +365,8 @@ class Table(TableReaders, RewriteMethods):
         self, name: str, snapshot_id: int | None = None, *, time_retained: dt.timedelta | None = None
     ) -> Tag:
         """Tag a snapshot (latest by default). Tags protect their files from expiration."""
+        if time_retained is not None:
+            duration_arg_ms(time_retained, "time_retained")  # 0 to 36500 d, like every duration
         snapshot = self.snapshot(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
         if snapshot is None:
             raise TagError(f"cannot create tag {name!r}: the table has no snapshot yet")

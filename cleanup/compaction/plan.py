@@ -24,7 +24,7 @@ from tableformat.options import (
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.record_ttl import RecordTTL
 
-from ..rewrite import RewriteUnit, check_overrides, memory_bytes, require_rewritable, ttl_at
+from ..rewrite import RewriteUnit, check_overrides, require_rewritable, ttl_at
 
 OVERRIDES = ("partition", "target_file_size")
 SMALL_FILE_RATIO = 0.7
@@ -47,7 +47,7 @@ class CompactConfig:
         given = check_overrides("compact", overrides, OVERRIDES)
         require_rewritable(ctx, "compact")
         options = ctx.options
-        target = given.get("target_file_size", options.require(TARGET_FILE_SIZE))
+        target = options.require_or(TARGET_FILE_SIZE, given.get("target_file_size"), "target_file_size")
         spec = given.get("partition")
         partition = None
         if spec is not None:
@@ -60,7 +60,7 @@ class CompactConfig:
             )
         ttl_at(ctx, 0, None, None)  # a TTL on a bad time field is refused before anything is read
         return cls(
-            target_size=memory_bytes(target, "target_file_size"),
+            target_size=target,
             min_file_num=options.require(COMPACTION_MIN_FILE_NUM),
             max_file_num=options.require(COMPACTION_MAX_FILE_NUM),
             commit_max_files=options.require(COMPACTION_COMMIT_MAX_FILES),

@@ -18,8 +18,9 @@ Example (every key optional)::
     [tables."sales.events"]            # table option overrides (Paimon's names), applied in memory only
     "snapshot.expire.limit" = "100"
 
-A bad file (unknown key, bad duration, unknown option, a ``[tables]`` glob that matches no table) is a one-line
-ValidationError naming the file and the key, raised before any table is touched.
+A bad file (unknown key, bad or out-of-range duration (1 ms to 36500 d), unknown option or option value out of its
+range, a ``[tables]`` glob that matches no table) is a one-line ValidationError naming the file and the key, raised
+before any table is touched.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tableformat.codec.maintain_codec import config_from_toml
-from tableformat.durations import parse_duration_ms
+from tableformat.durations import MAX_DURATION_MS, duration_range, parse_duration_ms
 from tableformat.errors import TableFormatError, UnknownOptionError, ValidationError
 from tableformat.io.storage_options import storage_options_from_items
-from tableformat.options import TableOptions, check_option_keys
+from tableformat.options import INT32_MAX, TableOptions, check_option_keys
 
 from ..registry import OPERATIONS
 from .targets import TableTarget, matches
@@ -133,17 +134,21 @@ def settings_from_mapping(document: Mapping[str, Any], path: str) -> MaintainSet
     for key, attribute in _DURATIONS.items():
         if key in document:
             try:
-                values[attribute] = parse_duration_ms(str(document[key]))
+                millis = parse_duration_ms(str(document[key]))
             except ValidationError as exc:
                 raise _fail(path, key, str(exc)) from None
-            if values[attribute] <= 0:
-                raise _fail(path, key, "must be positive")
+            if not 0 < millis <= MAX_DURATION_MS:
+                raise _fail(path, key, f"must be {duration_range(1)}, got {str(document[key])!r}")
+            values[attribute] = millis
     for key in ("include", "exclude"):
         if key in document:
             values[key] = _strings(path, key, document[key])
     if "parallelism" in document:
-        if not isinstance(document["parallelism"], int) or document["parallelism"] < 1:
+        parallelism = document["parallelism"]
+        if not isinstance(parallelism, int) or isinstance(parallelism, bool):
             raise _fail(path, "parallelism", "expected a whole number >= 1")
+        if not 1 <= parallelism <= INT32_MAX:
+            raise _fail(path, "parallelism", f"must be >= 1 and <= {INT32_MAX}, got {parallelism}")
         values["parallelism"] = document["parallelism"]
     if "operations" in document:
         names = _strings(path, "operations", document["operations"])

@@ -114,6 +114,8 @@ def resolve_older_than_ms(ctx: TableContext, older_than: timedelta | None, *, fo
         raise ValidationError(f"older_than must be a datetime.timedelta, got {type(older_than).__name__}")
     if older_ms < 0:
         raise ValidationError(f"older_than {older_ms} ms puts the cutoff in the future; refusing (even with force)")
+    if older_than is not None:
+        ORPHAN_OLDER_THAN.argument(older_than, "older_than")  # at most 36500 d
     if older_ms < MIN_OLDER_THAN_MS and not force:
         raise ValidationError(
             f"older_than {older_ms / 60_000:g} min is under the 1 h minimum: files of writers still running would be "

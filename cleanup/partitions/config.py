@@ -22,8 +22,6 @@ from tableformat.options import (
 )
 from tableformat.parallel import resolve_parallelism
 
-from ..snapshots.config import duration_ms
-
 STRATEGIES = ("values-time", "update-time")
 """``values-time``: the time the partition's values name; ``update-time``: its newest file's creation time."""
 
@@ -54,8 +52,7 @@ class PartitionExpireConfig:
         if not ctx.schema.partition_keys:
             raise ValidationError("the table is not partitioned: there are no partitions to expire")
         options = ctx.options
-        expiration = given.get("expiration_time")
-        expiration_ms = duration_ms(expiration) if expiration is not None else options.get(PARTITION_EXPIRATION_TIME)
+        expiration_ms = options.get_or(PARTITION_EXPIRATION_TIME, given.get("expiration_time"), "expiration_time")
         if expiration_ms is None:
             raise ValidationError(
                 "no expiration time: set the table option partition.expiration-time or pass an expiration time "
@@ -64,9 +61,7 @@ class PartitionExpireConfig:
         strategy = str(given.get("strategy", options.require(PARTITION_EXPIRATION_STRATEGY)))
         if strategy not in STRATEGIES:
             raise ValidationError(f"partition.expiration-strategy must be one of {', '.join(STRATEGIES)}: {strategy!r}")
-        max_num = given.get("max_num", options.require(PARTITION_EXPIRATION_MAX_NUM))
-        if isinstance(max_num, bool) or not isinstance(max_num, int) or max_num < 1:
-            raise ValidationError(f"partition.expiration-max-num must be an integer >= 1, got {max_num!r}")
+        max_num = options.require_or(PARTITION_EXPIRATION_MAX_NUM, given.get("max_num"), "max_num")
         return cls(
             expiration_ms=expiration_ms,
             strategy=strategy,

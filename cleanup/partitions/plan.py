@@ -80,6 +80,15 @@ def local_datetime(now_ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(now_ms / 1000)
 
 
+def partition_cutoff(now_ms: int, expiration_ms: int) -> dt.datetime:
+    """``now - expiration`` as a local wall-clock time; a cutoff before year 1 (``datetime.min``) is taken as
+    ``datetime.min``: no partition time is earlier, nothing expires (never an OverflowError)."""
+    try:
+        return local_datetime(now_ms) - dt.timedelta(milliseconds=expiration_ms)
+    except OverflowError:
+        return dt.datetime.min
+
+
 def display_values(values: Mapping[str, Any], fields: Sequence[DataField], default_name: str) -> dict[str, str]:
     """A partition's values as users see them: dates ``yyyy-MM-dd``, timestamps ``yyyy-MM-dd HH:mm:ss``."""
     shown = {}
@@ -132,7 +141,7 @@ def _live_files(ctx: TableContext, snapshot: Snapshot, threads: int) -> dict[tup
 
 def plan_partition_expiration(ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
     """Decide which partitions of the latest snapshot expire at ``now_ms``."""
-    cutoff = local_datetime(now_ms) - dt.timedelta(milliseconds=config.expiration_ms)
+    cutoff = partition_cutoff(now_ms, config.expiration_ms)
     latest = ctx.store.latest_snapshot()
     if latest is None:
         return PartitionExpirePlan(None, now_ms, cutoff, (), (), 0)

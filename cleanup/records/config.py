@@ -16,8 +16,7 @@ from tableformat.options import (
     TARGET_FILE_SIZE,
 )
 
-from ..rewrite import check_overrides, memory_bytes, positive_int, require_rewritable, ttl_at
-from ..snapshots.config import duration_ms
+from ..rewrite import check_overrides, require_rewritable, ttl_at
 
 OVERRIDES = ("expire_time", "time_field", "max_files", "max_rewrite_size")
 
@@ -44,8 +43,7 @@ class RecordExpireConfig:
         given = check_overrides("expire-records", overrides, OVERRIDES)
         require_rewritable(ctx, "expire-records")
         options = ctx.options
-        expire = given.get("expire_time")
-        expire_ms = duration_ms(expire) if expire is not None else options.get(RECORD_LEVEL_EXPIRE_TIME)
+        expire_ms = options.get_or(RECORD_LEVEL_EXPIRE_TIME, given.get("expire_time"), "expire_time")
         if expire_ms is None:
             raise ValidationError(
                 "no record expire time: set the table option record-level.expire-time or pass one "
@@ -54,13 +52,15 @@ class RecordExpireConfig:
         time_field = given.get("time_field")
         ttl = ttl_at(ctx, 0, expire_ms, None if time_field is None else str(time_field))
         assert ttl is not None
-        max_files = positive_int(given.get("max_files", options.require(RECORD_LEVEL_EXPIRE_MAX_FILES)), "max_files")
-        rewrite = given.get("max_rewrite_size", options.require(RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE))
+        max_files = options.require_or(RECORD_LEVEL_EXPIRE_MAX_FILES, given.get("max_files"), "max_files")
+        rewrite = options.require_or(
+            RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE, given.get("max_rewrite_size"), "max_rewrite_size"
+        )
         return cls(
             expire_ms=expire_ms,
             time_field=ttl.field_name,
             max_files=max_files,
-            max_rewrite_bytes=memory_bytes(rewrite, "max_rewrite_size"),
+            max_rewrite_bytes=rewrite,
             commit_max_files=options.require(COMPACTION_COMMIT_MAX_FILES),
             target_size=options.require(TARGET_FILE_SIZE),
         )

@@ -2,7 +2,7 @@
 guarded commit per batch (see :mod:`.rewriter`)."""
 
 from .rewriter import BATCH_ROWS, CommitSettings, RewriteOutcome, Rewriter, RewriteUnit, batches
-from .settings import FilePaths, check_overrides, memory_bytes, positive_int, require_rewritable, ttl_at
+from .settings import FilePaths, check_overrides, require_rewritable, ttl_at
 
 __all__ = [
     "BATCH_ROWS",
@@ -13,8 +13,6 @@ __all__ = [
     "Rewriter",
     "batches",
     "check_overrides",
-    "memory_bytes",
-    "positive_int",
     "require_rewritable",
     "ttl_at",
 ]

@@ -7,7 +7,6 @@ from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
-from tableformat.durations import parse_memory_bytes
 from tableformat.errors import ValidationError
 from tableformat.model.manifest import ManifestEntry
 from tableformat.options import BUCKET, TableOptions
@@ -32,22 +31,6 @@ def check_overrides(what: str, overrides: Mapping[str, Any], allowed: tuple[str,
     if unknown:
         raise ValidationError(f"{what} takes no {', '.join(unknown)}; it takes {', '.join(allowed)}")
     return {key: value for key, value in overrides.items() if value is not None}
-
-
-def memory_bytes(value: Any, name: str) -> int:
-    """Bytes from an int or a memory size text (``128 mb``); ValidationError for anything else or < 1."""
-    if isinstance(value, bool):
-        raise ValidationError(f"{name} must be a size such as 128mb, got {value!r}")
-    size = value if isinstance(value, int) else parse_memory_bytes(str(value))
-    if size < 1:
-        raise ValidationError(f"{name} must be at least 1 byte, got {value!r}")
-    return size
-
-
-def positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
 
 
 def ttl_at(ctx: TableContext, now_ms: int, expire_ms: int | None, time_field: str | None) -> RecordTTL | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from tableformat.durations import parse_duration_ms
 from tableformat.errors import ValidationError
 from tableformat.options import (
     CONSUMER_EXPIRATION_TIME,
@@ -73,43 +72,13 @@ class ExpireConfig:
         limit: int | None = None,
         parallelism: int | None = None,
     ) -> ExpireConfig:
-        """The table's options, each overridden by the argument when it is not None."""
+        """The table's options, each overridden by the argument when it is not None (range-checked as the option)."""
         return cls(
-            retain_min=_int_arg("retain_min", retain_min, options.require(SNAPSHOT_NUM_RETAINED_MIN)),
-            retain_max=_int_arg("retain_max", retain_max, options.require(SNAPSHOT_NUM_RETAINED_MAX)),
-            time_retained_ms=(
-                options.require(SNAPSHOT_TIME_RETAINED) if time_retained is None else duration_ms(time_retained)
-            ),
-            limit=_int_arg("limit", limit, options.require(SNAPSHOT_EXPIRE_LIMIT)),
+            retain_min=options.require_or(SNAPSHOT_NUM_RETAINED_MIN, retain_min, "retain_min"),
+            retain_max=options.require_or(SNAPSHOT_NUM_RETAINED_MAX, retain_max, "retain_max"),
+            time_retained_ms=options.require_or(SNAPSHOT_TIME_RETAINED, time_retained, "time_retained"),
+            limit=options.require_or(SNAPSHOT_EXPIRE_LIMIT, limit, "limit"),
             clean_empty_dirs=options.require(SNAPSHOT_CLEAN_EMPTY_DIRECTORIES),
-            parallelism=_int_arg("parallelism", parallelism, options.require(FILE_OPERATION_THREAD_NUM)),
+            parallelism=options.require_or(FILE_OPERATION_THREAD_NUM, parallelism, "parallelism"),
             consumer_expiration_ms=options.get(CONSUMER_EXPIRATION_TIME),
         )
-
-
-def _int_arg(name: str, value: int | None, default: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(f"{name} must be an integer, got {value!r}")
-    return value
-
-
-def duration_ms(value: Duration) -> int:
-    """Milliseconds of a timedelta, an int (ms) or a duration string; negative values are refused."""
-    if isinstance(value, bool):
-        raise ValidationError(f"invalid duration {value!r}")
-    if isinstance(value, dt.timedelta):
-        millis = int(value.total_seconds() * 1000)
-    elif isinstance(value, int):
-        millis = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if text.startswith("-"):
-            raise ValidationError(f"duration must not be negative, got {value!r}")
-        millis = parse_duration_ms(text)
-    else:
-        raise ValidationError(f"invalid duration {value!r}: use a timedelta, milliseconds or a string such as 1h")
-    if millis < 0:
-        raise ValidationError(f"duration must not be negative, got {value!r}")
-    return millis

@@ -27,7 +27,7 @@ from tableformat.cleanup.partitions.plan import display_values
 from tableformat.cleanup.records import RecordExpireResult
 from tableformat.cleanup.registry import OPERATIONS
 from tableformat.context import TableContext
-from tableformat.durations import parse_duration_ms
+from tableformat.durations import duration_arg_ms
 from tableformat.errors import CorruptMetadataError, TableFormatError, ValidationError
 from tableformat.inspect import TableInspector
 from tableformat.model.maintain import MaintainState, OperationState
@@ -177,12 +177,7 @@ def since_cutoff(since: dt.timedelta | int | str | None, now_ms: int) -> int | N
     """The epoch ms ``since`` (a duration: ``7d``, ``12 h``, a timedelta or milliseconds) before ``now_ms``."""
     if since is None:
         return None
-    if isinstance(since, dt.timedelta):
-        span = since // dt.timedelta(milliseconds=1)
-    elif isinstance(since, str):
-        span = parse_duration_ms(since)
-    else:
-        span = int(since)
+    span = duration_arg_ms(since, "since")  # at most 36500 d: the charts' dates stay in range
     if span <= 0:
         raise ValidationError(f"since must be a positive duration, got {since!r}")
     return now_ms - span

@@ -16,17 +16,25 @@ files to drop and which to rewrite.
 A row's time is its value as epoch milliseconds: INT = seconds, BIGINT = seconds, or milliseconds when the value is
 at least 10^12 (Paimon's rule), TIMESTAMP = its wall clock taken as UTC, TIMESTAMP WITH LOCAL TIME ZONE = the
 instant, DATE = the start of the day (UTC). A row is expired when its time is before ``now - expire-time``.
+
+Nothing expires when the cutoff is before the earliest time the field's type can hold (e.g. 1677-09-21 for a
+TIMESTAMP(9), stored as int64 nanoseconds; :meth:`RecordTTL.expires_nothing`): no value can be older, and the cutoff
+could not even be compared with the column. Reads also take a stored ``record-level.expire-time`` beyond its range
+(36500 d; written by an older tablefmt, Paimon or pypaimon) as "nothing expires"; record expiration refuses it in
+one line (the option's range).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from tableformat.codec.arrow_schema import arrow_type_of
 from tableformat.codec.binary_row import decode_field
 from tableformat.errors import ValidationError
 from tableformat.lazy_module import lazy_module
@@ -49,6 +57,24 @@ MS_PER_DAY = 86_400_000
 _UNIT_PER_MS = {"ms": 1, "us": 1000, "ns": 1_000_000}
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_DATE = dt.date(1970, 1, 1)
+_INT64 = 2**63
+_INT32 = 2**31
+
+log = logging.getLogger(__name__)
+
+
+def earliest_cutoff_ms(root: str, unit: str = "ms") -> int:
+    """The earliest cutoff (epoch ms) the keep rule compares a column of this type (``unit``: a timestamp column's
+    Arrow unit) with. Every value of the type is at or after it, so an earlier cutoff expires nothing: INT -2^31 s,
+    DATE -2^31 days, TIMESTAMP -2^63 of its unit (1677-09-21 for nanoseconds), BIGINT -2^63 ms (seconds before that,
+    292 million years before 1970, are not told apart)."""
+    if root == "INT":
+        return -_INT32 * 1000
+    if root == "DATE":
+        return -_INT32 * MS_PER_DAY
+    if root == "BIGINT":
+        return -_INT64
+    return -(_INT64 // _UNIT_PER_MS.get(unit, 1))  # 's' and 'ms': the cutoff itself is int64 milliseconds
 
 
 class Verdict(str, Enum):
@@ -107,12 +133,19 @@ class RecordTTL:
     """The time field's type root (one of :data:`TIME_ROOTS`)."""
     expire_ms: int
     now_ms: int
+    unit: str = "ms"
+    """A TIMESTAMP time field's Arrow unit (``ms``, ``us``, ``ns``) in the table's schema."""
     _layouts: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     """Per (schema id, stats columns): where the time field sits in a statistics row."""
 
     @property
     def cutoff_ms(self) -> int:
         return self.now_ms - self.expire_ms
+
+    @property
+    def expires_nothing(self) -> bool:
+        """Whether the cutoff is before the earliest time the field's type can hold (:func:`earliest_cutoff_ms`)."""
+        return self.cutoff_ms < earliest_cutoff_ms(self.root, self.unit)
 
     # --- statistics --------------------------------------------------------------------------------------------
     def range_of(self, low: Any, high: Any, null_count: int | None, row_count: int) -> TimeRange:
@@ -126,6 +159,8 @@ class RecordTTL:
 
     def verdict(self, time_range: TimeRange | None) -> Verdict:
         """Whether a file with this time range is live, fully expired, partly expired, or unknown."""
+        if self.expires_nothing:
+            return Verdict.LIVE
         if time_range is None:
             return Verdict.UNKNOWN
         nulls = time_range.null_count
@@ -173,6 +208,9 @@ class RecordTTL:
     def keep_mask(self, column: pa.Array | pa.ChunkedArray) -> Any:
         """True for every row to keep: a null time, or a time at or after the cutoff."""
         cutoff = self.cutoff_ms
+        unit = getattr(column.type, "unit", "ms")
+        if cutoff < earliest_cutoff_ms(self.root, unit):  # this column cannot hold an older time
+            return pc.fill_null(pa.nulls(len(column), pa.bool_()), True)
         if self.root == "INT":
             keep = pc.greater_equal(column, _ceil_div(cutoff, 1000))
         elif self.root == "BIGINT":
@@ -183,7 +221,6 @@ class RecordTTL:
         elif self.root == "DATE":
             keep = pc.greater_equal(pc.cast(column, pa.int32()), _ceil_div(cutoff, MS_PER_DAY))
         else:
-            unit = column.type.unit
             if unit == "s":
                 keep = pc.greater_equal(pc.cast(column, pa.int64()), _ceil_div(cutoff, 1000))
             else:
@@ -201,6 +238,8 @@ class RecordTTL:
         """The keep rule as a pyarrow dataset expression (for ``pyarrow.dataset`` scans of the planned files)."""
         field = pc.field(column_name or self.field_name)
         cutoff = self.cutoff_ms
+        if self.expires_nothing:
+            return pc.scalar(True)
         if self.root == "INT":
             keep = field >= _ceil_div(cutoff, 1000)
         elif self.root == "BIGINT":
@@ -267,10 +306,10 @@ def resolve_record_ttl(
 ) -> RecordTTL | None:
     """The TTL the table's options (each overridden when given) define at ``now_ms``; None when no expire time
     is set. ValidationError for a time field that is unset, missing or of a type that has no time."""
-    options = TableOptions(schema.options)
-    expire_ms = expire_time_ms if expire_time_ms is not None else options.get(RECORD_LEVEL_EXPIRE_TIME)
+    expire_ms = expire_time_ms if expire_time_ms is not None else _stored_expire_ms(schema)
     if expire_ms is None:
         return None
+    options = TableOptions(schema.options)
     name = time_field if time_field is not None else options.get(RECORD_LEVEL_TIME_FIELD)
     if not name:
         raise ValidationError(
@@ -290,7 +329,27 @@ def resolve_record_ttl(
         )
     if expire_ms <= 0:
         raise ValidationError(f"record-level.expire-time must be positive, got {expire_ms} ms")
-    return RecordTTL(field.id, field.name, field.type.root, expire_ms, now_ms)
+    unit = arrow_type_of(field.type).unit if field.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") else "ms"
+    return RecordTTL(field.id, field.name, field.type.root, expire_ms, now_ms, unit)
+
+
+def _stored_expire_ms(schema: TableSchema) -> int | None:
+    """The table's ``record-level.expire-time``; None when unset, or stored beyond its range (36500 d) by an older
+    tablefmt, Paimon or pypaimon: nothing expires then (a cutoff that far back is before any time most types hold,
+    and reads must not fail on it). A value that is no duration at all is still a ValidationError."""
+    text = schema.options.get(RECORD_LEVEL_EXPIRE_TIME.key)
+    if text is None:
+        return None
+    value = RECORD_LEVEL_EXPIRE_TIME.parse_unchecked(text)
+    if not RECORD_LEVEL_EXPIRE_TIME.in_range(value):
+        log.warning(
+            "%s=%s is outside %s: no row expires on read",
+            RECORD_LEVEL_EXPIRE_TIME.key,
+            text,
+            RECORD_LEVEL_EXPIRE_TIME.range_text(),
+        )
+        return None
+    return value
 
 
 def system_now_ms() -> int:

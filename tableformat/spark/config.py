@@ -35,11 +35,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tableformat.durations import parse_memory_bytes
+from tableformat.durations import MAX_SIZE_BYTES, parse_memory_bytes
 from tableformat.errors import ValidationError
 from tableformat.io.storage_options import storage_options_from_items
 from tableformat.model.partition import parse_spec_text
-from tableformat.options import DYNAMIC_PARTITION_OVERWRITE, REGISTRY
+from tableformat.options import DYNAMIC_PARTITION_OVERWRITE, INT32_MAX, REGISTRY
 
 PATH = "path"
 STORAGE_PREFIX = "storage."
@@ -148,6 +148,8 @@ def _memory(options: Mapping[str, str], key: str) -> int | None:
         raise ValidationError(f"option {key}: {exc}") from None
     if value <= 0:
         raise ValidationError(f"option {key} must be positive, got {text!r}")
+    if value > MAX_SIZE_BYTES:
+        raise ValidationError(f"option {key} must be >= 1 b and <= {MAX_SIZE_BYTES} b, got {text!r}")
     return value
 
 
@@ -197,8 +199,8 @@ class ReadConfig:
             raise ValidationError(f"give at most one of {sorted(given)}; got {chosen}")
         filter_text = lowered.get(PARTITIONS)
         parallelism = _int(lowered, SCAN_PARALLELISM)
-        if parallelism is not None and parallelism < 1:
-            raise ValidationError(f"option {SCAN_PARALLELISM} must be >= 1, got {parallelism}")
+        if parallelism is not None and not 1 <= parallelism <= INT32_MAX:
+            raise ValidationError(f"option {SCAN_PARALLELISM} must be >= 1 and <= {INT32_MAX}, got {parallelism}")
         return cls(
             path=table_path(lowered),
             storage_options=storage_options(lowered),

@@ -69,7 +69,10 @@ USAGE_ERRORS: list[tuple[list[str], str]] = [
         ["expire", "{table}", "--retain-min", "5", "--retain-max", "2"],
         "error: snapshot.num-retained.max (2) must be >= snapshot.num-retained.min (5)",
     ),
-    (["expire", "{table}", "--limit", "0"], "error: Invalid value for '--limit': 0 is not in the range x>=1."),
+    (
+        ["expire", "{table}", "--limit", "0"],
+        "error: Invalid value for '--limit': 0 is not in the range 1<=x<=2147483647.",
+    ),
     (["expire", "{table}", "--bogus"], "error: No such option '--bogus'."),
     (
         ["remove-orphans", "{table}", "--older-than", "1 fortnight"],
@@ -107,7 +110,7 @@ USAGE_ERRORS: list[tuple[list[str], str]] = [
     (["tag", "rename", "{table}"], "error: No such command 'rename'. Did you mean 'create'?"),
     (
         ["check", "{table}", "--parallelism", "0"],
-        "error: Invalid value for '--parallelism': 0 is not in the range x>=1.",
+        "error: Invalid value for '--parallelism': 0 is not in the range 1<=x<=2147483647.",
     ),
     (["demo", "{tmp}/full"], "error: {tmp}/full is not empty; give a new or empty directory"),
     (["vacuum", "{table}"], "error: No such command 'vacuum'."),

@@ -11,7 +11,8 @@ from tableformat.durations import parse_duration_ms
 from tableformat.errors import ValidationError
 from tableformat.model import DataField, DataType
 from tableformat.model.partition import escape_path_name, normalize_spec, parse_spec_text, partition_path
-from tableformat.options import TableOptions, render_options_markdown
+from tableformat.options import TableOptions
+from tableformat.options_doc import render_options_markdown
 
 DAY = DataField(id=0, name="day", type=DataType("DATE"))
 CITY = DataField(id=1, name="city", type=DataType("STRING"))
