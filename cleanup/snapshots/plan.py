@@ -49,7 +49,7 @@ from tableformat.errors import (
     UnsafePathError,
     UnsupportedFormatError,
 )
-from tableformat.layout import EXPIRE_JOURNAL_PREFIX, TableLayout
+from tableformat.layout import EXPIRE_JOURNAL_PREFIX
 from tableformat.live_set import PartitionPredicate, merge_entries
 from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
@@ -59,7 +59,7 @@ from ..kernel.clock import resolve_now
 from ..roots import Root
 from .config import ExpireConfig
 from .metadata import Candidate, DataPaths, MetadataCache, RangeReader, TagRef, tag_expired
-from .planned import ExpirePlan, PlannedFile, branch_ref, new_plan_id
+from .planned import ExpirePlan, PlannedFile, branch_ref, emptied_dirs, manifest_files, new_plan_id
 from .reason import StopReason, stop_reason
 from .start import PlanStart
 
@@ -415,8 +415,8 @@ class _Planner:
                 PlannedFile(layout.relative(layout.snapshot_file(i)), span.expired[i][1]) for i in sorted(span.expired)
             ),
             data_files=tuple(data),
-            manifests=self._manifest_files(manifests),
-            manifest_lists=self._manifest_files(lists),
+            manifests=manifest_files(manifests),
+            manifest_lists=manifest_files(lists),
             tag_files=tuple(
                 PlannedFile(layout.relative(layout.tag_file(t.name)), self._size(layout.tag_file(t.name)))
                 for t in expired_tags
@@ -428,7 +428,7 @@ class _Planner:
             expired_consumers=tuple(c.consumer_id for c in dead),
             consumer_cutoff_ms=cutoff,
             skipped_external=tuple(sorted(external)),
-            empty_dir_candidates=self._emptied_dirs(data),
+            empty_dir_candidates=emptied_dirs(data, self.paths.directory_depth),
         )
 
     def _unprotected_data(
@@ -468,19 +468,6 @@ class _Planner:
                 if meta.file_name not in keep_manifests:
                     manifests.setdefault(meta.file_name, meta.file_size)
         return lists, manifests
-
-    def _emptied_dirs(self, data: list[PlannedFile]) -> tuple[str, ...]:
-        """Partition and bucket directories of the deleted data files, deepest first (removed only if empty)."""
-        dirs: set[str] = set()
-        for parent in {planned.path.rsplit("/", 1)[0] for planned in data if "/" in planned.path}:
-            parts = parent.split("/")
-            dirs.update("/".join(parts[:depth]) for depth in range(self.paths.directory_depth + 1, len(parts) + 1))
-        return tuple(sorted(dirs, key=lambda d: (-d.count("/"), d)))
-
-    def _manifest_files(self, sizes: dict[str, int]) -> tuple[PlannedFile, ...]:
-        # layout.relative(layout.manifest_file(n)), i.e. the checked name under manifest/, without two path joins
-        names = sorted(sizes.items())
-        return tuple(PlannedFile(TableLayout.manifest_rel(n), size) for n, size in names)
 
     def _size(self, path: str) -> int:
         try:
