@@ -169,8 +169,9 @@ class MetadataCache:
         ``roots`` it is given (the planner reads every one of them next); the manifests of a delta list with DELETE
         entries (of a snapshot read here or of a ``delta_roots`` snapshot) when ``deletes_read(id, exists)`` says
         the planner will read them (``exists(id)``: that snapshot was read and exists); and the manifests of the
-        ``protected`` snapshot that the planner will check those DELETE entries' files against (``paths``:
-        partition pruning, as the planner's). Each object once; see RangeReader for the order of reads."""
+        ``protected`` snapshots (the end and the latest) that the planner will check those DELETE entries' files
+        against (``paths``: partition pruning, as the planner's). Each object once; see RangeReader for the order of
+        reads."""
         return RangeReader(self, deletes_read, paths) if self.parallel else None
 
     def manifest_list(self, name: str) -> list[ManifestFileMeta]:
@@ -272,8 +273,9 @@ class RangeReader:
     range (they name the lists), delta lists (a deleting one names manifests),
     base lists (they name nothing read here). So the range's snapshots that are expired whatever the walk finds are
     read while it walks (``start``); and the manifests that a deleting delta names, and those of the ``protected``
-    snapshot that the planner then checks its candidates against (its manifests whose partition statistics may hold
-    a partition with a DELETE entry read so far), are read while the other lists still are, not after all of them.
+    snapshots that the planner then checks its candidates against (the end and the latest: their manifests whose
+    partition statistics may hold a partition with a DELETE entry read so far), are read while the other lists still
+    are, not after all of them.
     """
 
     _NOW, _MANIFEST, _SNAPSHOT, _DELTA_LIST, _BASE_LIST = range(5)
@@ -297,7 +299,8 @@ class RangeReader:
         self._ready: dict[int, threading.Event] = {}
         self._taken: set[int] = set()
         self._failed: dict[int, BaseException] = {}
-        self._protected: tuple[str, ...] = ()
+        self._protected: tuple[tuple[str, str], ...] = ()
+        """(base, delta) manifest list of each snapshot the candidates are checked against (see ``finish``)."""
         self._paths = paths
         self._deleted_in: set[bytes] = set()
         """Partitions of the DELETE entries read so far (what the protection checks will look for)."""
@@ -330,12 +333,11 @@ class RangeReader:
         ids: Sequence[int],
         roots: Iterable[Snapshot] = (),
         delta_roots: Iterable[Snapshot] = (),
-        protected: Snapshot | None = None,
+        protected: Iterable[Snapshot] = (),
     ) -> list[tuple[Snapshot, int] | None]:
         """Queue the rest (see ``MetadataCache.range_reader``), wait until every read is answered (the first
         error propagates) and return the snapshots ``ids``."""
-        if protected is not None:
-            self._protected = (protected.base_manifest_list, protected.delta_manifest_list)
+        self._protected = tuple((root.base_manifest_list, root.delta_manifest_list) for root in protected)
         for root in delta_roots:  # the end's lists: few, and they name the protection checks' manifests
             self._lists_of(root.id, root, self._MANIFEST)
         for root in roots:
@@ -468,7 +470,7 @@ class RangeReader:
     def _list(self, name: str, delta_of: int | None) -> None:
         metas = self.cache.ctx.store.read_manifest_list_fast(name, self.cache._reader)
         self.cache._lists[name] = metas
-        if name in self._protected:
+        if any(name in pair for pair in self._protected):
             self._protect()
         if delta_of is None or not any(m.num_deleted_files > 0 for m in metas):
             return
@@ -497,17 +499,20 @@ class RangeReader:
                 self._protect()
 
     def _protect(self) -> None:
-        """Queue the protected snapshot's manifests that may hold a partition deleted from (once its lists are read
-        and a DELETE entry is)."""
-        lists = [self.cache._lists.get(name) for name in self._protected]
+        """Queue the protected snapshots' manifests that may hold a partition deleted from (each snapshot once its
+        lists are read, and once a DELETE entry is)."""
         paths = self._paths
         with self._lock:
             partitions = set(self._deleted_in)
-        if not lists or None in lists or not partitions:
+        if not partitions:
             return
         predicate = paths.predicate(partitions)
-        for meta in (meta for metas in lists for meta in metas or ()):
-            if paths.may_hold(meta, predicate) and self._claim("manifest/" + meta.file_name):
-                if not self._budget(meta.num_added_files + meta.num_deleted_files):
-                    return
-                self._submit(self._MANIFEST, self._manifest, meta.file_name, False)
+        for pair in self._protected:
+            lists = [self.cache._lists.get(name) for name in pair]
+            if None in lists:
+                continue
+            for meta in (meta for metas in lists for meta in metas or ()):
+                if paths.may_hold(meta, predicate) and self._claim("manifest/" + meta.file_name):
+                    if not self._budget(meta.num_added_files + meta.num_deleted_files):
+                        return
+                    self._submit(self._MANIFEST, self._manifest, meta.file_name, False)

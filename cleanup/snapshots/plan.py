@@ -14,7 +14,8 @@ for the protection checks only the manifests that can hold a candidate):
 * candidates: the DELETE entries of delta(s) for every s in (b, end], where b..end is the gap-free run ending at
   ``end``, in entry order (a DELETE followed by an ADD of the same file in one delta keeps the file); plus every
   file live in a stranded snapshot below a gap and in an expired tag older than ``end``;
-* minus every file live in ``end`` and every file live in ANY remaining tag (not only the nearest one).
+* minus every file live in ``end``, in the latest snapshot and in ANY remaining tag or branch root (not only the
+  nearest one).
 
 That is exact reachability under the format's invariant that a file name is added once and its live range is one
 contiguous run of snapshots (paimon-format.md section 9): a file live in some retained snapshot r > end and in an
@@ -23,11 +24,15 @@ what can decide it: a file's state in ``end`` is its last entry in base-then-del
 entry in end's delta (already read for the candidates) is a DELETE is not live there and end's base is read only
 for the candidates end's delta does not mention (dropping a partition of a million files reads its delta once).
 Manifests and manifest lists of expired snapshots (and of expired tags older than ``end``) are deleted unless
-referenced by ``end`` or any remaining tag, by the same contiguity argument for manifests. Changelog lists, index
-manifests and statistics files are never deleted (append tables have none).
+referenced by ``end``, the latest snapshot or any remaining tag or branch root, by the same contiguity argument for
+manifests. Changelog lists, index manifests and statistics files are never deleted (append tables have none).
 
 Any metadata needed for a decision that cannot be read (snapshot, manifest list, manifest, tag, consumer) stops the
-planner with a MaintenanceError naming the file; nothing is deleted.
+planner with a MaintenanceError naming the file; nothing is deleted. Read are: the range's snapshots, ``end``, the
+latest snapshot (also when the range ends below it: a snapshot file is created atomically, so an unreadable one is
+damage, not a commit in progress), every tag and branch root; their manifest lists; of their manifests, those that
+may hold a candidate. Retained snapshots between ``end`` and the latest are not read (the cost follows what
+expires): the contiguity argument covers them.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from tableformat.errors import (
     UnsafePathError,
     UnsupportedFormatError,
 )
-from tableformat.layout import EXPIRE_JOURNAL_PREFIX, TableLayout
+from tableformat.layout import EXPIRE_JOURNAL_PREFIX
 from tableformat.live_set import PartitionPredicate, merge_entries
 from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
@@ -59,7 +64,7 @@ from ..kernel.clock import resolve_now
 from ..roots import Root
 from .config import ExpireConfig
 from .metadata import Candidate, DataPaths, MetadataCache, RangeReader, TagRef, tag_expired
-from .planned import ExpirePlan, PlannedFile, branch_ref, new_plan_id
+from .planned import ExpirePlan, PlannedFile, branch_ref, emptied_dirs, manifest_files, new_plan_id
 from .reason import StopReason, stop_reason
 from .start import PlanStart
 
@@ -224,18 +229,27 @@ class _Planner:
             earliest = max(earliest, floor)
         limit = self.config.limit - spent
         consumer_next = min((c.next_snapshot for c in alive), default=None)
-        kept = [t.snapshot for t in protecting] + [r.snapshot for r in branches]
+        newest = self._newest(latest)
+        kept = [newest, *[t.snapshot for t in protecting], *[r.snapshot for r in branches]]
         span = self._range(earliest, latest, consumer_next, limit, kept, [t.snapshot for t in expired_tags])
         why = self._why(span, latest, consumer_next, limit)
         notes.append(why.text)
         stale_tags = [t for t in expired_tags if t.snapshot.id < span.end]
-        plan = self._files(span, protecting, branches, expired_tags, stale_tags, dead, cutoff)
+        plan = self._files(span, newest, protecting, branches, expired_tags, stale_tags, dead, cutoff)
         versions = tuple((t.name, start.tag_versions.get(t.name, "")) for t in tags)
         hint = start.earliest_hint
         branch_versions = tuple((root.label, root.version) for root in branches)
         plan = replace(plan, backlog=why.left, tag_versions=versions, branch_versions=branch_versions)
         plan = replace(plan, earliest_hint=hint, earliest_hint_read=True)
         return replace(plan, note="; ".join(notes)) if notes else plan
+
+    def _newest(self, latest: int) -> Snapshot:
+        """The latest snapshot (read by PlanStart: unreadable, it stopped the plan there). The plan keeps what it
+        holds, as a tag's: its lists are read and the manifests that may hold a file to delete."""
+        found = self._read(latest)
+        if found is None:
+            raise _ConcurrentChange(f"the latest snapshot {latest} disappeared while planning")
+        return found[0]
 
     def _range(
         self,
@@ -346,7 +360,8 @@ class _Planner:
         self._end_id = end_id
         roots = [*kept, *[t for t in tags if t.id < end_id], *known]
         if self._reader is not None:  # ahead includes what start() queued: each snapshot is read once
-            read = self._reader.finish(ahead, roots, [span.end_snapshot], protected=span.end_snapshot)
+            protected = [span.end_snapshot, self._newest(latest)]
+            read = self._reader.finish(ahead, roots, [span.end_snapshot], protected=protected)
         else:
             read = [self.cache.read_snapshot_file(i) for i in ahead]
         for sid, found in zip(ahead, read):
@@ -380,6 +395,7 @@ class _Planner:
     def _files(
         self,
         span: _Range,
+        newest: Snapshot,
         protecting: list[Tag],
         branches: list[Root],
         expired_tags: list[Tag],
@@ -389,7 +405,8 @@ class _Planner:
     ) -> ExpirePlan:
         layout = self.ctx.layout
         expired = [span.expired[i][0] for i in sorted(span.expired)]
-        keep_roots = [span.end_snapshot, *[t.snapshot for t in protecting], *[r.snapshot for r in branches]]
+        protected = [t.snapshot for t in protecting] + [r.snapshot for r in branches]
+        keep_roots = [span.end_snapshot, *([newest] if newest.id != span.end else []), *protected]
         gone_roots = [*expired, *[t.snapshot for t in stale_tags]]
         roots = [*keep_roots, *gone_roots]
         self.cache.load_lists(n for s in roots for n in (s.base_manifest_list, s.delta_manifest_list))
@@ -415,8 +432,8 @@ class _Planner:
                 PlannedFile(layout.relative(layout.snapshot_file(i)), span.expired[i][1]) for i in sorted(span.expired)
             ),
             data_files=tuple(data),
-            manifests=self._manifest_files(manifests),
-            manifest_lists=self._manifest_files(lists),
+            manifests=manifest_files(manifests),
+            manifest_lists=manifest_files(lists),
             tag_files=tuple(
                 PlannedFile(layout.relative(layout.tag_file(t.name)), self._size(layout.tag_file(t.name)))
                 for t in expired_tags
@@ -428,7 +445,7 @@ class _Planner:
             expired_consumers=tuple(c.consumer_id for c in dead),
             consumer_cutoff_ms=cutoff,
             skipped_external=tuple(sorted(external)),
-            empty_dir_candidates=self._emptied_dirs(data),
+            empty_dir_candidates=emptied_dirs(data, self.paths.directory_depth),
         )
 
     def _unprotected_data(
@@ -468,19 +485,6 @@ class _Planner:
                 if meta.file_name not in keep_manifests:
                     manifests.setdefault(meta.file_name, meta.file_size)
         return lists, manifests
-
-    def _emptied_dirs(self, data: list[PlannedFile]) -> tuple[str, ...]:
-        """Partition and bucket directories of the deleted data files, deepest first (removed only if empty)."""
-        dirs: set[str] = set()
-        for parent in {planned.path.rsplit("/", 1)[0] for planned in data if "/" in planned.path}:
-            parts = parent.split("/")
-            dirs.update("/".join(parts[:depth]) for depth in range(self.paths.directory_depth + 1, len(parts) + 1))
-        return tuple(sorted(dirs, key=lambda d: (-d.count("/"), d)))
-
-    def _manifest_files(self, sizes: dict[str, int]) -> tuple[PlannedFile, ...]:
-        # layout.relative(layout.manifest_file(n)), i.e. the checked name under manifest/, without two path joins
-        names = sorted(sizes.items())
-        return tuple(PlannedFile(TableLayout.manifest_rel(n), size) for n, size in names)
 
     def _size(self, path: str) -> int:
         try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from tableformat.layout import TableLayout
+
 from ..roots import Root
 from .metadata import TagRef
 
@@ -87,3 +89,19 @@ def new_plan_id() -> str:
 def branch_ref(root: Root) -> TagRef:
     """How a plan records a branch root it protects (a re-created one is a different ref)."""
     return TagRef(root.label, root.snapshot.id, root.snapshot.base_manifest_list)
+
+
+def manifest_files(sizes: dict[str, int]) -> tuple[PlannedFile, ...]:
+    """Planned files in manifest/ from name -> size, by name (``TableLayout.manifest_rel``: the checked name under
+    manifest/, without two path joins)."""
+    return tuple(PlannedFile(TableLayout.manifest_rel(n), size) for n, size in sorted(sizes.items()))
+
+
+def emptied_dirs(data: list[PlannedFile], depth: int) -> tuple[str, ...]:
+    """Partition and bucket directories of the deleted data files (those below the first ``depth`` levels of their
+    path), deepest first: removed only if empty."""
+    dirs: set[str] = set()
+    for parent in {planned.path.rsplit("/", 1)[0] for planned in data if "/" in planned.path}:
+        parts = parent.split("/")
+        dirs.update("/".join(parts[:level]) for level in range(depth + 1, len(parts) + 1))
+    return tuple(sorted(dirs, key=lambda d: (-d.count("/"), d)))

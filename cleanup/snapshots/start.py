@@ -1,8 +1,9 @@
 """The reads a snapshot expiration plan starts with, all at once on object stores: the EARLIEST and LATEST hints
-(with the snapshots they name), the tags (with their listing versions), the consumers and the branch roots."""
+(with the snapshots they name, read), the tags (with their listing versions), the consumers and the branch roots."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,7 +27,8 @@ def branch_roots(ctx: TableContext, unchanged: Mapping[str, str] | None = None) 
 
 class PlanStart:
     """The first reads of one plan. ``read`` reads a snapshot through the planner's cache (None: missing), ``ids``
-    lists every snapshot id (only when a hint is missing or stale)."""
+    lists every snapshot id (only when a hint is missing or stale). The earliest and the latest snapshot are read
+    (``read`` keeps them)."""
 
     def __init__(
         self,
@@ -37,11 +39,21 @@ class PlanStart:
     ) -> None:
         self.ctx = ctx
         self.cache = cache
-        self._read = read
+        self._cached_read = read
         self._ids = ids
+        self._locks: dict[int, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
         self.earliest_hint: int | None = None
         self.tag_versions: dict[str, str] = {}
         """Listing version of each tag read, by name."""
+
+    def _read(self, snapshot_id: int) -> tuple[Snapshot, int] | None:
+        """``read``, one at a time per id: when EARLIEST and LATEST name the same snapshot, both jobs ask for it at
+        once, and the second one takes the first one's read from the planner's cache."""
+        with self._locks_lock:
+            lock = self._locks.setdefault(snapshot_id, threading.Lock())
+        with lock:
+            return self._cached_read(snapshot_id)
 
     def _tags(self) -> list[Tag]:
         store = self.ctx.store
@@ -80,13 +92,18 @@ class PlanStart:
         return ids[0] if ids else None
 
     def _latest(self) -> int | None:
+        """LATEST if snapshot LATEST + 1 does not exist and snapshot LATEST does, else the listing's max. The latest
+        snapshot is read, not only found: the plan keeps what it holds, so an unreadable one stops the plan (a
+        snapshot file is never visible half written: damage, not a commit in progress)."""
         store = self.ctx.store
         hint = store.read_hint(LATEST)
         if hint is not None and self._all(
-            lambda: not store.snapshot_exists(hint + 1), lambda: store.snapshot_exists(hint)
+            lambda: not store.snapshot_exists(hint + 1), lambda: self._read(hint) is not None
         ):
             return hint
         ids = self._ids()
+        if ids and self._read(ids[-1]) is None:
+            raise SnapshotNotFoundError(f"the latest snapshot {ids[-1]} disappeared while planning")
         return ids[-1] if ids else None
 
     def run(self, started: Callable[[int | None], None]) -> tuple[int | None, list[Tag], list[Consumer], list[Root]]:

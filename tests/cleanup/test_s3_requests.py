@@ -116,11 +116,11 @@ def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
             ".tablefmt/",  # the claims, once the run's own is written (tableformat/claims.py)
         ]
     )
-    assert log.counts()["HeadObject"] == 2  # LATEST is checked: snapshot LATEST exists, LATEST + 1 does not
+    assert log.counts()["HeadObject"] == 1  # LATEST + 1 does not exist (snapshot LATEST is read: the plan keeps it)
     assert table.to_arrow(tag="keep").num_rows == 15 * 4 + 3 * 4  # part 1 of appends 0-14, part 0 since the drop
     # with both hints present, each hint's checks go out at once: still nothing read twice, and no listing of
-    # snapshot/ (EARLIEST's snapshot is read, it starts the range; EARLIEST - 1, LATEST and LATEST + 1 are HEADs;
-    # the other HEADs settle the existence of the few files to delete in directories with fewer than four)
+    # snapshot/ (EARLIEST's and LATEST's snapshots are read; EARLIEST - 1 and LATEST + 1 are HEADs; the other HEADs
+    # settle the existence of the few files to delete in directories with fewer than four)
     table.append(rows(200))
     log.clear()
     again = expire_snapshots(table.context, **settings)
@@ -128,10 +128,22 @@ def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
     heads = [call.key.rsplit("/", 1)[-1] for call in log.of("HeadObject")]
     assert sorted(name for name in heads if name.startswith("snapshot-")) == [
         "snapshot-21",
-        "snapshot-26",
         "snapshot-27",
     ]
     assert "snapshot/" not in [call.key.split("/", 1)[1] for call in log.of("ListObjectsV2")]
+
+
+def test_expiration_on_s3_reads_the_latest_snapshot_once_when_it_is_also_the_earliest(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    """EARLIEST and LATEST name the same snapshot (retain 1): both first reads ask for it at once, one GET serves."""
+    table = appended(s3_root, 3)
+    settings: dict[str, Any] = {"retain_min": 1, "time_retained": 0, "limit": 100}
+    assert expire_snapshots(table.context, **settings).expired_snapshot_ids == (1, 2)
+    log = RequestLog().attach(table.context.io)
+    again = expire_snapshots(table.context, **settings)
+    assert again.expired_snapshot_ids == () and log.read_twice() == []
+    assert [call.key.rsplit("/", 1)[-1] for call in log.of("GetObject")].count("snapshot-3") == 1
 
 
 def test_expiration_planning_on_s3_reads_the_deciding_manifests_before_the_last_lists(

@@ -1,6 +1,6 @@
 """Shared helpers of the reliability tests: tiny tables with a known history, readers that check every snapshot and
-tag against a row model, and sentinel files around a table root. Files on disk, ageing them and the independent
-reachability oracle live in tests/support/tables.py.
+tag against a row model, sentinel files around a table root, and the CLI run in-process. Files on disk, ageing them
+and the independent reachability oracle live in tests/support/tables.py.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from click.testing import CliRunner, Result
 from support.tables import DAY_S, age_path, row_counts
 
+from tableformat.cli.main import cli
 from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.string())])
@@ -153,3 +155,24 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__
+
+
+# --- the command line -----------------------------------------------------------------------------------------------
+def run_cli(name: str, *args: str) -> Result:
+    """``tablefmt NAME ARGS`` through the command group (every command named here must be registered there)."""
+    assert name in cli.commands, f"tablefmt has no command {name!r}"  # type: ignore[attr-defined]
+    result = CliRunner().invoke(cli, [name, *args])
+    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    assert not crashed, f"tablefmt {name} crashed with a traceback: {result.exception!r}\n{result.output}"
+    return result
+
+
+def assert_one_line_error(result: Result, *needles: str) -> str:
+    """Non-zero exit, exactly one line starting with 'error:' (click's own usage errors: 'Error:'), no traceback."""
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.lower().startswith("error:")]
+    assert len(errors) == 1, f"expected one error line:\n{result.output}"
+    for needle in needles:
+        assert needle in errors[0], f"{needle!r} not in {errors[0]!r}"
+    return errors[0]

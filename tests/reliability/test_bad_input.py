@@ -22,13 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from support.tables import DAY_S, FAR_FUTURE_MS, age_files, age_path, files_under, reachable_files, row_counts
 
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
-from tableformat.cli.main import cli
 from tableformat.codec import json_codec
 from tableformat.errors import (
     CorruptMetadataError,
@@ -49,12 +47,14 @@ from tableformat.table import Table
 from .kit import (
     INSIDE_SENTINELS,
     History,
+    assert_one_line_error,
     assert_sentinels,
     batch,
     build_history,
     check_reads,
     copy_table,
     plant_sentinels,
+    run_cli,
 )
 
 CORPUS = Path(__file__).resolve().parent.parent / "resources" / "bad_input" / "snapshot"
@@ -87,26 +87,6 @@ def history(pristine: tuple[Path, History]) -> History:
 
 
 # --- helpers --------------------------------------------------------------------------------------------------------
-def run_cli(name: str, *args: str) -> Result:
-    """``tablefmt NAME ARGS`` through the command group (every command named here must be registered there)."""
-    assert name in cli.commands, f"tablefmt has no command {name!r}"  # type: ignore[attr-defined]
-    result = CliRunner().invoke(cli, [name, *args])
-    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
-    assert not crashed, f"tablefmt {name} crashed with a traceback: {result.exception!r}\n{result.output}"
-    return result
-
-
-def assert_one_line_error(result: Result, *needles: str) -> str:
-    """Non-zero exit, exactly one line starting with 'error:' (click's own usage errors: 'Error:'), no traceback."""
-    assert result.exit_code != 0, result.output
-    assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.lower().startswith("error:")]
-    assert len(errors) == 1, f"expected one error line:\n{result.output}"
-    for needle in needles:
-        assert needle in errors[0], f"{needle!r} not in {errors[0]!r}"
-    return errors[0]
-
-
 def maintenance_calls() -> dict[str, Callable[[Any], Any]]:
     future = int(time.time() * 1000) + 60_000
     return {

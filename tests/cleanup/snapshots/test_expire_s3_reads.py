@@ -117,7 +117,7 @@ def test_delete_entries_read_before_the_end_is_known_still_name_the_protection_r
         reader.start([13])
         assert drop_manifest(table) in cache._prefetched
         end = ctx.store.read_snapshot(22)
-        reader.finish([], [], [end], protected=end)
+        reader.finish([], [], [end], protected=[end])
     assert {m.file_name for m in ctx.store.manifests_of(end)} <= cache._prefetched.keys()  # every one holds part 0
 
 
