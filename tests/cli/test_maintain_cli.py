@@ -113,6 +113,23 @@ def test_a_bad_config_is_one_line_naming_file_and_key_before_any_table_is_touche
     assert not (tables["sales.orders"] / ".tablefmt").exists()
 
 
+@pytest.mark.parametrize("target", ["typo.db", "wh/typo.db", "wh/sales.db/ordres"])
+def test_a_target_that_does_not_exist_is_one_error_line_and_exit_2(tmp_path: Path, target: str) -> None:
+    tables = make_warehouse(tmp_path / "wh", {"sales": ["orders"]}, commits=5)
+    missing = str(tmp_path / target)
+    code, out, err = _run("--once", str(tmp_path / "wh"), missing)
+    assert (code, out, err) == (2, "", f"error: {missing}: does not exist\n")
+    assert snapshot_ids(tables["sales.orders"]) == [1, 2, 3, 4, 5]  # refused before any table is touched
+    code, out, _ = _run("--json", missing)
+    assert code == 2 and json.loads(out) == {"error": f"{missing}: does not exist", "kind": "UsageError"}
+
+
+def test_an_existing_empty_warehouse_is_zero_tables_and_exit_0(tmp_path: Path) -> None:
+    (tmp_path / "wh").mkdir()
+    code, out, err = _run("--once", str(tmp_path / "wh"))
+    assert (code, out, err) == (0, "0 table(s): 0 maintained, 0 failed, 0 B freed\n", "")
+
+
 def test_the_config_comes_from_the_environment_when_no_flag_names_it(tmp_path: Path) -> None:
     tables = make_warehouse(tmp_path / "wh", LAYOUT, commits=5)
     path = tmp_path / "maintain.toml"
