@@ -6,6 +6,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -133,3 +135,74 @@ def test_a_maintainer_that_loses_its_lease_stops_before_its_next_delete_and_a_re
     rerun = maintain_table(target, settings, owner="next", clock=clock)
     assert rerun.ok and snapshot_ids(root) == [11, 12]
     assert {f for f in table_files(root) if f.startswith("snapshot/.expire-journal")} == set()
+
+
+def test_a_lost_lease_keeps_saying_why_on_every_later_check(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    clock, a, b = _two(root)
+    assert a.acquire()
+    clock.advance(DURATION)
+    for _ in range(3):  # a clean-up step that writes after the first refusal hears the same reason
+        with pytest.raises(LeaseLostError) as raised:
+            a.check()
+        assert str(raised.value) == f"the maintenance lease on {root} expired; stopping before the next change"
+    a.release()  # a lost lease is not released: nothing is written
+    assert _leases(root) == ["lease-0"]
+
+    clock.advance(CLOCK_SKEW_MS)
+    assert b.acquire()
+    stalled = clock.now + 1
+    b.clock = lambda: stalled  # b stalls: its own lease looks valid to it
+    clock.advance(DURATION + CLOCK_SKEW_MS)
+    assert _lease(root, "c", clock).acquire()
+    for _ in range(3):
+        with pytest.raises(LeaseLostError) as raised:
+            b.check()
+        assert str(raised.value) == f"the maintenance lease on {root} was taken over; stopping"
+    with pytest.raises(LeaseLostError) as raised:
+        _lease(root, "d", clock).check()
+    assert str(raised.value) == f"no maintenance lease held on {root}"
+
+
+def test_checks_from_many_delete_threads_at_half_time_renew_once_and_all_pass(tmp_path: Path) -> None:
+    clock, a, _ = _two(tmp_path / "t")
+    assert a.acquire()
+    clock.advance(DURATION // 2)
+    threads = 8
+    barrier = threading.Barrier(threads, timeout=60)
+
+    def check() -> None:
+        barrier.wait()  # all at once, as a deleter's parallel batches do
+        a.check()
+
+    with ThreadPoolExecutor(threads) as pool:
+        outcomes = [f.exception() for f in [pool.submit(check) for _ in range(threads)]]
+    assert outcomes == [None] * threads
+    assert a.held is not None and a.held.generation == 1 and _leases(tmp_path / "t") == ["lease-1"]
+
+
+def test_a_compaction_that_outlives_its_lease_reports_that_it_expired(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    make_table(root, 6, **{"compaction.min.file-num": "2", "file-operation.thread-num": "1"})
+    clock = FakeClock()
+
+    class StallOnFirstWrite(ForwardingFileIO):
+        """The first file written (the compacted data file) takes longer than the lease."""
+
+        stalled = False
+
+        def write_bytes(self, path: str, data: bytes) -> None:
+            if not StallOnFirstWrite.stalled:
+                StallOnFirstWrite.stalled = True
+                clock.advance(DURATION + 1)
+            self.inner.write_bytes(path, data)
+
+    settings = MaintainSettings(operations=("compact", "expire"))
+    target = TableTarget(name="t", location=str(root))
+    report = maintain_table(target, settings, owner="slow", clock=clock, opener=wrapping_opener(StallOnFirstWrite))
+    assert StallOnFirstWrite.stalled and not report.ok
+    # the rewrite's clean-up of its written file is refused too, and must not replace the reason with another one
+    assert [message for _, message in report.errors] == [
+        f"the maintenance lease on {root} expired; stopping before the next change"
+    ]
+    assert snapshot_ids(root) == [1, 2, 3, 4, 5, 6]  # nothing committed, nothing expired
