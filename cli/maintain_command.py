@@ -2,7 +2,8 @@
 
 Exit codes: 0 when every table succeeded (or had nothing due, or was leased by another maintainer), 1 when any
 table failed (the others still ran), 2 for usage errors (a bad flag, config file or target), found before any table
-is touched.
+is touched. ``--watch`` ends on SIGTERM/SIGINT with the same rule applied to each table's last pass: 1 when the last
+pass of any table failed, else 0 (a table that failed earlier and was maintained since counts as succeeded).
 """
 
 from __future__ import annotations
@@ -59,13 +60,18 @@ class _Output:
         self.as_json = as_json
         self.metrics_file = metrics_file
         self.latest: dict[str, TableReport] = {}
-        self.failed = False
+        """Each table's last report: what the exit status and the metrics file follow."""
         self.lock = threading.Lock()
+
+    @property
+    def failed(self) -> bool:
+        """Whether the last pass of any table failed (a table that failed once and was maintained since is ok)."""
+        with self.lock:
+            return any(not report.ok for report in self.latest.values())
 
     def __call__(self, report: TableReport) -> None:
         with self.lock:
             self.latest[report.location] = report
-            self.failed |= not report.ok
             if self.as_json:
                 click.echo(json.dumps(report.to_json(), default=str, separators=(",", ":")))
             else:
@@ -114,6 +120,11 @@ def maintain(
     \b
     cron:    */10 * * * * tablefmt maintain s3://lake/warehouse --metrics-file /var/lib/node_exporter/tablefmt.prom
     daemon:  tablefmt maintain --watch /data/warehouse
+
+    Exit status: 0 when every table's pass succeeded (or had nothing due, or the table was leased by another
+    maintainer), 1 when a table's pass failed, 2 for a bad flag, config file or target (one that does not exist).
+    --watch runs until SIGTERM or SIGINT, lets the running passes finish, then exits 1 if the last pass of any table
+    failed, else 0.
     """
     try:
         settings = _settings(config, parse_storage_options(storage_options), parallel)

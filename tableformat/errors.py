@@ -38,6 +38,11 @@ class TableNotFoundError(TableFormatError, FileNotFoundError):
     """No table (no schema file) at the given location."""
 
 
+class TargetNotFoundError(ValidationError, FileNotFoundError):
+    """A maintenance target (a table, a ``<db>.db`` directory or a warehouse) that does not exist: a typo in a cron
+    line must fail, not maintain nothing. On object stores a prefix with no objects does not exist."""
+
+
 class TableAlreadyExistsError(TableFormatError, FileExistsError):
     """Table.create was asked to create a table where one already exists."""
 

@@ -1,4 +1,5 @@
-"""The shared kernel of every maintenance operation: its shape, one deleter, one clock, one result base."""
+"""The shared kernel of every maintenance operation: its shape, one deleter, one clock, one result base, and the
+ledger that accounts for an operation stopped midway (:mod:`.ledger`)."""
 
 from .clock import Clock, system_clock
 from .deleter import Deleter, DeletionFile, Progress

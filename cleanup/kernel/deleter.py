@@ -24,6 +24,8 @@ from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
 from tableformat.parallel import executor
 
+from .ledger import note_deleted
+
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
@@ -169,8 +171,15 @@ class Deleter:
                 gone += self._record(*self._batch(batch, listed))
             return gone
         with executor(min(self.threads, len(batches)), "tablefmt-delete") as pool:
-            for outcome in pool.map(lambda batch: self._batch(batch, listed), batches):
-                gone += self._record(*outcome)
+            futures = [pool.submit(self._batch, batch, listed) for batch in batches]
+        raised: BaseException | None = None
+        for future in futures:  # every batch that went through is recorded, also when another one raised
+            try:
+                gone += self._record(*future.result())
+            except BaseException as exc:  # e.g. the lease guard refused this batch: re-raised once all are recorded
+                raised = raised or exc
+        if raised is not None:
+            raise raised
         return gone
 
     def _record(
@@ -183,6 +192,7 @@ class Deleter:
             log.info("%s %s", self.label, rel)
             self.deleted.append(rel)
             self.deleted_bytes += size
+            note_deleted(rel, size)
         for failure in failed:
             log.warning("could not delete %s", failure)
         self.failures += failed

@@ -17,7 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import uuid
+from typing import NoReturn
 
 from tableformat.errors import LeaseLostError
 from tableformat.model.maintain import Lease
@@ -50,6 +52,11 @@ class TableLease:
         self.held: Lease | None = None
         self.holder: Lease | None = None
         """The other maintainer's live lease when acquire() returned False (None: lost a race to create)."""
+        self.lost = ""
+        """Why the lease was lost ('' while held, or when never taken or released): every later check says it."""
+        self._lock = threading.Lock()
+        """One check at a time: a deleter's parallel batches check at once, and two of them renewing together would
+        race for the same next generation (the loser taking it for a takeover)."""
 
     def _new(self, generation: int, expires_ms: int | None = None) -> Lease:
         now = self.clock()
@@ -75,7 +82,7 @@ class TableLease:
         if not self.store.create_lease(lease):
             self.holder = None
             return False
-        self.held = lease
+        self.held, self.lost = lease, ""
         if top is not None and top.owner != self.owner and not top.released:
             log.warning("took over the expired maintenance lease of %s (pid %d) on %s", top.host, top.pid, self.where)
         self._delete_older(generations)
@@ -92,29 +99,34 @@ class TableLease:
             log.info("could not delete old lease files of %s: %s", self.where, exc)
 
     def check(self) -> None:
-        """Raise LeaseLostError unless this maintainer still holds the lease; renew it when half has passed."""
-        held = self.held
-        if held is None:
-            raise LeaseLostError(f"no maintenance lease held on {self.where}")
-        now = self.clock()
-        if now >= held.expires_ms:
-            self.held = None
-            raise LeaseLostError(f"the maintenance lease on {self.where} expired; stopping before the next change")
-        if now >= held.acquired_ms + self.duration_ms // 2:
-            renewed = self._new(held.generation + 1)
-            if not self.store.create_lease(renewed):
-                self.held = None
-                raise LeaseLostError(f"the maintenance lease on {self.where} was taken over; stopping")
-            self.held = renewed
-            self._delete_older([held.generation])
-            return
-        if self.store.lease_exists(held.generation + 1):
-            self.held = None
-            raise LeaseLostError(f"the maintenance lease on {self.where} was taken over; stopping")
+        """Raise LeaseLostError unless this maintainer still holds the lease; renew it when half has passed. Once
+        lost, every later check raises with the same reason (expired, taken over): a clean-up that writes after the
+        first refusal must not report the loss as 'no lease held'."""
+        with self._lock:
+            held = self.held
+            if held is None:
+                raise LeaseLostError(self.lost or f"no maintenance lease held on {self.where}")
+            now = self.clock()
+            if now >= held.expires_ms:
+                self._lose(f"the maintenance lease on {self.where} expired; stopping before the next change")
+            if now >= held.acquired_ms + self.duration_ms // 2:
+                renewed = self._new(held.generation + 1)
+                if not self.store.create_lease(renewed):
+                    self._lose(f"the maintenance lease on {self.where} was taken over; stopping")
+                self.held = renewed
+                self._delete_older([held.generation])
+                return
+            if self.store.lease_exists(held.generation + 1):
+                self._lose(f"the maintenance lease on {self.where} was taken over; stopping")
+
+    def _lose(self, reason: str) -> NoReturn:
+        self.held, self.lost = None, reason
+        raise LeaseLostError(reason)
 
     def release(self) -> None:
         """Give the lease up (a released next generation), unless it was lost meanwhile."""
-        held, self.held = self.held, None
+        with self._lock:
+            held, self.held = self.held, None
         if held is None:
             return
         try:

@@ -6,6 +6,10 @@ whose interval has passed; nothing else is read. When something is due, the tabl
 the lease (another maintainer may have just done the work: then nothing runs), and the due operations run in the
 registry's order through a FileIO that checks the lease before every change. Each operation's failure is reported
 and the later ones still run. The state is written last, by the lease holder.
+
+When the lease is lost (expired, or taken over), nothing more changes: the operations that finished are reported
+with their results, the one that was running with what it deleted and committed until then (its ledger, a
+StoppedResult), the later ones do not run, and the state is not written; the report says why in ``lease_lost``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from tableformat.store import MetadataStore
 
 from ..kernel import Cadence, Operation, OperationResult, run_operation
 from ..kernel.clock import Clock, system_clock
+from ..kernel.ledger import CommitNotingFileIO, recording
 from ..registry import OPERATIONS
 from .config import MaintainSettings
 from .keep_up import KeepUp, assess, count_ingest, merge_hours, operation_limits
@@ -64,6 +69,10 @@ class TableReport:
     """(operation or '' for the table itself, one-line error)."""
     skipped: str = ""
     """Why nothing ran ('' when something ran): nothing due, leased by another maintainer, ..."""
+    lease_lost: str = ""
+    """Why the pass lost its lease midway ('' when it did not): expired or taken over. ``operations`` then holds
+    what ran until the loss (the operation it stopped as a StoppedResult: what it deleted and committed), and the
+    state was not written (the next pass judges from the previous one)."""
     keep_up: KeepUp | None = None
     next_due_ms: int | None = None
     """The earliest time an operation of this table is due again (None: unknown, e.g. after an error)."""
@@ -93,6 +102,7 @@ class TableReport:
             "ok": self.ok,
             "error": "; ".join(f"{op}: {msg}" if op else msg for op, msg in self.errors) or None,
             "skipped": self.skipped or None,
+            "lease_lost": self.lease_lost or None,
             "keep_up": None if self.keep_up is None else self.keep_up.to_json(),
             "next_due_ms": self.next_due_ms,
             "last_success_ms": self.last_success_ms,
@@ -152,6 +162,12 @@ class _Run:
     ran: list[tuple[str, OperationResult]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     states: dict[str, OperationState] = field(default_factory=dict)
+    lease_lost: str = ""
+
+    def lose_lease(self, operation: str, exc: LeaseLostError) -> None:
+        """The lease was lost during ``operation`` ('' for the pass's own writes): nothing more may change."""
+        self.lease_lost = _one_line(exc)
+        self.errors.append((operation, self.lease_lost))
 
 
 def _run_operations(
@@ -177,9 +193,12 @@ def _run_operations(
             continue
         previous = run.states.get(op.name, OperationState())
         try:
-            result = run_operation(op, ctx, {}, dry_run=dry_run, now_ms=now)
-        except LeaseLostError:
-            raise
+            with recording() as ledger:
+                result = run_operation(op, ctx, {}, dry_run=dry_run, now_ms=now)
+        except LeaseLostError as exc:  # what it changed until then is reported; the later operations do not run
+            run.ran.append((op.name, ledger.stopped(_one_line(exc))))
+            run.lose_lease(op.name, exc)
+            return run
         except Exception as exc:  # one operation's failure must not stop the others
             log.debug("%s failed on %s", op.name, ctx.location, exc_info=True)
             failed = not isinstance(exc, TableBusyError)  # a rollback holds the table: no failure, due again soon
@@ -310,7 +329,7 @@ def _pass(
     due = due_names(settings, found, now)
     if not due:
         return _skipped(target, "nothing due (another maintainer has just run it)", started, found.state)
-    file_io = store.io if lease is None else GuardedFileIO(store.io, lease.check)
+    file_io = store.io if lease is None else GuardedFileIO(CommitNotingFileIO(store.io, store.layout), lease.check)
     guarded = MetadataStore(file_io, store.layout)
     ctx = TableContext(
         location=target.location, io=file_io, layout=store.layout, store=guarded, schema=guarded.latest_schema()
@@ -323,20 +342,24 @@ def _pass(
         ingest_error = None
     except (TableFormatError, OSError) as exc:  # reported after the operations, which still run
         ingest, ingest_error = ([], before.counted_snapshot_id), ("keep-up", _one_line(exc))
-    try:
-        run = _run_operations(ctx, due, found.state, settings, clock, dry_run=lease is None)
-        if ingest_error is not None:
-            run.errors.append(ingest_error)
-    except LeaseLostError as exc:
+    run = _run_operations(ctx, due, found.state, settings, clock, dry_run=lease is None)
+    if ingest_error is not None:
+        run.errors.append(ingest_error)
+    state = _new_state(found, run, ingest, settings, clock())
+    if lease is not None and not run.lease_lost:
+        try:
+            guarded.write_maintain_state(state)
+        except LeaseLostError as exc:
+            run.lose_lease("", exc)
+    if run.lease_lost:
         return TableReport(
             table=target.name,
             location=target.location,
-            errors=(("", _one_line(exc)),),
+            operations=tuple(run.ran),
+            errors=tuple(run.errors),
+            lease_lost=run.lease_lost,
             seconds=time.perf_counter() - started,
         )
-    state = _new_state(found, run, ingest, settings, clock())
-    if lease is not None:
-        guarded.write_maintain_state(state)
     next_due, on_change = _next_due(state)
     limits = operation_limits(ctx, _operations(settings))
     return TableReport(

@@ -2,7 +2,9 @@
 
 A warehouse is ``WAREHOUSE/<db>.db/<table>/`` with ``schema/`` in each table (Paimon's filesystem catalog), local or
 on an object store; a ``<db>.db`` directory may be given alone. Discovery runs on every pass, so tables created or
-dropped meanwhile are picked up. Nothing here reads a file: it lists directories only.
+dropped meanwhile are picked up. Nothing here reads a file: it lists directories only (and, for a target whose
+listing is empty, asks whether it exists: a target that does not exist is refused, an empty directory holds no
+table).
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tableformat.errors import ValidationError
+from tableformat.errors import TargetNotFoundError, ValidationError
 from tableformat.io.factory import open_location
-from tableformat.io.fileio import FileIO
+from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.layout import SCHEMA_PREFIX, TableLayout, parse_id
 
 DATABASE_SUFFIX = ".db"
@@ -41,13 +43,15 @@ def _schema_ids(file_io: FileIO, root: str) -> list[int]:
     return sorted(i for i in ids if i is not None)
 
 
-def _subdirs(file_io: FileIO, path: str) -> list[str]:
-    return sorted(info.name for info in file_io.list_dir(path) if info.is_dir and not info.name.startswith((".", "_")))
+def _subdirs(children: list[FileInfo]) -> list[str]:
+    return sorted(info.name for info in children if info.is_dir and not info.name.startswith((".", "_")))
 
 
-def _tables_of_database(file_io: FileIO, db_path: str, db_name: str) -> list[TableTarget]:
+def _tables_of_database(
+    file_io: FileIO, db_path: str, db_name: str, children: list[FileInfo] | None = None
+) -> list[TableTarget]:
     found = []
-    for name in _subdirs(file_io, db_path):
+    for name in _subdirs(file_io.list_dir(db_path) if children is None else children):
         root = f"{db_path.rstrip('/')}/{name}"
         schema_ids = _schema_ids(file_io, root)
         if schema_ids:
@@ -55,24 +59,36 @@ def _tables_of_database(file_io: FileIO, db_path: str, db_name: str) -> list[Tab
     return found
 
 
+def _neither(target: str) -> ValidationError:
+    return ValidationError(f"{target}: neither a table (no schema/) nor a warehouse (no <db>.db directory)")
+
+
 def discover(
     target: str, storage_options: Mapping[str, Any] | None = None, opener: Opener = open_location
 ) -> list[TableTarget]:
     """The tables ``target`` names: itself when it is a table, else the tables of its databases.
 
-    ValidationError when it is neither a table nor a warehouse or database holding at least one ``*.db``/table
-    directory (a typo must not silently maintain nothing).
+    TargetNotFoundError when nothing is there (a typo must not silently maintain nothing; on object stores: no
+    object below the prefix); an existing empty directory holds no table. ValidationError when it is something
+    else: a file, or a directory holding neither ``schema/`` nor a ``*.db`` directory.
     """
     file_io, root = opener(target, dict(storage_options or {}))
     schema_ids = _schema_ids(file_io, root)
     if schema_ids:
         return [TableTarget(name=target.rstrip("/"), location=target.rstrip("/"), schema_id=schema_ids[-1])]
+    children = file_io.list_dir(root)
+    if not children:  # two more requests, only here: does the (empty) directory exist, or is it a file?
+        if not file_io.exists(root):
+            raise TargetNotFoundError(f"{target}: does not exist")
+        if file_io.stat_file(root) is not None:
+            raise _neither(target)
+        return []
     base = root.rstrip("/").rsplit("/", 1)[-1]
     if base.endswith(DATABASE_SUFFIX):
-        return _tables_of_database(file_io, root, base[: -len(DATABASE_SUFFIX)])
-    databases = [d for d in _subdirs(file_io, root) if d.endswith(DATABASE_SUFFIX)]
+        return _tables_of_database(file_io, root, base[: -len(DATABASE_SUFFIX)], children)
+    databases = [d for d in _subdirs(children) if d.endswith(DATABASE_SUFFIX)]
     if not databases:
-        raise ValidationError(f"{target}: neither a table (no schema/) nor a warehouse (no <db>.db directory)")
+        raise _neither(target)
     tables: list[TableTarget] = []
     for db in databases:
         tables += _tables_of_database(file_io, f"{root.rstrip('/')}/{db}", db[: -len(DATABASE_SUFFIX)])

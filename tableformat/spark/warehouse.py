@@ -42,7 +42,8 @@ def maintain_warehouse(
 
     ``settings`` (or the TOML file ``config``) as for ``tablefmt maintain``; ``storage_options`` are added to
     theirs. Errors of a table are in its report (``ok`` False), never raised; a bad config or target raises
-    ValidationError before any table is touched.
+    ValidationError before any table is touched (TargetNotFoundError, a ValidationError and a FileNotFoundError,
+    for a target that does not exist, as ``tablefmt maintain`` refuses it with exit code 2).
     """
     chosen = settings if settings is not None else load_settings(config)
     if storage_options:

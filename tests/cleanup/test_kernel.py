@@ -15,10 +15,11 @@ from click.testing import CliRunner
 from tableformat.cleanup import after_commit, registry
 from tableformat.cleanup.kernel import Deleter, Operation, OperationResult, Parameter, Progress, run_operation
 from tableformat.cleanup.kernel.deleter import ORDERED_BATCH
+from tableformat.cleanup.kernel.ledger import recording
 from tableformat.cli.main import cli
 from tableformat.cli.operation_commands import operation_command
 from tableformat.context import TableContext
-from tableformat.errors import DeleteFailedError, ValidationError
+from tableformat.errors import DeleteFailedError, LeaseLostError, ValidationError
 from tableformat.io.local import LocalFileIO
 from tableformat.layout import TableLayout
 from tableformat.table import Table
@@ -79,6 +80,41 @@ def test_deleter_ordered_batches_and_recorded_failures(tmp_path: Path) -> None:
     assert deleter.failures == ["data-0066.parquet: busy"]
     assert isinstance(deleter.first_error, DeleteFailedError)
     assert len(deleter.deleted) == 69 and (tmp_path / "part=0" / "bucket-0" / "data-0066.parquet").exists()
+
+
+class GuardRefusingIO(LocalFileIO):
+    """Raises (not OSError: as the maintainer's lease guard does) for the batch holding ``refuse``."""
+
+    def __init__(self, refuse: str) -> None:
+        self.refuse = refuse
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        if any(p.endswith(self.refuse) for p in paths):
+            raise LeaseLostError("the maintenance lease expired")
+        return super().delete_files(paths)
+
+
+def test_parallel_batches_that_went_through_are_recorded_when_another_raises(tmp_path: Path) -> None:
+    files = planted(tmp_path, 300)
+    deleter = Deleter(GuardRefusingIO(refuse="data-0000.parquet"), TableLayout(str(tmp_path)), 3)
+    with recording() as ledger, pytest.raises(LeaseLostError):
+        deleter.delete(files)  # three batches of 100 on three threads; the first is refused
+    went = files[100:]
+    assert deleter.deleted == [p for p, _ in went] and deleter.deleted_bytes == sum(s for _, s in went)
+    assert ledger.deleted == went  # the ledger is what a stopped operation reports
+    assert ledger.stopped("lease lost").to_json() == {
+        "dry_run": False,
+        "deleted_paths": [p for p, _ in went],
+        "deleted_bytes": sum(s for _, s in went),
+        "removed_dirs": [],
+        "notes": [],
+        "backlog": 0,
+        "stopped": "lease lost",
+        "snapshot_ids": [],
+    }
+    assert sorted(p.name for p in (tmp_path / "part=0" / "bucket-0").iterdir()) == [
+        f"data-{i:04d}.parquet" for i in range(100)
+    ]
 
 
 class RefusingIO(LocalFileIO):

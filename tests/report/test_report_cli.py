@@ -70,8 +70,8 @@ def test_include_exclude_and_overrides_come_from_the_maintain_config(tmp_path: P
 
 def test_usage_errors_exit_2_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    code, _, err = _run(str(tmp_path / "empty"), "--html", str(tmp_path / "x.html"))
-    assert code == 2 and "neither a table" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _run(str(tmp_path / "missing"), "--html", str(tmp_path / "x.html"))
+    assert (code, err) == (2, f"error: {tmp_path / 'missing'}: does not exist\n")
     code, _, err = _run(str(tmp_path / "empty"))
     assert code == 2 and "give --html FILE, --json, or both" in err
     table = build_events(tmp_path / "t", days=3, orphans=False)

@@ -183,10 +183,30 @@ def test_a_dry_run_reports_what_is_due_and_changes_nothing(tmp_path: Path) -> No
     assert snapshot_ids(tables["sales.orders"]) == [1, 2, 3, 4, 5, 6]
 
 
-@pytest.mark.parametrize("target", ["wh/missing", "wh/sales.db/orders/snapshot"])
+@pytest.mark.parametrize("target", ["wh/sales.db/orders/snapshot", "wh/sales.db/orders/snapshot/LATEST"])
 def test_a_target_that_is_neither_table_nor_warehouse_is_refused(tmp_path: Path, target: str) -> None:
-    from tableformat.errors import ValidationError
+    from tableformat.errors import TargetNotFoundError, ValidationError
 
     make_warehouse(tmp_path / "wh", {"sales": ["orders"]}, commits=1)
-    with pytest.raises(ValidationError, match="neither a table"):
+    with pytest.raises(ValidationError, match="neither a table") as raised:
         Maintainer([str(tmp_path / target)], MaintainSettings()).discover()
+    assert not isinstance(raised.value, TargetNotFoundError)
+
+
+@pytest.mark.parametrize("target", ["wh/typo.db", "wh/sales.db/ordres", "missing", "missing/sales.db"])
+def test_a_target_that_does_not_exist_is_refused_by_name(tmp_path: Path, target: str) -> None:
+    from tableformat.errors import TargetNotFoundError
+
+    make_warehouse(tmp_path / "wh", {"sales": ["orders"]}, commits=1)
+    missing = str(tmp_path / target)
+    with pytest.raises(TargetNotFoundError) as raised:
+        Maintainer([str(tmp_path / "wh"), missing], MaintainSettings()).discover()
+    assert str(raised.value) == f"{missing}: does not exist"
+    assert isinstance(raised.value, FileNotFoundError)
+
+
+def test_an_existing_empty_warehouse_or_database_is_zero_tables(tmp_path: Path) -> None:
+    (tmp_path / "wh" / "new.db").mkdir(parents=True)
+    (tmp_path / "empty").mkdir()
+    targets = [str(tmp_path / "wh"), str(tmp_path / "wh" / "new.db"), str(tmp_path / "empty")]
+    assert Maintainer(targets, MaintainSettings()).discover() == []

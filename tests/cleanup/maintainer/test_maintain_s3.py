@@ -11,6 +11,7 @@ from support.warehouses import RETAIN, SCHEMA, FakeClock
 
 from tableformat.cleanup.maintainer import Maintainer, MaintainSettings, TableLease
 from tableformat.context import TableContext
+from tableformat.errors import TargetNotFoundError
 from tableformat.table import Table
 
 pytestmark = pytest.mark.s3
@@ -41,3 +42,14 @@ def test_a_warehouse_on_s3_is_discovered_leased_and_maintained(s3_root: tuple[st
     taken = maintainer.run_once()
     assert [r.skipped for r in taken] == ["", ""] and all(r.ok for r in taken)
     assert ctx.store.lease_generations()[-1] >= 2  # taken over, then released: new generations, never overwritten
+
+
+def test_a_prefix_with_no_objects_does_not_exist(s3_root: tuple[str, dict[str, Any]]) -> None:
+    url, options = s3_root
+    Table.create(f"{url}/wh/sales.db/orders", SCHEMA, [], dict(RETAIN), options)
+    settings = MaintainSettings(storage_options=options)
+    assert [t.name for t in Maintainer([f"{url}/wh"], settings).discover()] == ["sales.orders"]
+    for missing in (f"{url}/wh/typo.db", f"{url}/wh/sales.db/ordres", f"{url}/whh"):
+        with pytest.raises(TargetNotFoundError) as raised:
+            Maintainer([f"{url}/wh", missing], settings).discover()
+        assert str(raised.value) == f"{missing}: does not exist"

@@ -42,3 +42,12 @@ def test_every_table_is_maintained_once_on_the_executors_with_the_clis_reports(s
     assert [r.skipped for r in again] == ["nothing due"] * 4
     soon = {r.table for r in again if r.next_due_ms is not None and r.next_due_ms - r.last_success_ms <= 60_000}
     assert soon == {"sales.refunds"}  # its backlog brings it back after backlog-retry (1 min), the rest in 1 h
+
+
+def test_a_target_that_does_not_exist_raises_before_any_task(spark: Any, tmp_path: Path) -> None:
+    from tableformat.errors import TargetNotFoundError
+
+    make_warehouse(tmp_path / "wh", {"sales": ["orders"]}, commits=1)
+    missing = str(tmp_path / "wh" / "typo.db")
+    with pytest.raises(TargetNotFoundError, match=f"^{missing}: does not exist$"):
+        maintain_warehouse(spark, [str(tmp_path / "wh"), missing])
