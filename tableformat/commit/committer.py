@@ -29,6 +29,7 @@ from tableformat.errors import (
     CommitStateUnknownError,
     MissingMetadataError,
     SnapshotNotFoundError,
+    TableFormatError,
     ValidationError,
 )
 from tableformat.layout import NameFactory
@@ -331,7 +332,14 @@ class Committer:
             if not ambiguous:  # after an ambiguous write, a late-landing snapshot could still need these files
                 self._discard(written)
             return _Lost()
-        if self._created_below_the_frontier(snapshot, request):
+        try:
+            below = self._created_below_the_frontier(snapshot, request)
+        except (TableFormatError, OSError) as exc:  # snapshot-N exists: whether it counts is unknown, keep its files
+            raise CommitStateUnknownError(
+                f"snapshot {snapshot.id} was created, but a newer snapshot could not be read to confirm it ({exc}); "
+                "re-run the commit with the same commit user and identifier to resolve it"
+            ) from exc
+        if below:
             # snapshot-N was free, but newer snapshots exist that do not descend from ours: nothing of this attempt
             # is part of the table.
             self.store.io.delete_files([self.store.layout.snapshot_file(snapshot.id)])
