@@ -217,13 +217,8 @@ def _run_operations(
         failures = result.failures()
         if failures:
             run.errors.append((op.name, f"{len(failures)} file(s) could not be deleted, e.g. {failures[0]}"))
-        wait = (
-            settings.poll_interval_ms
-            if failures
-            else settings.backlog_retry_ms
-            if result.backlog
-            else cadence.interval_ms
-        )
+        retry = settings.backlog_retry_ms if result.backlog else cadence.interval_ms
+        wait = settings.poll_interval_ms if failures else retry
         run.states[op.name] = OperationState(
             last_run_ms=now,
             next_due_ms=now + wait,

@@ -58,7 +58,7 @@ def test_remove_orphans_on_s3(s3_root: tuple[str, dict[str, Any]], monkeypatch: 
     result = remove_orphan_files(ctx, now_ms=future)
     assert result.deleted_paths == dry.deleted_paths
     assert result.skipped_unknown == ("part=0/bucket-0/notes.txt",)
-    assert batch_sizes == [7]  # one call: the census listed them all, S3 sends one DeleteObjects
+    assert batch_sizes == [7, 1]  # one call: the census listed them all, S3 sends one DeleteObjects; then the claim
     assert not any(io.exists(layout.join(rel)) for rel in expected)
     assert io.exists(layout.join("part=0/bucket-0/notes.txt"))
     reopened = Table.open(location, options)

@@ -100,7 +100,7 @@ def test_crash_at_journal_and_hint_writes(kit, tmp_path, scenario, point) -> Non
     assert before <= files_under(copy)  # nothing deleted
     readable(copy, rows, tags)
     again = expire_snapshots(ctx, **SETTINGS, now_ms=FAR_FUTURE_MS)
-    assert len(again.completed_journals) == (0 if point == 1 else 1)
+    assert len(again.completed_journals) == (0 if point == 2 else 1)
     assert tree_bytes(copy) == expected
 
 
