@@ -5,7 +5,9 @@ The probe is three small requests: the maintain state (``.tablefmt/maintain-stat
 whose interval has passed; nothing else is read. When something is due, the table is leased, probed again under
 the lease (another maintainer may have just done the work: then nothing runs), and the due operations run in the
 registry's order through a FileIO that checks the lease before every change. Each operation's failure is reported
-and the later ones still run. The state is written last, by the lease holder.
+and the later ones still run; an operation that lost a race with snapshot expiration (the snapshot it read was
+expired meanwhile, SnapshotExpiredWhileReadingError) is reported as such, not as a failure, and is due again after
+``backlog-retry``. The state is written last, by the lease holder.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tableformat.context import TableContext
-from tableformat.errors import CorruptMetadataError, LeaseLostError, TableFormatError
+from tableformat.errors import (
+    CorruptMetadataError,
+    LeaseLostError,
+    SnapshotExpiredWhileReadingError,
+    TableFormatError,
+)
 from tableformat.io.factory import open_location
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
@@ -62,6 +69,10 @@ class TableReport:
     operations: tuple[tuple[str, OperationResult], ...] = ()
     errors: tuple[tuple[str, str], ...] = ()
     """(operation or '' for the table itself, one-line error)."""
+    lost_races: tuple[tuple[str, str], ...] = ()
+    """(operation, one line): operations that stopped because snapshot expiration removed, while they read it, the
+    snapshot they worked on (SnapshotExpiredWhileReadingError, after their own re-plans). Not failures: nothing is
+    wrong with the table, and the operation is due again after ``backlog-retry``."""
     skipped: str = ""
     """Why nothing ran ('' when something ran): nothing due, leased by another maintainer, ..."""
     keep_up: KeepUp | None = None
@@ -92,6 +103,7 @@ class TableReport:
             "operations": {name: result.to_json() for name, result in self.operations},
             "ok": self.ok,
             "error": "; ".join(f"{op}: {msg}" if op else msg for op, msg in self.errors) or None,
+            "lost_races": dict(self.lost_races),
             "skipped": self.skipped or None,
             "keep_up": None if self.keep_up is None else self.keep_up.to_json(),
             "next_due_ms": self.next_due_ms,
@@ -151,6 +163,7 @@ class _Run:
 
     ran: list[tuple[str, OperationResult]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
+    lost_races: list[tuple[str, str]] = field(default_factory=list)
     states: dict[str, OperationState] = field(default_factory=dict)
 
 
@@ -180,6 +193,12 @@ def _run_operations(
             result = run_operation(op, ctx, {}, dry_run=dry_run, now_ms=now)
         except LeaseLostError:
             raise
+        except SnapshotExpiredWhileReadingError as exc:  # a lost race with snapshot expiration, not a failure
+            log.info("%s on %s lost a race with snapshot expiration: %s", op.name, ctx.location, exc)
+            run.lost_races.append((op.name, _one_line(exc)))
+            due_again = now + settings.backlog_retry_ms  # its work is still to do: soon, as after a bounded run
+            run.states[op.name] = replace(previous, last_run_ms=now, next_due_ms=due_again, on_change=cadence.on_change)
+            continue
         except Exception as exc:  # one operation's failure must not stop the others
             log.debug("%s failed on %s", op.name, ctx.location, exc_info=True)
             run.errors.append((op.name, _one_line(exc)))
@@ -193,24 +212,37 @@ def _run_operations(
             )
             continue
         run.ran.append((op.name, result))
-        failures = result.failures()
-        if failures:
-            run.errors.append((op.name, f"{len(failures)} file(s) could not be deleted, e.g. {failures[0]}"))
-        wait = (
-            settings.poll_interval_ms
-            if failures
-            else settings.backlog_retry_ms
-            if result.backlog
-            else cadence.interval_ms
-        )
-        run.states[op.name] = OperationState(
-            last_run_ms=now,
-            next_due_ms=now + wait,
-            backlog=result.backlog,
-            on_change=cadence.on_change,
-            failures=previous.failures + 1 if failures else 0,
-        )
+        run.states[op.name] = _after(run, op.name, result, previous, now, cadence, settings)
     return run
+
+
+def _after(
+    run: _Run,
+    name: str,
+    result: OperationResult,
+    previous: OperationState,
+    now: int,
+    cadence: Cadence,
+    settings: MaintainSettings,
+) -> OperationState:
+    """The state of an operation that ran (its undeleted files are the pass's errors): when it is due again."""
+    failures = result.failures()
+    if failures:
+        run.errors.append((name, f"{len(failures)} file(s) could not be deleted, e.g. {failures[0]}"))
+    wait = (
+        settings.poll_interval_ms
+        if failures
+        else settings.backlog_retry_ms
+        if result.backlog
+        else cadence.interval_ms
+    )
+    return OperationState(
+        last_run_ms=now,
+        next_due_ms=now + wait,
+        backlog=result.backlog,
+        on_change=cadence.on_change,
+        failures=previous.failures + 1 if failures else 0,
+    )
 
 
 def _new_state(
@@ -342,6 +374,7 @@ def _pass(
         location=target.location,
         operations=tuple(run.ran),
         errors=tuple(run.errors),
+        lost_races=tuple(run.lost_races),
         keep_up=assess(state, clock(), settings.keep_up_window_ms, limits, settings.backlog_retry_ms),
         next_due_ms=next_due,
         watch_changes=on_change,
