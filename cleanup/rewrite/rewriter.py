@@ -10,7 +10,8 @@ or partition drop took it), the units that need it are abandoned, their new file
 committed again; rows a concurrent writer appended are never touched. A failure before the commit removes every
 file the batch wrote; an unknown commit outcome keeps them (the snapshot may reference them). A planned file found
 missing after the snapshots it was known live in were expired is a lost race (:mod:`.races`): the batch's files
-are removed and SnapshotExpiredWhileReadingError tells the caller to plan again (then :meth:`Rewriter.rebase`).
+are removed and SnapshotExpiredWhileReadingError tells the caller to plan again (then :meth:`Rewriter.rebase`). A
+commit whose snapshot id had been taken and expired while it was prepared is made again (G2b).
 
 Metadata-only drops (files whose every row is expired) use the same guarded REPLACE without new files.
 """
@@ -22,18 +23,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
+from tableformat.commit.committer import ChangeKind, CommitRequest, CommitResult, Committer
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.rolling_writer import RollingFileWriter
 from tableformat.context import TableContext
-from tableformat.errors import CommitStateUnknownError
+from tableformat.errors import CommitConflictError, CommitStateUnknownError
 from tableformat.layout import NameFactory
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.snapshot import CommitKind
 from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import RecordTTL
 
-from .races import MISSING_FILE_ERRORS, raise_if_expired
+from .races import MISSING_FILE_ERRORS, REPLANS, raise_if_expired
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ class Rewriter:
             yield from self.reader.iter_entry_batches(entry, BATCH_ROWS)
 
     # --- commit ------------------------------------------------------------------------------------------------
-    def _commit(self, replaced: Sequence[ManifestEntry], new_files: Sequence[NewDataFile]) -> Any:
+    def _commit(self, replaced: Sequence[ManifestEntry], new_files: Sequence[NewDataFile]) -> CommitResult:
         request = CommitRequest(
             kind=ChangeKind.REPLACE,
             new_files=tuple(new_files),
@@ -214,12 +215,26 @@ class Rewriter:
             commit_identifier=next(self._identifiers),
             properties=dict(self.settings.properties),
         )
-        result = Committer(self.ctx.store, self.schema).commit(request)
+        result = self._commit_once(request)
         if result.created and result.snapshot is not None and result.snapshot.id - 1 == self.live_in:
             self.live_in = result.snapshot.id  # our commit directly on top: the other planned files stay live
         else:
             self.live_in = None
         return result
+
+    def _commit_once(self, request: CommitRequest) -> CommitResult:
+        """Commit ``request``, again when the snapshot id it took had been used and expired while it was prepared
+        (G2b's CommitConflictError, the only one a REPLACE raises: a retention shorter than the commit took; nothing
+        was committed, and the same request, same identifier, commits once), at most :data:`REPLANS` more times."""
+        attempt = 0
+        while True:
+            try:
+                return Committer(self.ctx.store, self.schema).commit(request)
+            except CommitConflictError as exc:
+                attempt += 1
+                if attempt > REPLANS:
+                    raise
+                log.info("rewrite commit retried: %s", exc)
 
     def _remove(self, paths: Sequence[str]) -> None:
         if not paths:

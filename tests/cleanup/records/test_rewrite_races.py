@@ -7,6 +7,7 @@ missing file while the planned snapshot still exists stays a real error. The int
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from tableformat.errors import (
     SnapshotNotFoundError,
     StorageError,
 )
+from tableformat.io.fileio import FileIO
+from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.table import Table
 
 KIND = TIME_TYPES[4]  # TIMESTAMP(6)
@@ -197,3 +200,39 @@ def test_a_file_missing_while_its_snapshot_exists_is_still_an_error(tmp_path: Pa
     with pytest.raises(CorruptMetadataError, match="manifest list is missing"):
         expire_records(Table.open(table.location).context, now_ms=NOW)  # a fresh store: no list read before
     assert Table.open(table.location).latest_snapshot().id == 2  # nothing committed
+
+
+class _BeforeSnapshotCreate(ForwardingFileIO):
+    """Runs ``action`` once, just before the first ``snapshot-N`` is created through it."""
+
+    def __init__(self, inner: FileIO, action: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self.action: Callable[[], None] | None = action
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        if self.action is not None and path.rsplit("/", 1)[-1].startswith("snapshot-"):
+            action, self.action = self.action, None
+            action()
+        return self.inner.write_if_absent(path, data)
+
+
+def test_a_rewrite_commit_whose_snapshot_id_was_taken_and_expired_meanwhile_is_made_again(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    append(table, KIND, [0], [NOW - DAY])
+    append(table, KIND, [1], [NOW - DAY])
+    planned = _live(table)
+    other = Table.open(table.location)
+
+    def race() -> None:  # snapshots 3 and 4 by another writer, then only 4 is kept: id 3 is free again, but used
+        append(other, KIND, [2], [NOW - DAY])
+        append(other, KIND, [3], [NOW - DAY])
+        _expire_all_but_latest(other)
+
+    result = compact(faulty_context(table.context, _BeforeSnapshotCreate(table.context.io, race)), now_ms=NOW)
+    # G2b refused snapshot 3 (nothing committed); the same commit was made again on snapshot 4
+    assert result.snapshot_ids == (5,) and _names(result.compacted_files) == planned
+    assert _live(table) == _names(result.written_files) | (_live(other) - _names(result.written_files))
+    assert len(_live(table)) == 3  # the compacted file and the other's two
+    assert [r[0] for r in rows(table, include_expired=True)] == [0, 1, 2, 3]
+    assert _on_disk(root) == _live(table) | planned and table.check().ok  # the replaced files: snapshot 4 holds them
