@@ -82,7 +82,8 @@ def run_replanning(first: P, replan: Callable[[], P], run: Callable[[P], None]) 
     """``run(first)``; when it lost its snapshot (SnapshotExpiredWhileReadingError from the rewriter), ``replan()``
     and run the new plan, at most :data:`REPLANS` times, then raise. Returns the plan run last and the snapshots
     lost while rewriting."""
-    plan, lost = first, []
+    plan = first
+    lost: list[int] = []
     while True:
         try:
             run(plan)
