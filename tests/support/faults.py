@@ -152,8 +152,9 @@ class FaultyFileIO(ForwardingFileIO):
 class InterferingFileIO(FaultyFileIO):
     """Fails nothing; runs ``action`` (what another process does meanwhile: a commit, an expiration) just before
     the first read of a file whose name starts with ``trigger`` (``manifest-`` means a manifest, not a manifest
-    list), and again before the next such reads until it has run ``times`` times. Metadata is read with
-    ``read_bytes``, data files are opened through the Arrow filesystem: both are watched. ``ran`` counts the runs.
+    list), and again before the next such reads until it has run ``times`` times (``action`` is then None). Metadata
+    is read with ``read_bytes``, data files are opened through the Arrow filesystem: both are watched. ``ran`` counts
+    the runs.
     """
 
     def __init__(self, inner: Any, trigger: str, action: Any, times: int = 1) -> None:
@@ -162,13 +163,21 @@ class InterferingFileIO(FaultyFileIO):
         self.action = action
         self.times = times
         self.ran = 0
+        self._running = False
 
     def _before_read(self, path: str) -> None:
         name = path.rsplit("/", 1)[-1]
         hit = name.startswith(self.trigger) and not (self.trigger == "manifest-" and name.startswith("manifest-list-"))
-        if self.action is not None and hit and self.ran < self.times:
-            self.ran += 1  # counted first: the action's own reads (through another FileIO or not) do not re-enter
-            self.action()
+        action = self.action
+        if action is not None and hit and not self._running:  # the action's own reads through this FileIO pass
+            self.ran += 1
+            if self.ran >= self.times:
+                self.action = None  # done: None says the interference happened
+            self._running = True
+            try:
+                action()
+            finally:
+                self._running = False
 
     def read_bytes(self, path: str) -> bytes:
         self._before_read(path)
