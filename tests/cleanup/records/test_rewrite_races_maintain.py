@@ -123,3 +123,25 @@ def test_maintain_once_reports_a_rewrite_that_loses_every_race_as_a_lost_race(
     final = Table.open(table.location)
     assert sorted(r["id"] for r in final.to_arrow().to_pylist()) == sorted(kept)
     assert final.check().ok
+
+
+def test_maintain_once_counts_ingest_past_a_snapshot_expired_while_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = make_table(tmp_path / "t", KIND)
+    for row in range(3):
+        _append(table, [row], [NEW])
+    other = Table.open(table.location)
+
+    def race() -> None:  # the pass counts ingest from the newest snapshot down: it is replaced and expired meanwhile
+        _append(other, [3], [NEW])
+        other.expire_snapshots(retain_min=1, retain_max=1)
+
+    hooked = InterferingFileIO(LocalFileIO(), "manifest-list-", race)  # the first list a pass reads: keep-up's
+    monkeypatch.setattr(factory, "LocalFileIO", lambda: hooked)
+    code, report, err = _maintain(table.location)
+
+    assert (code, err) == (0, "") and hooked.ran == 1
+    assert report["ok"] is True and report["error"] is None and report["lost_races"] == {}
+    assert report["keep_up"]["commits_per_hour"] == 0  # snapshot 3 was expired before it was counted: skipped
+    assert sorted(report["operations"]) == ["expire", "expire-records", "remove-orphans"]
