@@ -1,9 +1,10 @@
 """``tablefmt maintain``: every table's retention over tables or whole warehouses, once (cron) or as a daemon.
 
-Exit codes: 0 when every table succeeded (or had nothing due, or was leased by another maintainer), 1 when any
-table failed (the others still ran), 2 for usage errors (a bad flag, config file or target), found before any table
-is touched. ``--watch`` ends on SIGTERM/SIGINT with the same rule applied to each table's last pass: 1 when the last
-pass of any table failed, else 0 (a table that failed earlier and was maintained since counts as succeeded).
+Exit codes: 0 when every table succeeded (or had nothing due, or was leased by another maintainer, or an operation
+lost a race with snapshot expiration: reported, and due again soon), 1 when any table failed (the others still ran),
+2 for usage errors (a bad flag, config file or target), found before any table is touched. ``--watch`` ends on
+SIGTERM/SIGINT with the same rule applied to each table's last pass: 1 when the last pass of any table failed, else 0
+(a table that failed earlier and was maintained since counts as succeeded).
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ def human_line(report: TableReport) -> str:
     lines = [head + (" - " + "; ".join(done) if done else "")]
     if report.operations:
         lines[0] += f" [{human_bytes(report.reclaimed_bytes)} freed, {report.seconds:.2f} s]"
+    lines += [
+        f"  {name}: lost a race with snapshot expiration, due again soon ({message})"
+        for name, message in report.lost_races
+    ]
     if report.keep_up is not None and report.keep_up.falling_behind:
         lines += [f"  warning: retention is falling behind: {advice}" for advice in report.keep_up.advice]
     return "\n".join(lines)

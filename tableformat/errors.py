@@ -51,6 +51,22 @@ class SnapshotNotFoundError(TableFormatError, LookupError):
     """The requested snapshot, tag or point in time does not exist (or has been expired)."""
 
 
+class SnapshotExpiredWhileReadingError(SnapshotNotFoundError):
+    """A file a snapshot names was missing, and so was the snapshot: it was expired while it was being read.
+
+    A lost race with snapshot expiration (a reader or a rewrite slower than the table's retention), never
+    corruption: expiration deletes a snapshot's file before any file it names (docs/reliability.md, G9). Reading
+    the new latest snapshot succeeds; ``snapshot_id`` is the snapshot that was lost."""
+
+    def __init__(self, snapshot_id: int, advice: str = "read a newer snapshot") -> None:
+        super().__init__(f"snapshot {snapshot_id} was expired while it was being read; {advice}")
+        self.snapshot_id = snapshot_id
+        self.advice = advice
+
+    def __reduce__(self) -> tuple[type[SnapshotExpiredWhileReadingError], tuple[int, str]]:
+        return type(self), (self.snapshot_id, self.advice)
+
+
 class TagError(TableFormatError):
     """A tag operation failed: duplicate name, bad name, missing tag."""
 
@@ -81,6 +97,11 @@ class UnsafePathError(ValidationError):
 
 class StorageError(TableFormatError, OSError):
     """The storage backend failed in a way that is not a plain missing file."""
+
+
+class MissingDataFileError(StorageError):
+    """A data file that a snapshot references does not exist: deleted outside tablefmt, or expired with the snapshot
+    while it was being read (the snapshot is then gone too: SnapshotExpiredWhileReadingError)."""
 
 
 class DeleteFailedError(StorageError):

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
-from tableformat.errors import CorruptMetadataError, SnapshotNotFoundError, StorageError, ValidationError
+from tableformat.errors import (
+    CorruptMetadataError,
+    SnapshotExpiredWhileReadingError,
+    SnapshotNotFoundError,
+    StorageError,
+    ValidationError,
+)
 from tableformat.lazy_module import lazy_module
 from tableformat.live_set import PartitionPredicate, live_entries, live_scan_refs
 from tableformat.model.manifest import ManifestEntry
@@ -167,9 +173,7 @@ class TableReaders:
         """A file of a snapshot that no longer exists was missing: the snapshot was expired while being read."""
         if snapshot is None or tag is not None or self._ctx.store.snapshot_exists(snapshot.id):
             return
-        raise SnapshotNotFoundError(
-            f"snapshot {snapshot.id} was expired while it was being read; read a newer snapshot"
-        ) from exc
+        raise SnapshotExpiredWhileReadingError(snapshot.id) from exc
 
     # --- the one scan ------------------------------------------------------------------------------------------------
     def scan(

@@ -1,7 +1,8 @@
 """Compaction as a registered operation: merge small files into files near ``target-file-size`` with the shared
 rewriter, one guarded COMPACT snapshot per batch; every row is kept exactly once (rows the table's record TTL
 expired are dropped too). Not run after commits: run it on a schedule (``tablefmt compact``, the maintenance
-scheduler) or from a dedicated job, as Paimon users run a dedicated compaction job with ``write-only`` writers."""
+scheduler) or from a dedicated job, as Paimon users run a dedicated compaction job with ``write-only`` writers. A
+plan whose snapshot is expired while it is read is made again on the latest one (:mod:`..rewrite.races`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tableformat.context import TableContext
 from tableformat.model.snapshot import CommitKind
 
 from ..kernel import Operation, OperationResult, Parameter, Progress, run_operation
-from ..rewrite import CommitSettings, FilePaths, RewriteOutcome, Rewriter, batches
+from ..rewrite import CommitSettings, FilePaths, RewriteOutcome, Rewriter, batches, replan_notes, run_replanning
 from .plan import CompactConfig, CompactPlan, plan_compaction
 
 COMMIT_USER_PREFIX = "tablefmt-compaction-"
@@ -65,17 +66,26 @@ class CompactResult(OperationResult):
 
 
 def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConfig) -> CompactResult:
+    """Rewrite the plan's groups in guarded batches; report what was committed. A plan whose snapshot is expired
+    while the rewrite reads it is made again on the latest snapshot and carried out (:mod:`..rewrite.races`)."""
     settings = CommitSettings(commit_user=f"{COMMIT_USER_PREFIX}{uuid.uuid4()}", snapshot_kind=CommitKind.COMPACT)
     rewriter = Rewriter(ctx, plan.ttl, config.target_size, settings, plan.base_snapshot_id)
     outcome = RewriteOutcome()
     paths = FilePaths(ctx)
-    for batch in batches(plan.units, config.commit_max_files):
-        rewriter.rewrite(batch, outcome)
-    committed = len(plan.units) - len(outcome.abandoned)
+    lost: list[int] = []
+
+    def run(current: CompactPlan) -> None:
+        lost.extend(current.lost_races)
+        rewriter.rebase(current.base_snapshot_id)
+        for batch in batches(current.units, config.commit_max_files):
+            rewriter.rewrite(batch, outcome)
+
+    _final, lost_rewriting = run_replanning(plan, lambda: plan_compaction(ctx, config, plan.now_ms), run)
+    notes = replan_notes((*lost, *lost_rewriting))
     return CompactResult(
         compacted_files=tuple(paths.relative(e) for e in outcome.replaced),
         written_files=tuple(ctx.layout.relative(f.path) for f in outcome.written),
-        groups=committed,
+        groups=outcome.units,
         rows=outcome.rows_in,
         expired_rows=outcome.rows_in - outcome.rows_out,
         snapshot_ids=tuple(outcome.snapshot_ids),
@@ -83,7 +93,7 @@ def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConf
         skipped_files=tuple(
             (paths.relative(e), reason) for unit, reason in outcome.abandoned for e in unit.files
         ),
-        notes=("the bytes are freed by snapshot expiration",) if outcome.replaced else (),
+        notes=notes + (("the bytes are freed by snapshot expiration",) if outcome.replaced else ()),
     )
 
 
@@ -97,6 +107,7 @@ def planned_result(ctx: TableContext, plan: CompactPlan) -> CompactResult:
         groups=len(plan.units),
         rows=sum(e.file.row_count for e in files),
         bytes_reclaimable=sum(e.file.file_size for e in files),
+        notes=replan_notes(plan.lost_races),
     )
 
 

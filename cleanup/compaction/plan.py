@@ -1,12 +1,13 @@
 """Which small files compaction merges (Paimon's append-table rule): in each partition and bucket, the live files
 smaller than 70% of ``target-file-size``, oldest first, packed into groups that reach the target size or
 ``compaction.max.file-num`` files; a partition/bucket with fewer than ``compaction.min.file-num`` small files is
-left alone. Reads metadata only."""
+left alone. Reads metadata only; a snapshot expired while it is read is a lost race: the plan is made again on the
+latest one (:mod:`..rewrite.races`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tableformat.context import TableContext
@@ -14,6 +15,7 @@ from tableformat.errors import ValidationError
 from tableformat.live_set import PartitionPredicate, live_entries
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import normalize_spec, parse_spec_text
+from tableformat.model.snapshot import Snapshot
 from tableformat.options import (
     COMPACTION_COMMIT_MAX_FILES,
     COMPACTION_MAX_FILE_NUM,
@@ -24,7 +26,7 @@ from tableformat.options import (
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.record_ttl import RecordTTL
 
-from ..rewrite import RewriteUnit, check_overrides, require_rewritable, ttl_at
+from ..rewrite import RewriteUnit, check_overrides, plan_on_latest, require_rewritable, ttl_at
 
 OVERRIDES = ("partition", "target_file_size")
 SMALL_FILE_RATIO = 0.7
@@ -68,12 +70,15 @@ class CompactConfig:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompactPlan:
     base_snapshot_id: int | None
+    now_ms: int
     ttl: RecordTTL | None
-    """The table's record TTL at planning time: compaction drops expired rows too."""
+    """The table's record TTL at ``now_ms``: compaction drops expired rows too."""
     units: tuple[RewriteUnit, ...]
+    lost_races: tuple[int, ...] = ()
+    """Snapshots expired while this plan read them (it was made again on the latest each time)."""
 
 
 def _order(entry: ManifestEntry) -> tuple[int, int, str]:
@@ -101,11 +106,17 @@ def pack(files: list[ManifestEntry], config: CompactConfig) -> list[tuple[Manife
 
 
 def plan_compaction(ctx: TableContext, config: CompactConfig, now_ms: int) -> CompactPlan:
-    """Group the small live files of the latest snapshot into rewrite units."""
+    """Group the small live files of the latest snapshot into rewrite units (again on the new latest when that
+    snapshot is expired while it is read: :func:`..rewrite.plan_on_latest`)."""
     ttl = ttl_at(ctx, now_ms, None, None)
-    latest = ctx.store.latest_snapshot()
+    empty = CompactPlan(base_snapshot_id=None, now_ms=now_ms, ttl=ttl, units=())
+    plan, lost = plan_on_latest(ctx, lambda latest: _plan_on(ctx, config, latest, empty))
+    return replace(plan, lost_races=lost)
+
+
+def _plan_on(ctx: TableContext, config: CompactConfig, latest: Snapshot | None, empty: CompactPlan) -> CompactPlan:
     if latest is None:
-        return CompactPlan(None, ttl, ())
+        return empty
     predicate = PartitionPredicate((config.partition,)) if config.partition is not None else None
     threads = resolve_parallelism(ctx.options, ctx.io, None)
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
@@ -116,4 +127,4 @@ def plan_compaction(ctx: TableContext, config: CompactConfig, now_ms: int) -> Co
         for (partition, bucket), files in sorted(groups.items())
         for group in pack(files, config)
     ]
-    return CompactPlan(latest.id, ttl, tuple(units))
+    return replace(empty, base_snapshot_id=latest.id, units=tuple(units))

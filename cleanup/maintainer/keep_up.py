@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tableformat.context import TableContext
-from tableformat.errors import TableFormatError
+from tableformat.errors import MissingMetadataError, TableFormatError
 from tableformat.model.maintain import HourStats, MaintainState
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import CommitKind, Snapshot
@@ -83,7 +83,8 @@ def count_ingest(
     store: MetadataStore, counted_id: int, latest_id: int | None, now_ms: int, window_ms: int
 ) -> tuple[list[HourStats], int]:
     """Stats of the snapshots after ``counted_id`` up to ``latest_id`` inside the window (newest first, at most
-    MAX_SNAPSHOTS_COUNTED), and the new counted id. Snapshots already expired are skipped."""
+    MAX_SNAPSHOTS_COUNTED), and the new counted id. Snapshots already expired, or expired while they are read, are
+    skipped."""
     if latest_id is None or latest_id <= counted_id:
         return [], counted_id
     found: list[HourStats] = []
@@ -95,7 +96,12 @@ def count_ingest(
         if snapshot is None or snapshot.time_millis < start:
             break
         if snapshot.commit_kind != CommitKind.COMPACT:
-            found.append(_snapshot_stats(store, snapshot))
+            try:
+                found.append(_snapshot_stats(store, snapshot))
+            except MissingMetadataError:
+                if store.snapshot_exists(snapshot_id):
+                    raise
+                break  # expired while its manifests were read: as if expired before (the older ones are gone too)
     return found, latest_id
 
 

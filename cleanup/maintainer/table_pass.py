@@ -5,7 +5,10 @@ The probe is three small requests: the maintain state (``.tablefmt/maintain-stat
 whose interval has passed; nothing else is read. When something is due, the table is leased, probed again under
 the lease (another maintainer may have just done the work: then nothing runs), and the due operations run in the
 registry's order through a FileIO that checks the lease before every change. Each operation's failure is reported
-and the later ones still run. The state is written last, by the lease holder.
+and the later ones still run; an operation that lost a race with snapshot expiration (the snapshot it read was
+expired meanwhile, SnapshotExpiredWhileReadingError) is reported as such, not as a failure, and is due again after
+``backlog-retry``; one that found a rollback holding the table (TableBusyError) changed nothing and is due again at
+the next poll. The state is written last, by the lease holder.
 
 When the lease is lost (expired, or taken over), nothing more changes: the operations that finished are reported
 with their results, the one that was running with what it deleted and committed until then (its ledger, a
@@ -21,7 +24,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tableformat.context import TableContext
-from tableformat.errors import CorruptMetadataError, LeaseLostError, TableBusyError, TableFormatError
+from tableformat.errors import (
+    CorruptMetadataError,
+    LeaseLostError,
+    SnapshotExpiredWhileReadingError,
+    TableBusyError,
+    TableFormatError,
+)
 from tableformat.io.factory import open_location
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
@@ -67,6 +76,10 @@ class TableReport:
     operations: tuple[tuple[str, OperationResult], ...] = ()
     errors: tuple[tuple[str, str], ...] = ()
     """(operation or '' for the table itself, one-line error)."""
+    lost_races: tuple[tuple[str, str], ...] = ()
+    """(operation, one line): operations that stopped because snapshot expiration removed, while they read it, the
+    snapshot they worked on (SnapshotExpiredWhileReadingError, after their own re-plans). Not failures: nothing is
+    wrong with the table, and the operation is due again after ``backlog-retry``."""
     skipped: str = ""
     """Why nothing ran ('' when something ran): nothing due, leased by another maintainer, ..."""
     lease_lost: str = ""
@@ -101,6 +114,7 @@ class TableReport:
             "operations": {name: result.to_json() for name, result in self.operations},
             "ok": self.ok,
             "error": "; ".join(f"{op}: {msg}" if op else msg for op, msg in self.errors) or None,
+            "lost_races": dict(self.lost_races),
             "skipped": self.skipped or None,
             "lease_lost": self.lease_lost or None,
             "keep_up": None if self.keep_up is None else self.keep_up.to_json(),
@@ -161,6 +175,7 @@ class _Run:
 
     ran: list[tuple[str, OperationResult]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
+    lost_races: list[tuple[str, str]] = field(default_factory=list)
     states: dict[str, OperationState] = field(default_factory=dict)
     lease_lost: str = ""
 
@@ -199,6 +214,12 @@ def _run_operations(
             run.ran.append((op.name, ledger.stopped(_one_line(exc))))
             run.lose_lease(op.name, exc)
             return run
+        except SnapshotExpiredWhileReadingError as exc:  # a lost race with snapshot expiration, not a failure
+            log.info("%s on %s lost a race with snapshot expiration: %s", op.name, ctx.location, exc)
+            run.lost_races.append((op.name, _one_line(exc)))
+            due_again = now + settings.backlog_retry_ms  # its work is still to do: soon, as after a bounded run
+            run.states[op.name] = replace(previous, last_run_ms=now, next_due_ms=due_again, on_change=cadence.on_change)
+            continue
         except Exception as exc:  # one operation's failure must not stop the others
             log.debug("%s failed on %s", op.name, ctx.location, exc_info=True)
             failed = not isinstance(exc, TableBusyError)  # a rollback holds the table: no failure, due again soon
@@ -214,19 +235,37 @@ def _run_operations(
             )
             continue
         run.ran.append((op.name, result))
-        failures = result.failures()
-        if failures:
-            run.errors.append((op.name, f"{len(failures)} file(s) could not be deleted, e.g. {failures[0]}"))
-        retry = settings.backlog_retry_ms if result.backlog else cadence.interval_ms
-        wait = settings.poll_interval_ms if failures else retry
-        run.states[op.name] = OperationState(
-            last_run_ms=now,
-            next_due_ms=now + wait,
-            backlog=result.backlog,
-            on_change=cadence.on_change,
-            failures=previous.failures + 1 if failures else 0,
-        )
+        run.states[op.name] = _after(run, op.name, result, previous, now, cadence, settings)
     return run
+
+
+def _after(
+    run: _Run,
+    name: str,
+    result: OperationResult,
+    previous: OperationState,
+    now: int,
+    cadence: Cadence,
+    settings: MaintainSettings,
+) -> OperationState:
+    """The state of an operation that ran (its undeleted files are the pass's errors): when it is due again."""
+    failures = result.failures()
+    if failures:
+        run.errors.append((name, f"{len(failures)} file(s) could not be deleted, e.g. {failures[0]}"))
+    wait = (
+        settings.poll_interval_ms
+        if failures
+        else settings.backlog_retry_ms
+        if result.backlog
+        else cadence.interval_ms
+    )
+    return OperationState(
+        last_run_ms=now,
+        next_due_ms=now + wait,
+        backlog=result.backlog,
+        on_change=cadence.on_change,
+        failures=previous.failures + 1 if failures else 0,
+    )
 
 
 def _new_state(
@@ -362,6 +401,7 @@ def _pass(
         location=target.location,
         operations=tuple(run.ran),
         errors=tuple(run.errors),
+        lost_races=tuple(run.lost_races),
         keep_up=assess(state, clock(), settings.keep_up_window_ms, limits, settings.backlog_retry_ms),
         next_due_ms=next_due,
         watch_changes=on_change,

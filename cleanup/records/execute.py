@@ -13,9 +13,19 @@ from tableformat.context import TableContext
 from tableformat.model.snapshot import CommitKind
 
 from ..kernel import OperationResult
-from ..rewrite import CommitSettings, RewriteOutcome, Rewriter, RewriteUnit, batches
+from ..rewrite import (
+    MISSING_FILE_ERRORS,
+    CommitSettings,
+    RewriteOutcome,
+    Rewriter,
+    RewriteUnit,
+    batches,
+    raise_if_expired,
+    replan_notes,
+    run_replanning,
+)
 from .config import RecordExpireConfig
-from .plan import RecordExpirePlan, reader_for
+from .plan import RecordExpirePlan, plan_record_expiration, reader_for
 
 COMMIT_USER_PREFIX = "tablefmt-record-expiration-"
 """The commit user of every snapshot record expiration writes (followed by a per-run id)."""
@@ -66,12 +76,12 @@ class RecordExpireResult(OperationResult):
         return tuple(lines + [f"note: {note}" for note in self.notes])
 
 
-def _notes(plan: RecordExpirePlan, changed: bool) -> tuple[str, ...]:
-    notes = []
-    if plan.waiting:
-        notes.append(f"{plan.waiting} more file(s) with expired rows wait for the next run (max files, rewrite size)")
-    if plan.footer_reads:
-        notes.append(f"{plan.footer_reads} file(s) had no time statistics in the manifest; their footers were read")
+def _notes(waiting: int, footer_reads: int, changed: bool, lost: tuple[int, ...]) -> tuple[str, ...]:
+    notes = list(replan_notes(lost))
+    if waiting:
+        notes.append(f"{waiting} more file(s) with expired rows wait for the next run (max files, rewrite size)")
+    if footer_reads:
+        notes.append(f"{footer_reads} file(s) had no time statistics in the manifest; their footers were read")
     if changed:
         notes.append("the bytes are freed by snapshot expiration once no retained snapshot or tag uses the old files")
     return tuple(notes)
@@ -82,7 +92,11 @@ def _expired_rows_of(ctx: TableContext, plan: RecordExpirePlan) -> int:
     reader = reader_for(ctx, plan.ttl)
     expired = sum(j.entry.file.row_count for j in plan.drops)
     for judged in plan.rewrites:
-        kept = sum(t.num_rows for t in reader.iter_entry_batches(judged.entry))
+        try:
+            kept = sum(t.num_rows for t in reader.iter_entry_batches(judged.entry))
+        except MISSING_FILE_ERRORS as exc:  # the planned snapshot expired meanwhile: say so (a lost race)
+            raise_if_expired(ctx.store, (plan.base_snapshot_id,), exc, "run it again")
+            raise
         expired += judged.entry.file.row_count - kept
     return expired
 
@@ -97,7 +111,7 @@ def planned_result(ctx: TableContext, plan: RecordExpirePlan) -> RecordExpireRes
         expired_rows=_expired_rows_of(ctx, plan),
         bytes_reclaimable=sum(j.entry.file.file_size for j in files),
         cutoff_ms=plan.ttl.cutoff_ms,
-        notes=_notes(plan, False),
+        notes=_notes(plan.waiting, plan.footer_reads, False, plan.lost_races),
         backlog=plan.waiting,
     )
 
@@ -111,21 +125,41 @@ def _units(plan: RecordExpirePlan) -> list[RewriteUnit]:
 def execute_record_expiration(
     ctx: TableContext, plan: RecordExpirePlan, config: RecordExpireConfig
 ) -> RecordExpireResult:
-    """Drop, then rewrite in guarded batches; report what was actually committed."""
+    """Drop, then rewrite in guarded batches; report what was actually committed. A plan whose snapshot is expired
+    while the rewrite reads it is made again on the latest snapshot and carried out (:mod:`..rewrite.races`)."""
     settings = CommitSettings(commit_user=f"{COMMIT_USER_PREFIX}{uuid.uuid4()}", snapshot_kind=CommitKind.OVERWRITE)
     rewriter = Rewriter(ctx, plan.ttl, config.target_size, settings, plan.base_snapshot_id)
-    dropped = RewriteOutcome()
-    if plan.drops:
-        rewriter.drop([j.entry for j in plan.drops], dropped)
-    rewritten = RewriteOutcome()
-    for batch in batches(_units(plan), config.commit_max_files):
-        rewriter.rewrite(batch, rewritten)
-    paths = {j.entry.identifier(): j.path for j in plan.drops + plan.rewrites}
+    dropped, rewritten = RewriteOutcome(), RewriteOutcome()
+    plans: list[RecordExpirePlan] = []
+
+    def run(current: RecordExpirePlan) -> None:
+        plans.append(current)
+        rewriter.rebase(current.base_snapshot_id)
+        if current.drops:
+            rewriter.drop([j.entry for j in current.drops], dropped)
+        for batch in batches(_units(current), config.commit_max_files):
+            rewriter.rewrite(batch, rewritten)
+
+    final, lost = run_replanning(plan, lambda: plan_record_expiration(ctx, config, plan.now_ms), run)
+    return _result(ctx, plans, final, dropped, rewritten, lost)
+
+
+def _result(
+    ctx: TableContext,
+    plans: list[RecordExpirePlan],
+    final: RecordExpirePlan,
+    dropped: RewriteOutcome,
+    rewritten: RewriteOutcome,
+    lost_rewriting: tuple[int, ...],
+) -> RecordExpireResult:
+    """What the plans run (one, or more after lost races) committed, and what they left."""
+    paths = {j.entry.identifier(): j.path for p in plans for j in p.drops + p.rewrites}
     done = {e.identifier() for e in dropped.replaced}
     gone = "removed by a concurrent commit; not dropped"
-    skipped = [(j.path, gone) for j in plan.drops if j.entry.identifier() not in done]
+    skipped = [(path, gone) for key, path in _drops(plans).items() if key not in done]
     skipped += [(paths[u.files[0].identifier()], reason) for u, reason in rewritten.abandoned]
     replaced = dropped.replaced + rewritten.replaced
+    lost = tuple(i for p in plans for i in p.lost_races) + lost_rewriting
     return RecordExpireResult(
         dropped_files=tuple(paths[e.identifier()] for e in dropped.replaced),
         rewritten_files=tuple(paths[e.identifier()] for e in rewritten.replaced),
@@ -133,8 +167,13 @@ def execute_record_expiration(
         expired_rows=sum(e.file.row_count for e in dropped.replaced) + rewritten.rows_in - rewritten.rows_out,
         snapshot_ids=tuple(dropped.snapshot_ids + rewritten.snapshot_ids),
         bytes_reclaimable=sum(e.file.file_size for e in replaced),
-        cutoff_ms=plan.ttl.cutoff_ms,
+        cutoff_ms=final.ttl.cutoff_ms,
         skipped_files=tuple(skipped),
-        notes=_notes(plan, bool(replaced)),
-        backlog=plan.waiting + len(skipped),
+        notes=_notes(final.waiting, sum(p.footer_reads for p in plans), bool(replaced), lost),
+        backlog=final.waiting + len(skipped),
     )
+
+
+def _drops(plans: list[RecordExpirePlan]) -> dict[object, str]:
+    """Every file a plan run chose to drop (by identity, in plan order), once."""
+    return {j.entry.identifier(): j.path for p in plans for j in p.drops}

@@ -2,20 +2,22 @@
 the time field's statistics (from the manifest; from the Parquet footer when the writer recorded none). Files
 whose every row is expired are dropped without being read; files with some expired rows are rewritten; the
 others are left alone. Work is bounded per run (files and rewrite bytes), oldest first. Reads metadata and, for
-files without statistics, footers only."""
+files without statistics, footers only; a snapshot expired while it is read is a lost race: the plan is made again
+on the latest one (:mod:`..rewrite.races`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tableformat.context import TableContext
 from tableformat.live_set import live_entries
 from tableformat.model.manifest import ManifestEntry
+from tableformat.model.snapshot import Snapshot
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import RecordTTL, TimeRange, Verdict, footer_time_range
 
-from ..rewrite import FilePaths, ttl_at
+from ..rewrite import FilePaths, plan_on_latest, ttl_at
 from .config import RecordExpireConfig
 
 
@@ -43,6 +45,8 @@ class RecordExpirePlan:
     """Files with expired rows beyond this run's bounds, left for the next run."""
     footer_reads: int
     """Files whose statistics came from their Parquet footer (their writer recorded none for the time field)."""
+    lost_races: tuple[int, ...] = ()
+    """Snapshots expired while this plan read them (it was made again on the latest each time)."""
 
 
 def reader_for(ctx: TableContext, ttl: RecordTTL | None) -> DataReader:
@@ -100,10 +104,17 @@ def _bounded(
 
 
 def plan_record_expiration(ctx: TableContext, config: RecordExpireConfig, now_ms: int) -> RecordExpirePlan:
-    """Judge every live file of the latest snapshot at ``now_ms``."""
+    """Judge every live file of the latest snapshot at ``now_ms`` (again on the new latest when that snapshot is
+    expired while it is read: :func:`..rewrite.plan_on_latest`)."""
     ttl = ttl_at(ctx, now_ms, config.expire_ms, config.time_field)
     assert ttl is not None
-    latest = ctx.store.latest_snapshot()
+    plan, lost = plan_on_latest(ctx, lambda latest: _plan_on(ctx, config, ttl, now_ms, latest))
+    return replace(plan, lost_races=lost)
+
+
+def _plan_on(
+    ctx: TableContext, config: RecordExpireConfig, ttl: RecordTTL, now_ms: int, latest: Snapshot | None
+) -> RecordExpirePlan:
     if latest is None:
         return RecordExpirePlan(None, now_ms, ttl, (), (), 0, 0)
     threads = resolve_parallelism(ctx.options, ctx.io, None)

@@ -8,7 +8,10 @@ snapshot through the Committer's REPLACE (DELETE entries of exactly the replaced
 files). The commit is guarded: if a replaced file is no longer live (a concurrent compaction, expiry, overwrite
 or partition drop took it), the units that need it are abandoned, their new files removed, and the others are
 committed again; rows a concurrent writer appended are never touched. A failure before the commit removes every
-file the batch wrote; an unknown commit outcome keeps them (the snapshot may reference them).
+file the batch wrote; an unknown commit outcome keeps them (the snapshot may reference them). A planned file found
+missing after the snapshots it was known live in were expired is a lost race (:mod:`.races`): the batch's files
+are removed and SnapshotExpiredWhileReadingError tells the caller to plan again (then :meth:`Rewriter.rebase`). A
+commit whose snapshot id had been taken and expired while it was prepared is made again (G2b).
 
 Metadata-only drops (files whose every row is expired) use the same guarded REPLACE without new files.
 """
@@ -20,16 +23,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
+from tableformat.commit.committer import ChangeKind, CommitRequest, CommitResult, Committer
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.rolling_writer import RollingFileWriter
 from tableformat.context import TableContext
-from tableformat.errors import CommitStateUnknownError
+from tableformat.errors import CommitConflictError, CommitStateUnknownError
 from tableformat.layout import NameFactory
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.snapshot import CommitKind
 from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import RecordTTL
+
+from .races import MISSING_FILE_ERRORS, REPLANS, raise_if_expired
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +69,8 @@ class RewriteOutcome:
     written: list[NewDataFile] = field(default_factory=list)
     rows_in: int = 0
     rows_out: int = 0
+    units: int = 0
+    """Units committed."""
     abandoned: list[tuple[RewriteUnit, str]] = field(default_factory=list)
 
 
@@ -88,6 +95,8 @@ class Rewriter:
         base_snapshot_id: int | None = None,
     ) -> None:
         self.ctx = ctx
+        self.planned = base_snapshot_id
+        """The snapshot the files to replace were planned on."""
         self.live_in = base_snapshot_id
         """A snapshot in which every file still to be replaced is live (the plan's, then each own commit's)."""
         self.ttl = ttl
@@ -99,6 +108,10 @@ class Rewriter:
         )
         self.codec = ctx.partition_codec()
         self._identifiers = iter(range(1, 2**62))
+
+    def rebase(self, base_snapshot_id: int | None) -> None:
+        """The files to replace from now on were planned on ``base_snapshot_id`` (a new plan after a lost race)."""
+        self.planned = self.live_in = base_snapshot_id
 
     # --- metadata-only drops -----------------------------------------------------------------------------------
     def drop(self, files: Sequence[ManifestEntry], outcome: RewriteOutcome) -> None:
@@ -127,6 +140,10 @@ class Rewriter:
             self._commit_units(list(enumerate(units)), written, outcome)
         except CommitStateUnknownError:
             raise  # the snapshot may reference the new files: keep them
+        except MISSING_FILE_ERRORS as exc:
+            self._remove(paths)
+            raise_if_expired(self.ctx.store, (self.planned, self.live_in), exc)  # a lost race: plan again
+            raise  # a snapshot the file is live in still exists: deleted outside tablefmt
         except BaseException:
             self._remove(paths)
             raise
@@ -148,6 +165,7 @@ class Rewriter:
                     outcome.written.extend(new_files)
                     outcome.rows_in += sum(unit.rows for _, unit in indexed)
                     outcome.rows_out += sum(f.meta.row_count for f in new_files)
+                    outcome.units += len(indexed)
                 else:  # nothing changed (cannot happen for a non-empty replace): the new files are unreferenced
                     self._remove([f.path for f in new_files])
                 return
@@ -186,7 +204,7 @@ class Rewriter:
             yield from self.reader.iter_entry_batches(entry, BATCH_ROWS)
 
     # --- commit ------------------------------------------------------------------------------------------------
-    def _commit(self, replaced: Sequence[ManifestEntry], new_files: Sequence[NewDataFile]) -> Any:
+    def _commit(self, replaced: Sequence[ManifestEntry], new_files: Sequence[NewDataFile]) -> CommitResult:
         request = CommitRequest(
             kind=ChangeKind.REPLACE,
             new_files=tuple(new_files),
@@ -197,12 +215,26 @@ class Rewriter:
             commit_identifier=next(self._identifiers),
             properties=dict(self.settings.properties),
         )
-        result = Committer(self.ctx.store, self.schema).commit(request)
+        result = self._commit_once(request)
         if result.created and result.snapshot is not None and result.snapshot.id - 1 == self.live_in:
             self.live_in = result.snapshot.id  # our commit directly on top: the other planned files stay live
         else:
             self.live_in = None
         return result
+
+    def _commit_once(self, request: CommitRequest) -> CommitResult:
+        """Commit ``request``, again when the snapshot id it took had been used and expired while it was prepared
+        (G2b's CommitConflictError, the only one a REPLACE raises: a retention shorter than the commit took; nothing
+        was committed, and the same request, same identifier, commits once), at most :data:`REPLANS` more times."""
+        attempt = 0
+        while True:
+            try:
+                return Committer(self.ctx.store, self.schema).commit(request)
+            except CommitConflictError as exc:
+                attempt += 1
+                if attempt > REPLANS:
+                    raise
+                log.info("rewrite commit retried: %s", exc)
 
     def _remove(self, paths: Sequence[str]) -> None:
         if not paths:

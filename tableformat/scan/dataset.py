@@ -35,7 +35,7 @@ from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.avro_projection import ScanEntry
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.data_paths import DataPaths
-from tableformat.errors import CorruptMetadataError, StorageError, ValidationError
+from tableformat.errors import CorruptMetadataError, MissingDataFileError, StorageError, ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
 from tableformat.lazy_module import lazy_module
@@ -291,7 +291,7 @@ class _read_errors:
             return False
         text = " ".join(str(exc).split())
         if isinstance(exc, FileNotFoundError) or "not found" in text.lower() or "no such file" in text.lower():
-            raise StorageError(f"a data file referenced by the snapshot is missing: {text}") from None
+            raise MissingDataFileError(f"a data file referenced by the snapshot is missing: {text}") from None
         if isinstance(exc, pa.ArrowInvalid):
             raise CorruptMetadataError("<data file>", f"unreadable Parquet ({text})") from None
         raise StorageError(f"cannot read a data file: {text}") from exc

@@ -11,7 +11,7 @@ from tableformat.codec.arrow_schema import arrow_schema_of, arrow_type_of
 from tableformat.codec.avro_projection import ScanEntry
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.data_paths import DataPaths
-from tableformat.errors import CorruptMetadataError, StorageError
+from tableformat.errors import CorruptMetadataError, MissingDataFileError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
 from tableformat.lazy_module import lazy_module
@@ -287,13 +287,20 @@ class DataReader:
         return self.record_ttl.filter(table, self._ttl_column)
 
     def iter_entry_batches(self, entry: ManifestEntry, batch_rows: int = 65_536) -> Iterator[pa.Table]:
-        """One data file as Tables of at most ``batch_rows`` rows, in file order, streamed (bounded memory)."""
+        """One data file as Tables of at most ``batch_rows`` rows, in file order, streamed (bounded memory). Its
+        errors are typed as :meth:`read_entry`'s, also those of reads after the open (an object store reads the
+        file in ranges as the batches are taken)."""
         with self._errors(entry) as path:
             # Buffered column reads, no pre-buffering: memory stays at about one batch whatever the file's size
             # (the defaults read whole row groups' column chunks at once and keep them).
             parquet = pq.ParquetFile(path, filesystem=self._fs, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False)
         with parquet:
-            for batch in parquet.iter_batches(batch_size=batch_rows, use_threads=False):
+            batches = parquet.iter_batches(batch_size=batch_rows, use_threads=False)
+            while True:
+                with self._errors(entry):
+                    batch = next(batches, None)
+                if batch is None:
+                    return
                 yield self._keep(self._to_current(pa.Table.from_batches([batch]), entry))
 
     def footer(self, entry: ManifestEntry) -> Any:
@@ -317,13 +324,15 @@ class DataReader:
         try:
             yield path
         except FileNotFoundError:
-            raise StorageError(
+            raise MissingDataFileError(
                 f"data file {self.io.url(path)} referenced by the snapshot is missing (deleted outside tablefmt?)"
             ) from None
         except (pa.ArrowInvalid, OSError) as exc:
             text = str(exc).lower()  # ArrowInvalid: the bytes are there ("magic bytes not found" is no missing file)
             if not isinstance(exc, pa.ArrowInvalid) and ("not found" in text or "no such file" in text):
-                raise StorageError(f"data file {self.io.url(path)} referenced by the snapshot is missing") from None
+                raise MissingDataFileError(
+                    f"data file {self.io.url(path)} referenced by the snapshot is missing"
+                ) from None
             raise CorruptMetadataError(self.io.url(path), f"unreadable Parquet ({exc})") from None
 
     def _to_current(self, table: pa.Table, entry: ScanEntry, wanted: Sequence[str] | None = None) -> pa.Table:

@@ -23,9 +23,10 @@ numbered in the order the calls reach the wrapper, so sweeps run maintenance wit
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from support.observed_fs import observed_filesystem
 from tableformat.context import TableContext
 from tableformat.io.fileio import FileIO
 from tableformat.io.forwarding import ForwardingFileIO
@@ -149,22 +150,41 @@ class FaultyFileIO(ForwardingFileIO):
 
 
 class InterferingFileIO(FaultyFileIO):
-    """Fails nothing; runs ``action`` (what another process does meanwhile: a commit, an expiration) once, just
-    before the first read of a file whose name starts with ``trigger`` (``manifest-`` means a manifest, not a
-    manifest list)."""
+    """Fails nothing; runs ``action`` (what another process does meanwhile: a commit, an expiration) just before
+    the first read of a file whose name starts with ``trigger`` (``manifest-`` means a manifest, not a manifest
+    list), and again before the next such reads until it has run ``times`` times (``action`` is then None). Metadata
+    is read with ``read_bytes``, data files are opened through the Arrow filesystem: both are watched. ``ran`` counts
+    the runs.
+    """
 
-    def __init__(self, inner: Any, trigger: str, action: Any) -> None:
+    def __init__(self, inner: Any, trigger: str, action: Any, times: int = 1) -> None:
         super().__init__(inner)
         self.trigger = trigger
         self.action = action
+        self.times = times
+        self.ran = 0
+        self._running = False
 
-    def read_bytes(self, path: str) -> bytes:
+    def _before_read(self, path: str) -> None:
         name = path.rsplit("/", 1)[-1]
         hit = name.startswith(self.trigger) and not (self.trigger == "manifest-" and name.startswith("manifest-list-"))
-        if self.action is not None and hit:
-            action, self.action = self.action, None
-            action()
+        action = self.action
+        if action is not None and hit and not self._running:  # the action's own reads through this FileIO pass
+            self.ran += 1
+            if self.ran >= self.times:
+                self.action = None  # done: None says the interference happened
+            self._running = True
+            try:
+                action()
+            finally:
+                self._running = False
+
+    def read_bytes(self, path: str) -> bytes:
+        self._before_read(path)
         return super().read_bytes(path)
+
+    def arrow_filesystem(self, sizes: Mapping[str, int] | None = None) -> Any:
+        return observed_filesystem(self.inner.arrow_filesystem(sizes), self._before_read)
 
 
 def faulty_context(ctx: TableContext, faulty: FileIO) -> TableContext:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pyarrow.fs import FileSystemHandler, PyFileSystem
+from support.observed_fs import observed_filesystem
 
 from tableformat.io.fileio import FileIO
 from tableformat.io.forwarding import ForwardingFileIO
@@ -92,69 +92,6 @@ def rows(table: Table, **kwargs: Any) -> list[tuple[Any, ...]]:
     return sorted(((r["id"], r["ts"], r["p"]) for r in table.to_arrow(**kwargs).to_pylist()), key=lambda r: r[0])
 
 
-class _CountingHandler(FileSystemHandler):  # type: ignore[misc]
-    """Delegates to a pyarrow filesystem, recording every path opened for reading."""
-
-    def __init__(self, inner: Any, opened: list[str]) -> None:
-        self.inner = inner
-        self.opened = opened
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    def __ne__(self, other: object) -> bool:
-        return self is not other
-
-    __hash__ = object.__hash__
-
-    def get_type_name(self) -> str:
-        return "counting"
-
-    def normalize_path(self, path: str) -> str:
-        return str(self.inner.normalize_path(path))
-
-    def get_file_info(self, paths: Any) -> Any:
-        return self.inner.get_file_info(paths)
-
-    def get_file_info_selector(self, selector: Any) -> Any:
-        return self.inner.get_file_info(selector)
-
-    def create_dir(self, path: str, recursive: bool) -> None:
-        self.inner.create_dir(path, recursive=recursive)
-
-    def delete_dir(self, path: str) -> None:
-        self.inner.delete_dir(path)
-
-    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
-        self.inner.delete_dir_contents(path, missing_dir_ok=missing_dir_ok)
-
-    def delete_root_dir_contents(self) -> None:
-        raise OSError("not allowed")
-
-    def delete_file(self, path: str) -> None:
-        self.inner.delete_file(path)
-
-    def move(self, src: str, dest: str) -> None:
-        self.inner.move(src, dest)
-
-    def copy_file(self, src: str, dest: str) -> None:
-        self.inner.copy_file(src, dest)
-
-    def open_input_stream(self, path: str) -> Any:
-        self.opened.append(path)
-        return self.inner.open_input_stream(path)
-
-    def open_input_file(self, path: str) -> Any:
-        self.opened.append(path)
-        return self.inner.open_input_file(path)
-
-    def open_output_stream(self, path: str, metadata: Any) -> Any:
-        return self.inner.open_output_stream(path, metadata=metadata)
-
-    def open_append_stream(self, path: str, metadata: Any) -> Any:
-        return self.inner.open_append_stream(path, metadata=metadata)
-
-
 class CountingFileIO(ForwardingFileIO):
     """A FileIO whose Arrow filesystem (the one data files are read through) records every file it opens."""
 
@@ -163,7 +100,7 @@ class CountingFileIO(ForwardingFileIO):
         self.opened: list[str] = []
 
     def arrow_filesystem(self, sizes: Mapping[str, int] | None = None) -> Any:
-        return PyFileSystem(_CountingHandler(self.inner.arrow_filesystem(sizes), self.opened))
+        return observed_filesystem(self.inner.arrow_filesystem(sizes), self.opened.append)
 
     def fsspec_filesystem(self) -> Any:
         return self.inner.fsspec_filesystem()
