@@ -13,13 +13,13 @@ import multiprocessing
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from support.faults import faulty_context
+from support.faults import InterleavingFileIO, faulty_context
 from support.processes import join_all
 from support.tables import files_under
 
@@ -30,8 +30,6 @@ from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.commit.rollback import RollbackRefusedError, rollback
 from tableformat.context import TableContext
 from tableformat.errors import SnapshotNotFoundError, TableBusyError
-from tableformat.io.fileio import FileIO
-from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
@@ -42,40 +40,6 @@ OPTIONS = {
     "snapshot.num-retained.min": "2",
     "snapshot.time-retained": "1 ms",
 }
-
-
-class InterleavingFileIO(ForwardingFileIO):
-    """Forwards every call; just before its ``at``-th change (a write, a delete of one path, a directory removal)
-    runs ``action`` once (what another process does at that moment). ``at=None`` only counts the changes."""
-
-    def __init__(self, inner: FileIO, at: int | None, action: Callable[[], None]) -> None:
-        super().__init__(inner)
-        self.at = at
-        self.action = action
-        self.changes = 0
-
-    def _before_change(self, count: int = 1) -> None:
-        first = self.changes + 1
-        self.changes += count
-        if self.at is not None and first <= self.at <= self.changes:
-            self.at = None
-            self.action()
-
-    def write_bytes(self, path: str, data: bytes) -> None:
-        self._before_change()
-        self.inner.write_bytes(path, data)
-
-    def write_if_absent(self, path: str, data: bytes) -> bool:
-        self._before_change()
-        return self.inner.write_if_absent(path, data)
-
-    def delete_files(self, paths: Sequence[str]) -> list[str]:
-        self._before_change(max(1, len(paths)))
-        return self.inner.delete_files(paths)
-
-    def remove_empty_dir(self, path: str) -> bool:
-        self._before_change()
-        return self.inner.remove_empty_dir(path)
 
 
 def one_row(i: int) -> pa.Table:
@@ -120,79 +84,62 @@ def assert_consistent(root: Path, rolled_back: bool) -> None:
     assert checked.ok, checked.to_json()
 
 
-# --- a rollback at every change of a maintenance operation ------------------------------------------------------
+# --- one side at every change of the other ---------------------------------------------------------------------
 MAINTENANCE: dict[str, Callable[[TableContext], Any]] = {
     "expire": lambda ctx: expire_snapshots(ctx, parallelism=1),
     "expire-retain-1": lambda ctx: expire_snapshots(ctx, retain_min=1, retain_max=1, parallelism=1),
     "remove-orphans": lambda ctx: remove_orphan_files(ctx, force=True, older_than=dt.timedelta(0), parallelism=1),
     "compact": lambda ctx: compact(ctx),
 }
+REFUSED = (RollbackRefusedError, TableBusyError, SnapshotNotFoundError)
+"""How either side ends having changed nothing (a rollback also when an expiration removed its target first)."""
 
 
-def count_changes(template: Path, where: Path, run: Callable[[TableContext], Any]) -> int:
-    ctx, io = context_with(fresh(template, where), None, lambda: None)
-    run(ctx)
-    return io.changes
+def roll_back(ctx: TableContext) -> Any:
+    return rollback(ctx.store, snapshot_id=TARGET)
+
+
+def attempt(run: Callable[[TableContext], Any], ctx: TableContext) -> str:
+    try:
+        run(ctx)
+    except REFUSED as exc:
+        return f"refused: {exc}"
+    return "done"
+
+
+def sweep(template: Path, tmp_path: Path, outer: Callable[[TableContext], Any], inner: Callable[[TableContext], Any],
+          rollback_outer: bool) -> None:
+    """Run ``outer`` once per change it makes, with ``inner`` run whole just before that change; then the table
+    must read exactly the target (the rollback went through) or exactly its last state (it did not)."""
+    counting, io = context_with(fresh(template, tmp_path / "count"), None, lambda: None)
+    outer(counting)
+    assert io.changes > 0
+    for at in range(1, io.changes + 2):
+        root = fresh(template, tmp_path / f"at-{at}")
+        outcome: dict[str, str] = {}
+
+        def run_inner(root: Path = root, outcome: dict[str, str] = outcome) -> None:
+            outcome["inner"] = attempt(inner, Table.open(str(root)).context)
+
+        ctx, _ = context_with(root, at, run_inner)
+        outcome["outer"] = attempt(outer, ctx)
+        if "inner" not in outcome and not rollback_outer:
+            run_inner()  # the operation made fewer changes this time: the rollback runs after it
+        rolled_back = outcome["outer" if rollback_outer else "inner"] == "done"
+        try:
+            assert_consistent(root, rolled_back)
+        except AssertionError as exc:
+            raise AssertionError(f"inner run before change {at} of the outer one: {outcome}: {exc}") from exc
 
 
 @pytest.mark.parametrize("name", sorted(MAINTENANCE))
 def test_a_rollback_at_every_change_of_maintenance(template: Path, tmp_path: Path, name: str) -> None:
-    run = MAINTENANCE[name]
-    points = count_changes(template, tmp_path / "count", run)
-    assert points > 0
-    for at in range(1, points + 2):
-        root = fresh(template, tmp_path / f"at-{at}")
-        outcome: dict[str, Any] = {}
-
-        def roll(root: Path = root, outcome: dict[str, Any] = outcome) -> None:
-            try:
-                outcome["rollback"] = rollback(Table.open(str(root)).context.store, snapshot_id=TARGET)
-            except (RollbackRefusedError, TableBusyError, SnapshotNotFoundError) as exc:  # or the target expired first
-                outcome["refused"] = str(exc)
-
-        ctx, _ = context_with(root, at, roll)
-        try:
-            run(ctx)
-        except TableBusyError as exc:
-            outcome["busy"] = str(exc)
-        if "rollback" not in outcome and "refused" not in outcome:
-            roll()  # the operation made fewer changes this time: the rollback runs after it
-        rolled_back = "rollback" in outcome
-        try:
-            assert_consistent(root, rolled_back)
-        except AssertionError as exc:
-            raise AssertionError(f"{name}, rollback before change {at}: {outcome}: {exc}") from exc
+    sweep(template, tmp_path, MAINTENANCE[name], roll_back, rollback_outer=False)
 
 
-# --- maintenance at every change of a rollback ------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(MAINTENANCE))
 def test_maintenance_at_every_change_of_a_rollback(template: Path, tmp_path: Path, name: str) -> None:
-    run = MAINTENANCE[name]
-    root = fresh(template, tmp_path / "count")
-    store = context_with(root, None, lambda: None)[0].store
-    rollback(store, snapshot_id=TARGET)
-    points = store.io.changes  # type: ignore[attr-defined]
-    assert points > 0
-    for at in range(1, points + 2):
-        root = fresh(template, tmp_path / f"at-{at}")
-        outcome: dict[str, Any] = {}
-
-        def maintain(root: Path = root, outcome: dict[str, Any] = outcome) -> None:
-            try:
-                outcome["maintenance"] = run(Table.open(str(root)).context)
-            except TableBusyError as exc:
-                outcome["busy"] = str(exc)
-
-        ctx, _ = context_with(root, at, maintain)
-        try:
-            rollback(ctx.store, snapshot_id=TARGET)
-            rolled_back = True
-        except (RollbackRefusedError, TableBusyError, SnapshotNotFoundError):
-            rolled_back = False
-        try:
-            assert_consistent(root, rolled_back)
-        except AssertionError as exc:
-            raise AssertionError(f"{name} before change {at} of the rollback: {outcome}: {exc}") from exc
+    sweep(template, tmp_path, roll_back, MAINTENANCE[name], rollback_outer=True)
 
 
 # --- real processes -------------------------------------------------------------------------------------------
@@ -236,7 +183,7 @@ def _rollback_process(root: str, go: Any, results: Any, delay_s: float) -> None:
     try:
         table.rollback_to(LONG_TARGET)
         results.put(("rollback", "done"))
-    except (RollbackRefusedError, TableBusyError, SnapshotNotFoundError):
+    except REFUSED:
         results.put(("rollback", "refused"))
 
 

@@ -23,7 +23,7 @@ numbered in the order the calls reach the wrapper, so sweeps run maintenance wit
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from support.observed_fs import observed_filesystem
@@ -196,3 +196,37 @@ def faulty_context(ctx: TableContext, faulty: FileIO) -> TableContext:
         store=MetadataStore(faulty, ctx.layout),
         schema=ctx.schema,
     )
+
+
+class InterleavingFileIO(ForwardingFileIO):
+    """Forwards every call; just before its ``at``-th change (a write, a delete of one path, a directory removal)
+    runs ``action`` once (what another process does at that moment). ``at=None`` only counts the changes."""
+
+    def __init__(self, inner: FileIO, at: int | None, action: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self.at = at
+        self.action = action
+        self.changes = 0
+
+    def _before_change(self, count: int = 1) -> None:
+        first = self.changes + 1
+        self.changes += count
+        if self.at is not None and first <= self.at <= self.changes:
+            self.at = None
+            self.action()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._before_change()
+        self.inner.write_bytes(path, data)
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        self._before_change()
+        return self.inner.write_if_absent(path, data)
+
+    def delete_files(self, paths: Sequence[str]) -> list[str]:
+        self._before_change(max(1, len(paths)))
+        return self.inner.delete_files(paths)
+
+    def remove_empty_dir(self, path: str) -> bool:
+        self._before_change()
+        return self.inner.remove_empty_dir(path)
