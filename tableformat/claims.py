@@ -23,13 +23,17 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
+from typing import TypeVar
 
 from tableformat.errors import CorruptMetadataError, MaintenanceError, TableBusyError
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.model.maintain import Claim
+from tableformat.parallel import executor
 from tableformat.store import MetadataStore
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 MAINTENANCE = "maintenance"
 ROLLBACK = "rollback"
@@ -96,14 +100,19 @@ class TableClaim:
             expires_ms=now + self.duration_ms,
         )
 
-    def acquire(self) -> None:
-        """Write the claim, then look for a conflicting one: TableBusyError (own claim removed) when there is."""
+    def acquire(self, alongside: Callable[[], _T] | None = None) -> _T | None:
+        """Write the claim, then look for a conflicting one: TableBusyError (own claim removed) when there is.
+        ``alongside`` (a read the run needs once it holds the claim) runs while the claims are listed, at the same
+        time on object stores; its answer is returned."""
         claim = self._new()
         self.held = claim
         _HELD.add(self.owner)
         try:
             self.store.write_claim(claim)
-            blocking, dead = self._others()
+            with executor(2 if alongside is not None and self.store.io.is_object_store else 1, "claim") as pool:
+                answer = pool.submit(alongside) if alongside is not None else None
+                blocking, dead = self._others()
+                found = answer.result() if answer is not None else None
         except BaseException:
             self.release()
             raise
@@ -115,6 +124,7 @@ class TableClaim:
                 self.store.delete_claims(dead)
             except OSError as exc:  # a lapsed claim is harmless: it no longer counts
                 log.info("could not delete lapsed claims on %s: %s", self.where, exc)
+        return found
 
     def _others(self) -> tuple[list[str], list[tuple[str, str]]]:
         return survey(self.store, self.kind, self.clock(), mine=self.owner)

@@ -133,9 +133,9 @@ def run_operation(
             result = operation.execute(ctx, plan, config, progress)
         else:  # a rollback and this run never overlap (docs/reliability.md): TableBusyError if one holds the table
             claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name)
-            claim.acquire()
+            valid = claim.acquire(alongside=lambda planned=plan: operation.still_valid(ctx, planned))
             try:
-                if not operation.still_valid(ctx, plan):
+                if not valid:
                     plan = operation.plan(ctx, config, now)
                 result = operation.execute(ctx.with_io(GuardedFileIO(ctx.io, claim.check)), plan, config, progress)
             finally:

@@ -59,6 +59,8 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
         plan = plan_orphan_removal(
             ctx, older_than=config.older_than, force=config.force, parallelism=config.parallelism, now_ms=now_ms
         )
+        if plan.orphans or plan.empty_dirs:  # the run takes a claim anyway, and deletes lapsed ones then
+            return plan
         return replace(plan, lapsed_claims=len(survey(ctx.store, MAINTENANCE, now_ms)[1]))
 
     def changes(self, plan: OrphanPlan) -> bool:
