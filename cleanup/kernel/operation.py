@@ -131,17 +131,29 @@ def run_operation(
             result = operation.preview(ctx, plan)
         elif not operation.changes(plan):
             result = operation.execute(ctx, plan, config, progress)
-        else:  # a rollback and this run never overlap (docs/reliability.md): TableBusyError if one holds the table
-            claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name)
-            valid = claim.acquire(alongside=lambda planned=plan: operation.still_valid(ctx, planned))
-            try:
-                if not valid:
-                    plan = operation.plan(ctx, config, now)
-                result = operation.execute(ctx.with_io(GuardedFileIO(ctx.io, claim.check)), plan, config, progress)
-            finally:
-                claim.release()
+        else:
+            result = _execute_claimed(operation, ctx, plan, config, now, progress)
         del plan  # its records go before the collector comes back: it finds no young objects to walk
     return result
+
+
+def _execute_claimed(
+    operation: Operation[C, P, R], ctx: TableContext, plan: P, config: C, now: int, progress: Progress | None
+) -> R:
+    """Execute ``plan`` holding a maintenance claim: a rollback and this run never overlap (docs/reliability.md);
+    TableBusyError, nothing changed, when a rollback holds the table."""
+    claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name)
+
+    def recheck() -> bool:
+        return operation.still_valid(ctx, plan)
+
+    valid = claim.acquire(alongside=recheck)
+    try:
+        if not valid:
+            plan = operation.plan(ctx, config, now)
+        return operation.execute(ctx.with_io(GuardedFileIO(ctx.io, claim.check)), plan, config, progress)
+    finally:
+        claim.release()
 
 
 def _unguarded(store: MetadataStore) -> MetadataStore:
