@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from support.tables import with_stored_options
 
 from tableformat import Table
 from tableformat.cli.main import cli
@@ -36,14 +36,6 @@ def make(path: Path, **options: str) -> Table:
     for i, day in enumerate([*DAYS, DAYS[1]]):
         table.append(pa.table({"id": [i], "ts": [dt.datetime(2024, 1, 1)], "day": [day]}, SCHEMA))
     return table
-
-
-def stored(table: Table, **options: str) -> Table:
-    """Options written into a new schema unchecked (as an older tablefmt, Paimon or pypaimon may have)."""
-    store = table.context.store
-    latest = store.latest_schema()
-    assert store.write_schema_if_absent(replace(latest, id=latest.id + 1, options={**latest.options, **options}))
-    return Table.open(table.location)
 
 
 def ids(table: Table) -> list[int]:
@@ -144,7 +136,7 @@ def test_an_operation_flag_out_of_range_is_a_usage_error(tmp_path: Path, args: l
                                                 ("record-level.expire-time", "expire-records")])  # fmt: skip
 def test_a_stored_out_of_range_expiration_time_is_one_clear_line(tmp_path: Path, key: str, operation: str) -> None:
     retain = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "0 ms"}
-    table = stored(make(tmp_path / "t"), **{key: HUGE, **retain})
+    table = with_stored_options(make(tmp_path / "t"), **{key: HUGE, **retain})
     message = f"option {key} must be {DURATION_RANGE}, got {HUGE!r}"
     code, out, err = run(operation, table.location)
     assert (code, out, err) == (1, "", f"error: {message}\n")
@@ -157,7 +149,7 @@ def test_a_stored_out_of_range_expiration_time_is_one_clear_line(tmp_path: Path,
 
 
 def test_an_expiration_override_still_works_on_a_table_storing_an_out_of_range_time(tmp_path: Path) -> None:
-    table = stored(make(tmp_path / "t"), **{"partition.expiration-time": HUGE})
+    table = with_stored_options(make(tmp_path / "t"), **{"partition.expiration-time": HUGE})
     code, out, err = run("expire-partitions", table.location, "--expiration-time", "30d", "--json")
     assert (code, err) == (0, "") and json.loads(out)["expired_partitions"] == [{"day": "2000-01-01"}]
     assert ids(table) == [1, 2]

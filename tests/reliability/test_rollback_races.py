@@ -21,15 +21,16 @@ import pyarrow as pa
 import pytest
 from support.faults import InterleavingFileIO, faulty_context
 from support.processes import join_all
+from support.rollback_race import REFUSED, attempt
 from support.tables import files_under
 
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.compaction import compact
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
-from tableformat.commit.rollback import RollbackRefusedError, rollback
+from tableformat.commit.rollback import rollback
 from tableformat.context import TableContext
-from tableformat.errors import SnapshotNotFoundError, TableBusyError
+from tableformat.errors import TableBusyError
 from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
@@ -91,20 +92,10 @@ MAINTENANCE: dict[str, Callable[[TableContext], Any]] = {
     "remove-orphans": lambda ctx: remove_orphan_files(ctx, force=True, older_than=dt.timedelta(0), parallelism=1),
     "compact": lambda ctx: compact(ctx),
 }
-REFUSED = (RollbackRefusedError, TableBusyError, SnapshotNotFoundError)
-"""How either side ends having changed nothing (a rollback also when an expiration removed its target first)."""
 
 
 def roll_back(ctx: TableContext) -> Any:
     return rollback(ctx.store, snapshot_id=TARGET)
-
-
-def attempt(run: Callable[[TableContext], Any], ctx: TableContext) -> str:
-    try:
-        run(ctx)
-    except REFUSED as exc:
-        return f"refused: {exc}"
-    return "done"
 
 
 def sweep(template: Path, tmp_path: Path, outer: Callable[[TableContext], Any], inner: Callable[[TableContext], Any],

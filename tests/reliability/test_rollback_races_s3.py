@@ -5,19 +5,18 @@ rollback went through) or exactly its last state (it did not), and `check` is cl
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from support.faults import InterleavingFileIO, faulty_context
+from support.rollback_race import attempt
 from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS
 
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.snapshots import expire_snapshots
-from tableformat.commit.rollback import RollbackRefusedError, rollback
+from tableformat.commit.rollback import rollback
 from tableformat.context import TableContext
-from tableformat.errors import SnapshotNotFoundError, TableBusyError
 from tableformat.table import Table
 
 pytestmark = pytest.mark.s3
@@ -26,7 +25,6 @@ SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 SNAPSHOTS = 6
 TARGET = 3
 OPTIONS = {"write-only": "true", "snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms"}
-REFUSED = (RollbackRefusedError, TableBusyError, SnapshotNotFoundError)
 
 
 def build(server: SeaweedFS) -> Table:
@@ -35,14 +33,6 @@ def build(server: SeaweedFS) -> Table:
     for i in range(SNAPSHOTS):
         table.append(pa.table({"id": [i], "part": [i % 2]}, schema=SCHEMA))
     return table
-
-
-def attempt(run: Callable[[TableContext], Any], ctx: TableContext) -> str:
-    try:
-        run(ctx)
-    except REFUSED as exc:
-        return f"refused: {exc}"
-    return "done"
 
 
 def expire(ctx: TableContext) -> Any:

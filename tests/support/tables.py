@@ -157,3 +157,15 @@ def reachable_files(ctx: TableContext) -> set[str]:
         for entry in live_entries(store, snapshot, ctx.partition_codec(), threads=1):
             files.add(layout.relative(reader.path_of(entry)))
     return files
+
+
+# --- options written unchecked ---------------------------------------------------------------------------------
+def with_stored_options(table: Any, **options: str) -> Any:
+    """The table (a tableformat Table) after a new schema whose options were written unchecked, as an older
+    tablefmt, Paimon or pypaimon may have written them."""
+    from dataclasses import replace
+
+    store = table.context.store
+    latest = store.latest_schema()
+    assert store.write_schema_if_absent(replace(latest, id=latest.id + 1, options={**latest.options, **options}))
+    return type(table).open(table.location)

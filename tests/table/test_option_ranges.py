@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
+from support.tables import with_stored_options
 
 import tableformat.cleanup.partitions.plan as partition_plan
 import tableformat.scan.record_ttl as record_ttl
@@ -39,14 +39,6 @@ def make(path: Path, **options: str) -> Table:
     )
     table.append(pa.table({"id": [r[0] for r in ROWS], "ts": TIMES, "day": DAYS}, SCHEMA))
     return table
-
-
-def stored(table: Table, **options: str) -> Table:
-    """The table after a schema whose options were written unchecked, as an older tablefmt, Paimon or pypaimon may."""
-    store = table.context.store
-    latest = store.latest_schema()
-    assert store.write_schema_if_absent(replace(latest, id=latest.id + 1, options={**latest.options, **options}))
-    return Table.open(table.location)
 
 
 def rows(data: pa.Table) -> list[tuple[object, ...]]:
@@ -162,7 +154,7 @@ def test_per_call_overrides_are_range_checked_before_anything_is_read(
 
 @pytest.mark.parametrize("value", [HUGE, "200000d", "36501d"])
 def test_a_stored_out_of_range_record_ttl_expires_nothing_on_every_read_path(tmp_path: Path, value: str) -> None:
-    table = stored(make(tmp_path / "t"), **{"record-level.expire-time": value})
+    table = with_stored_options(make(tmp_path / "t"), **{"record-level.expire-time": value})
     assert rows(table.to_arrow()) == ROWS
     assert rows(pa.Table.from_batches(list(table.to_batches()))) == ROWS
     assert rows(table.to_pyarrow_dataset().to_table()) == ROWS
@@ -171,7 +163,7 @@ def test_a_stored_out_of_range_record_ttl_expires_nothing_on_every_read_path(tmp
 
 
 def test_a_stored_out_of_range_record_ttl_is_one_line_for_expire_records(tmp_path: Path) -> None:
-    table = stored(make(tmp_path / "t"), **{"record-level.expire-time": HUGE})
+    table = with_stored_options(make(tmp_path / "t"), **{"record-level.expire-time": HUGE})
     with pytest.raises(ValidationError) as caught:
         table.maintenance.run("expire-records")
     assert str(caught.value) == f"option record-level.expire-time must be {DURATION_RANGE}, got {HUGE!r}"
@@ -214,7 +206,7 @@ def test_a_cutoff_before_the_range_of_timestamp_ns_expires_nothing(
 
 
 def test_a_stored_out_of_range_partition_expiration_time_is_one_line_and_drops_nothing(tmp_path: Path) -> None:
-    table = stored(make(tmp_path / "t"), **{"partition.expiration-time": HUGE, "write-only": "false"})
+    table = with_stored_options(make(tmp_path / "t"), **{"partition.expiration-time": HUGE, "write-only": "false"})
     with pytest.raises(ValidationError) as caught:
         table.expire_partitions()
     assert str(caught.value) == f"option partition.expiration-time must be {DURATION_RANGE}, got {HUGE!r}"
