@@ -11,31 +11,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from support.processes import join_all
+from support.rollback_race import WRITE_ONLY_RETENTION, one_row_history
 
 from tableformat.cli.main import cli
 from tableformat.table import Table
 
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 HISTORY = 150
 TARGET = 100
-OPTIONS = {
-    "write-only": "true",
-    "snapshot.num-retained.min": "2",
-    "snapshot.time-retained": "1 ms",
-    "snapshot.expire.limit": "1000",
-}
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cli-race") / "t"
-    table = Table.create(str(root), SCHEMA, ["part"], options=OPTIONS)
-    for i in range(HISTORY):
-        table.append(pa.table({"id": [i], "part": [i % 2]}, schema=SCHEMA))
+    one_row_history(str(root), HISTORY, {**WRITE_ONLY_RETENTION, "snapshot.expire.limit": "1000"})
     return root
 
 

@@ -8,23 +8,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from support.faults import InterleavingFileIO, faulty_context
+from support.rollback_race import RETENTION, SCHEMA, attempt, one_row
 
 from interop.helpers import Paimon
 from tableformat.cleanup.snapshots import expire_snapshots
-from tableformat.commit.rollback import RollbackRefusedError, rollback
-from tableformat.errors import SnapshotNotFoundError, TableBusyError
+from tableformat.commit.rollback import rollback
 from tableformat.table import Table
 
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 SNAPSHOTS = 10
 TARGET = 4
-OPTIONS = {"snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms", "snapshot.expire.limit": "100"}
-
-
-def one_row(i: int) -> pa.Table:
-    return pa.table({"id": [i], "part": [i % 2]}, schema=SCHEMA)
+OPTIONS = {**RETENTION, "snapshot.expire.limit": "100"}
 
 
 def test_pypaimon_reads_exactly_the_target_or_the_last_state_after_every_interleaving(pp: Paimon) -> None:
@@ -49,11 +43,7 @@ def test_pypaimon_reads_exactly_the_target_or_the_last_state_after_every_interle
         outcome: dict[str, str] = {}
 
         def roll(root: str = pp.path(name), outcome: dict[str, str] = outcome) -> None:
-            try:
-                rollback(Table.open(root).context.store, snapshot_id=TARGET)
-                outcome["rollback"] = "done"
-            except (RollbackRefusedError, TableBusyError, SnapshotNotFoundError) as exc:
-                outcome["rollback"] = f"refused: {exc}"
+            outcome["rollback"] = attempt(lambda ctx: rollback(ctx.store, snapshot_id=TARGET), Table.open(root).context)
 
         expire(pp.path(name), at, roll)
         expected = TARGET if outcome["rollback"] == "done" else SNAPSHOTS

@@ -17,11 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from support.faults import InterleavingFileIO, faulty_context
 from support.processes import join_all
-from support.rollback_race import REFUSED, attempt
+from support.rollback_race import REFUSED, WRITE_ONLY_RETENTION, attempt, one_row, one_row_history
 from support.tables import files_under
 
 from tableformat.cleanup.check import check_table
@@ -33,18 +32,8 @@ from tableformat.context import TableContext
 from tableformat.errors import TableBusyError
 from tableformat.table import Table
 
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 SNAPSHOTS = 12
 TARGET = 4
-OPTIONS = {
-    "write-only": "true",
-    "snapshot.num-retained.min": "2",
-    "snapshot.time-retained": "1 ms",
-}
-
-
-def one_row(i: int) -> pa.Table:
-    return pa.table({"id": [i], "part": [i % 2]}, schema=SCHEMA)
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +41,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A write-only table with SNAPSHOTS one-row snapshots (row i in snapshot i + 1), a partition per parity and
     one orphan data file."""
     root = tmp_path_factory.mktemp("rollback-race") / "t"
-    table = Table.create(str(root), SCHEMA, ["part"], options=OPTIONS)
-    for i in range(SNAPSHOTS):
-        table.append(one_row(i))
+    table = one_row_history(str(root), SNAPSHOTS, WRITE_ONLY_RETENTION)
     table.write_files(one_row(99))  # never committed: an orphan for orphan cleanup to delete
     return root
 
@@ -136,7 +123,7 @@ def test_maintenance_at_every_change_of_a_rollback(template: Path, tmp_path: Pat
 # --- real processes -------------------------------------------------------------------------------------------
 LONG_HISTORY = 150
 LONG_TARGET = 40
-LONG_OPTIONS = {**OPTIONS, "snapshot.expire.limit": "1000"}
+LONG_OPTIONS = {**WRITE_ONLY_RETENTION, "snapshot.expire.limit": "1000"}
 RACES = int(os.environ.get("TABLEFMT_ROLLBACK_RACES", "8"))
 """Races the suite runs (TABLEFMT_ROLLBACK_RACES=64 for a longer run by hand)."""
 
@@ -145,9 +132,7 @@ RACES = int(os.environ.get("TABLEFMT_ROLLBACK_RACES", "8"))
 def long_history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A write-only table with LONG_HISTORY one-row snapshots, as a user's hourly job leaves it."""
     root = tmp_path_factory.mktemp("rollback-race-long") / "t"
-    table = Table.create(str(root), SCHEMA, ["part"], options=LONG_OPTIONS)
-    for i in range(LONG_HISTORY):
-        table.append(one_row(i))
+    one_row_history(str(root), LONG_HISTORY, LONG_OPTIONS)
     return root
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from support.faults import InterleavingFileIO, faulty_context
-from support.rollback_race import attempt
+from support.rollback_race import WRITE_ONLY_RETENTION, attempt, one_row_history
 from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS
 
 from tableformat.cleanup.check import check_table
@@ -21,18 +20,13 @@ from tableformat.table import Table
 
 pytestmark = pytest.mark.s3
 
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
 SNAPSHOTS = 6
 TARGET = 3
-OPTIONS = {"write-only": "true", "snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms"}
 
 
 def build(server: SeaweedFS) -> Table:
     url = f"s3://{DEFAULT_BUCKET}/t-{uuid.uuid4().hex[:16]}"
-    table = Table.create(url, SCHEMA, ["part"], options=OPTIONS, storage_options=server.storage_options())
-    for i in range(SNAPSHOTS):
-        table.append(pa.table({"id": [i], "part": [i % 2]}, schema=SCHEMA))
-    return table
+    return one_row_history(url, SNAPSHOTS, WRITE_ONLY_RETENTION, storage_options=server.storage_options())
 
 
 def expire(ctx: TableContext) -> Any:
