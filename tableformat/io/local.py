@@ -15,6 +15,9 @@ from typing import IO, Any
 from tableformat.errors import DeleteFailedError
 from tableformat.io.fileio import UNKNOWN, FileInfo, FileIO
 
+# How often a write makes its directory again when another process removes it as empty (remove_empty_dir) in between
+_EMPTIED_DIR_RETRIES = 5
+
 
 def temp_name_for(path: str) -> str:
     """Paimon's temp-file pattern ``.<name>.<uuid>.tmp`` in the same directory (orphan cleanup knows it)."""
@@ -150,14 +153,23 @@ class LocalFileIO(FileIO):
             os.close(fd)
 
     def _write_temp(self, path: str, data: bytes, *, sync: bool) -> str:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         temp = temp_name_for(path)
-        with open(temp, "wb") as handle:
-            handle.write(data)
-            if sync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        return temp
+        for attempt in range(_EMPTIED_DIR_RETRIES):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                handle = open(temp, "wb")  # noqa: SIM115 - closed below; opening alone is retried
+            except FileNotFoundError:
+                # another process removed the (then empty) directory between makedirs and open: make it again
+                if attempt == _EMPTIED_DIR_RETRIES - 1:
+                    raise
+                continue
+            with handle:
+                handle.write(data)
+                if sync:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            return temp
+        raise AssertionError("unreachable")
 
     def sync(self, files: Sequence[str], directories: Sequence[str] = ()) -> None:
         calls = [(_fsync_file, path) for path in files] + [(_fsync_strict_dir, path) for path in directories]

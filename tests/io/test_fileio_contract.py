@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import traceback
@@ -206,6 +207,37 @@ class TestFileIOContract:
         assert io.exists(backend.path("x", "fil")) is False
         io.delete_files([path])
         assert io.exists(path) is False
+
+
+# --- local disk only --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("create", [False, True], ids=["write_bytes", "write_if_absent"])
+def test_local_write_survives_its_directory_removed_as_empty(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, create: bool
+) -> None:
+    """Another process's remove_empty_dir (a claim released on .tablefmt/) can land between a writer's makedirs and
+    its open: the writer makes the directory again instead of failing with FileNotFoundError."""
+    io, root = open_location(str(tmp_path))
+    directory = f"{root}/.tablefmt"
+    real_makedirs = os.makedirs
+    removals: list[str] = []
+
+    def makedirs_then_removed_by_another(path: str, exist_ok: bool = False) -> None:
+        real_makedirs(path, exist_ok=exist_ok)
+        if not removals:  # the first time only: the other process removes the still empty directory
+            removals.append(path)
+            assert io.remove_empty_dir(path) is True
+
+    monkeypatch.setattr(os, "makedirs", makedirs_then_removed_by_another)
+    path = f"{directory}/claim-maintenance-1"
+    if create:
+        assert io.write_if_absent(path, b"claim") is True
+    else:
+        io.write_bytes(path, b"claim")
+    assert removals == [directory]
+    assert io.read_bytes(path) == b"claim"
+    assert sorted(os.listdir(directory)) == ["claim-maintenance-1"]
 
 
 # --- S3 only ----------------------------------------------------------------------------------------------------------
