@@ -43,6 +43,8 @@ SERIAL_COOKIE_NO_RUN = 12346
 SERIAL_COOKIE = 12347
 NO_OFFSET_THRESHOLD = 4
 """With the run cookie, the offset header is written only for this many containers or more."""
+MAX_POSITION_64 = 0x7FFFFFFE_80000000
+"""``OptimizedRoaringBitmap64.MAX_VALUE``: high key 2^31 - 2, low bits 2^31."""
 _ARRAY_MAX = 4096
 _BITMAP_BYTES = 8192
 
@@ -191,8 +193,8 @@ def _decode_roaring64(data: memoryview) -> Any:
             raise _Corrupt(f"negative bitmap count {count}")
         for _ in range(count):
             (key,) = struct.unpack_from("<i", data, pos)
-            if key <= previous_key:
-                raise _Corrupt("64-bit bitmap keys are not ascending")
+            if key <= previous_key or key > 0x7FFFFFFE:
+                raise _Corrupt(f"64-bit bitmap key {key} out of order or range")
             values, used = _decode_roaring32(data[pos + 4 :])
             parts.append(values.astype(np.uint64) | np.uint64(key << 32))
             previous_key, pos = key, pos + 4 + used
@@ -207,9 +209,10 @@ def roaring64_from_bytes(data: bytes | memoryview) -> Any:
 
 
 def roaring64_to_bytes(values: Iterable[int] | Any) -> bytes:
-    """``OptimizedRoaringBitmap64.serialize`` of a set of positions in [0, 2^63 - 2^31 - 1]: one bitmap per high key
-    from 0 to the highest, the empty ones included, as Paimon writes its dense bitmap array."""
-    positions = _positions(values, 0x7FFFFFFE_7FFFFFFF)
+    """``OptimizedRoaringBitmap64.serialize`` of a set of positions in [0, MAX_POSITION_64]: one bitmap per high key
+    from 0 to the highest, the empty ones included, as Paimon writes its dense bitmap array (so a position with high
+    key k writes k + 1 bitmaps)."""
+    positions = _positions(values, MAX_POSITION_64)
     keys = (positions >> np.uint64(32)).astype(np.int64)
     count = int(keys[-1]) + 1 if len(positions) else 0
     parts = [struct.pack("<q", count)]
@@ -272,7 +275,7 @@ def deletion_vector_file_to_bytes(
     and their ranges, as ``DeletionFileWriter`` writes and records them (cardinality included)."""
     chunks, ranges, offset = [bytes([DV_FILE_VERSION])], [], 1
     for data_file, positions in vectors.items():
-        distinct = _positions(positions, 0x7FFFFFFE_7FFFFFFF)
+        distinct = _positions(positions, MAX_POSITION_64)
         blob, length = deletion_vector_to_bytes(distinct, bitmap64=bitmap64)
         ranges.append(
             DeletionVectorMeta(data_file_name=data_file, offset=offset, length=length, cardinality=len(distinct))

@@ -183,3 +183,15 @@ def test_a_hash_index_is_big_endian_int32s() -> None:
     assert dv.hash_index_from_bytes(bytes.fromhex("00000001fffffffe"), "f") == [1, -2]
     with pytest.raises(CorruptMetadataError, match="int32"):
         dv.hash_index_from_bytes(b"\x00\x00\x01", "f")
+
+
+def test_64_bit_positions_reach_paimons_max_value_and_no_further() -> None:
+    top = dv.MAX_POSITION_64  # OptimizedRoaringBitmap64.MAX_VALUE: key 2^31 - 2, low bits 2^31
+    assert top == ((2**31 - 2) << 32) | 2**31
+    # Paimon writes a dense key array (2^31 - 1 bitmaps here); readers take sparse keys, so decode only
+    sparse = struct.pack("<q", 1) + struct.pack("<i", 2**31 - 2) + u32(NO_RUN, 1) + u16(2**15, 0) + u32(16) + u16(0)
+    assert dv.roaring64_from_bytes(sparse).tolist() == [top]
+    with pytest.raises(ValueError):
+        dv.deletion_vector_to_bytes([top + 1], bitmap64=True)
+    with pytest.raises(ValueError, match="out of order or range"):
+        dv.roaring64_from_bytes(struct.pack("<q", 1) + struct.pack("<i", 2**31 - 1) + ARRAY_ONLY)
