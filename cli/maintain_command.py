@@ -106,7 +106,9 @@ def _settings(config: str | None, storage: dict[str, Any], parallel: int | None)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per table per pass on stdout.")
 @click.option("--metrics-file", type=click.Path(dir_okay=False), help="Write Prometheus text format here.")
 @click.option("--dry-run", is_flag=True, help="Report what is due and what it would delete; change nothing.")
-@click.option("--parallel", type=COUNT, help="Tables maintained at once (default 2).")
+@click.option(
+    "--parallelism", "--parallel", "parallel", type=COUNT, help="Tables maintained at once (default 2); --parallel is an older spelling."
+)
 @storage_option_flag
 @handle_errors
 def maintain(

@@ -30,15 +30,21 @@ class _ShowByDefault(OneLineErrorGroup):
     """``tablefmt options TABLE`` means ``tablefmt options show TABLE``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            args = ["show", *args]
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["show", *args]  # `options T --all` and `options --all T` alike
         return super().parse_args(ctx, args)
 
 
 @click.group("options", cls=_ShowByDefault)
 def options() -> None:
-    """Show (`options TABLE`), set or unset TABLE's options; each change writes a new schema version as Paimon's
-    ALTER TABLE SET / RESET does."""
+    """Show, set or unset TABLE's options; each change writes a new schema version as Paimon's ALTER TABLE SET /
+    RESET does.
+
+    \b
+    tablefmt options TABLE [--all] [--json]   options set on TABLE (--all: defaults too)
+    tablefmt options set TABLE KEY=VALUE ...  set options (values checked first)
+    tablefmt options unset TABLE KEY ...      back to their defaults
+    """
 
 
 @options.command("show")
@@ -119,7 +125,12 @@ def options_set(
 @handle_errors
 def options_unset(table: str, keys: tuple[str, ...], as_json: bool, storage_options: tuple[str, ...]) -> None:
     """Unset options of TABLE (ALTER TABLE RESET): they return to their defaults."""
-    _report_change(open_table(table, storage_options).unset_options(keys), as_json)
+    target = open_table(table, storage_options)
+    try:
+        result = target.unset_options(keys)
+    except UnknownOptionError as exc:
+        raise click.UsageError(str(exc)) from None
+    _report_change(result, as_json)
 
 
 def _time_flag(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:

@@ -21,10 +21,11 @@ class UnknownOptionError(ValidationError):
 
     PYTHON_HINT = "to store options tablefmt does not know, pass allow_unknown_options=True"
 
-    def __init__(self, suggestions: dict[str, str | None]) -> None:
+    def __init__(self, suggestions: dict[str, str | None], hint: str = PYTHON_HINT) -> None:
         self.suggestions = dict(suggestions)
         """Each unknown name -> the closest known option name, or None."""
-        super().__init__(self.describe(self.PYTHON_HINT))
+        self.hint = hint
+        super().__init__(self.describe(hint))
 
     def describe(self, hint: str) -> str:
         """One line naming every unknown option and its suggestion, ending with ``hint`` (how to allow them)."""

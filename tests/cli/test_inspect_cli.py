@@ -204,7 +204,22 @@ def test_options_set_unset_cli(table: str) -> None:
         "error": "option snapshot.num-retained.min: invalid integer 'zero'", "kind": "UsageError"
     }  # fmt: skip
     assert run("options", "set", table, "novalue").exit_code == 2
+    result = run("options", "unset", table, "snapshot.expire.limt")  # a typo is not "no change"
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: unknown table option 'snapshot.expire.limt' (did you mean 'snapshot.expire.limit'?); the table "
+        "does not hold it either: nothing to unset\n",
+    )
     assert len(Table.open(table).context.store.schema_ids()) == 3
+    assert run("options", "unset", table, "snapshot.expire.limit").stdout.startswith("no change")  # known, unset
+
+
+def test_options_show_takes_its_flags_before_or_after_the_table(table: str) -> None:
+    after = run("options", table, "--all")
+    before = run("options", "--all", table)
+    assert (after.exit_code, before.exit_code) == (0, 0)
+    assert after.stdout == before.stdout and "snapshot.expire.limit" in after.stdout
+    assert "tablefmt options TABLE [--all] [--json]" in run("options", "--help").stdout
 
 
 def test_tag_create_with_time_retained(table: str) -> None:

@@ -215,3 +215,10 @@ def test_once_and_watch_together_is_a_usage_error_before_any_table_is_touched(tm
     assert (code, out, err) == (2, "", "error: give --once or --watch, not both\n")
     assert snapshot_ids(tables["sales.orders"]) == [1, 2, 3, 4, 5]
     assert not (tables["sales.orders"] / ".tablefmt").exists()
+
+
+@pytest.mark.parametrize("flag", ["--parallelism", "--parallel"])
+def test_parallelism_is_the_flag_every_command_spells_alike(tmp_path: Path, flag: str) -> None:
+    make_warehouse(tmp_path / "wh", {"sales": ["orders"]}, commits=2)
+    code, out, err = _run("--once", flag, "1", str(tmp_path / "wh"))
+    assert (code, err) == (0, "") and out.endswith("1 maintained, 0 failed, 0 B freed\n")
