@@ -107,7 +107,11 @@ def _settings(config: str | None, storage: dict[str, Any], parallel: int | None)
 @click.option("--metrics-file", type=click.Path(dir_okay=False), help="Write Prometheus text format here.")
 @click.option("--dry-run", is_flag=True, help="Report what is due and what it would delete; change nothing.")
 @click.option(
-    "--parallelism", "--parallel", "parallel", type=COUNT, help="Tables maintained at once (default 2); --parallel is an older spelling."
+    "--parallelism",
+    "--parallel",
+    "parallel",
+    type=COUNT,
+    help="Tables maintained at once (default 2); --parallel is an older spelling.",
 )
 @storage_option_flag
 @handle_errors
