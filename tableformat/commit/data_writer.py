@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.binary_row import encode_row
 from tableformat.data_paths import DataPaths, require_data_inside_root
-from tableformat.errors import UnsupportedFormatError, ValidationError
+from tableformat.errors import ArgumentError, UnsupportedFormatError, ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import NameFactory, TableLayout
 from tableformat.lazy_module import lazy_module
@@ -137,12 +137,13 @@ def _check_missing(missing: list[str], target: pa.Schema, schema: TableSchema, f
         )
     if required:
         reasons.append(f"NOT NULL column(s) {required} must be present")
+    lacks = f"data lacks column(s) {missing} of the table {target.names}"
     if not reasons:
-        reasons.append(
-            "to write nulls into the missing nullable column(s), pass fill_missing_columns=True "
-            "(tablefmt write --fill-missing-columns)"
+        raise ArgumentError(
+            f"{lacks}; to write nulls into the missing nullable column(s), pass {{fill_missing_columns}}",
+            fill_missing_columns=("True", ""),
         )
-    raise ValidationError(f"data lacks column(s) {missing} of the table {target.names}; {'; '.join(reasons)}")
+    raise ValidationError(f"{lacks}; {'; '.join(reasons)}")
 
 
 def local_wall_clock_ms() -> int:
