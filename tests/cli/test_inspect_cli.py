@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -85,8 +86,8 @@ id  kind       committed                  records     added   removed
 """
 
 TAGS = """\
-tag      snapshot  committed                  records  retained
-nightly         2  YYYY-MM-DDThh:mm:ss+00:00      200  forever
+tag      snapshot  committed                  records  retained  expires
+nightly         2  YYYY-MM-DDThh:mm:ss+00:00      200  forever   never
 """
 
 PARTITIONS = """\
@@ -229,6 +230,25 @@ def test_tag_create_with_time_retained(table: str) -> None:
     assert tags["weekly"]["time_retained_seconds"] == 7 * 86_400
     assert "weekly          3" in human("tag", "list", table) and "7 d" in human("tag", "list", table)
     assert run("tag", "create", table, "bad", "--time-retained", "-1d").exit_code == 2
+
+
+def test_tag_list_says_when_each_tag_expires_and_which_already_have(table: str) -> None:
+    store = Table.open(table).context.store
+    created = (2020, 1, 2, 3, 4, 5, 0)  # local time, as Paimon writes it
+    old = dataclasses.replace(store.read_tag("nightly"), name="old", create_time=created, time_retained_seconds=60)
+    assert store.write_tag_if_absent(old)
+    assert run("tag", "create", table, "weekly", "--snapshot", "3", "--time-retained", "7d").exit_code == 0
+    weekly = store.read_tag("weekly")
+    tags = {t["name"]: t for t in json.loads(run("tag", "list", table, "--json").stdout)}
+    expected_old = int(dt.datetime(2020, 1, 2, 3, 5, 5).timestamp() * 1000)
+    assert (tags["old"]["expire_time_ms"], tags["old"]["expired"]) == (expected_old, True)
+    assert tags["old"]["expire_time"] == "2020-01-02T03:05:05+00:00"  # TZ=UTC in these tests
+    assert tags["weekly"]["expire_time_ms"] == int(weekly.expires_ms() or 0) and tags["weekly"]["expired"] is False
+    assert (tags["nightly"]["expire_time"], tags["nightly"]["expired"]) == (None, False)
+    listed = {line.split()[0]: line for line in run("tag", "list", table).stdout.splitlines()[1:]}
+    assert listed["old"].endswith(" 1 min     expired")
+    assert listed["weekly"].endswith(" 7 d       in 6 d")  # 7 d less the moments since it was created
+    assert listed["nightly"].endswith(" forever   never")
 
 
 def test_rollback_cli(table: str) -> None:
