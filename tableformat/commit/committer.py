@@ -450,7 +450,22 @@ class Committer:
             properties=properties,
             uuid=str(uuid.uuid4()),
             writer_version=WRITER_VERSION,
+            **self._inherited(latest),
         )
+
+    def _inherited(self, latest: Snapshot | None) -> dict[str, Any]:
+        """What a new snapshot keeps of the latest one, as Paimon's commit does (FileStoreCommitImpl.tryCommitOnce):
+        the index manifest (deletion vectors, a dynamic-bucket table's hash index: without it the next Paimon write
+        to such a primary-key table fails or places a key in a second bucket), the watermark, the next row id, and
+        the statistics file while the schema is the same. None of tablefmt's commits change index files."""
+        if latest is None:
+            return {}
+        return {
+            "index_manifest": latest.index_manifest,
+            "watermark": latest.watermark,
+            "next_row_id": latest.next_row_id,
+            "statistics": latest.statistics if latest.schema_id == self.schema.id else None,
+        }
 
     def _discard(self, paths: list[str]) -> None:
         """Remove metadata files of an attempt that did not create a snapshot (nothing references them)."""
