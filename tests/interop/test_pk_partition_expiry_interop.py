@@ -1,0 +1,170 @@
+"""Partition expiration on primary-key tables pypaimon 2.1.0 wrote, as Paimon does it (PartitionExpire ->
+FileStoreCommitImpl.dropPartitions): one OVERWRITE snapshot of DELETE entries for every live file of the expired
+partitions, each a byte-for-byte copy of its ADD entry (bucket, total buckets, level, keys, key statistics, sequence
+numbers), whether the drop was planned on the latest snapshot or planned again after a concurrent pypaimon commit.
+pypaimon then reads exactly the other partitions' rows, every retained snapshot as before, and keeps upserting (also
+into the dropped partition: no older version of a key comes back), on fixed-bucket and dynamic-bucket tables.
+
+Compaction and record expiration are refused on these tables (they would rewrite key versions as final rows), and
+``tablefmt maintain`` skips them as not applicable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from support.tables import files_under
+
+from interop.helpers import Paimon, delta_entries, live_file_entries, rows_of, snapshot_json
+from interop.pk_upserts import (
+    PARTITIONS,
+    UpsertModel,
+    create_pk_table,
+    missing_references,
+    pk_options,
+    upsert,
+    upsert_rows,
+)
+from tableformat import Table
+from tableformat.cleanup.partitions import PARTITION_EXPIRATION
+from tableformat.cli.main import cli
+
+SEED = 26
+EXPIRED = ["2020-01-01", "2020-01-02"]
+PARTITION_EXPIRATION_NOW_MS = 1_893_456_000_000  # 2030-01-01: the 2020 partitions are long expired, 2099 is not
+
+
+def _cli(*args: str, expect: int = 0) -> Any:
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == expect, result.output
+    return json.loads(result.stdout)
+
+
+def _pk_table(pp: Paimon, rounds: int = 6, **options: str) -> tuple[str, UpsertModel]:
+    path = create_pk_table(pp, "t", pk_options(**options))
+    model = UpsertModel()
+    for number in range(1, rounds + 1):
+        upsert(pp, "t", model.next_round(SEED, number))
+    assert rows_of(pp.read("t")) == model.rows()
+    return path, model
+
+
+def _partition_of(entry: dict[str, Any]) -> str:
+    raw: bytes = entry["_PARTITION"]
+    return next(p for p in PARTITIONS if p.encode() in raw)
+
+
+def _assert_exact_drop(root: str, drop_id: int, dropped: list[str]) -> None:
+    """The drop snapshot's delta is DELETE copies of exactly the dropped partitions' live ADD entries."""
+    snapshot = snapshot_json(root, drop_id)
+    assert snapshot["commitKind"] == "OVERWRITE" and "changelogManifestList" not in snapshot
+    before = live_file_entries(root, drop_id - 1)
+    expected = {key: entry for key, entry in before.items() if _partition_of(entry) in dropped}
+    assert {e["_FILE"]["_LEVEL"] for e in expected.values()} == {0}  # pypaimon 2.1.0 writes level 0 only
+    assert {e["_TOTAL_BUCKETS"] for e in expected.values()} == {3}
+    delta = delta_entries(root, drop_id)
+    assert {e["_KIND"] for e in delta} == {1}
+    by_key = {(e["_PARTITION"], e["_BUCKET"], e["_FILE"]["_FILE_NAME"]): e for e in delta}
+    assert len(by_key) == len(delta) and by_key.keys() == expected.keys()
+    for key, entry in by_key.items():
+        assert {**entry, "_KIND": 0} == expected[key], f"the DELETE of {key[2]} is not a copy of its ADD"
+    assert snapshot["deltaRecordCount"] == -sum(e["_FILE"]["_ROW_COUNT"] for e in expected.values())
+
+
+def test_expiring_partitions_of_a_pk_table_drops_exact_copies_and_pypaimon_keeps_upserting(pp: Paimon) -> None:
+    root, model = _pk_table(pp)
+    before = {sid: rows_of(pp.read("t", snapshot_id=sid)) for sid in range(1, 7)}
+
+    result = _cli("expire-partitions", root)
+    assert result["expired_partitions"] == [{"dt": dt} for dt in EXPIRED] and result["snapshot_ids"] == [7]
+    _assert_exact_drop(root, 7, EXPIRED)
+    for dt in EXPIRED:
+        model.drop(dt)
+    assert rows_of(pp.read("t")) == model.rows()
+    assert {sid: rows_of(pp.read("t", snapshot_id=sid)) for sid in range(1, 7)} == before
+    assert missing_references(root) == []
+
+    for number in (7, 8):  # upserts and deletes into every partition, the dropped ones too
+        upsert(pp, "t", model.next_round(SEED, number))
+    assert rows_of(pp.read("t")) == model.rows()
+    assert {r[1] for r in model.rows()} == set(PARTITIONS)  # the dropped partitions hold only the new rows
+
+
+def test_a_drop_planned_again_after_a_pypaimon_commit_still_copies_the_entries_exactly(pp: Paimon) -> None:
+    root, model = _pk_table(pp)
+    ctx = Table.open(root).context
+    config = PARTITION_EXPIRATION.configure(ctx, {})
+    plan = PARTITION_EXPIRATION.plan(ctx, config, PARTITION_EXPIRATION_NOW_MS)
+    assert [p.display for p in plan.expired] == [{"dt": dt} for dt in EXPIRED]
+    kept_only = upsert_rows(SEED, 7, model.live.keys(), ["2099-01-01"])
+    upsert(pp, "t", kept_only)  # snapshot 7, after planning: the drop is planned again on it (guarded)
+    model.apply(7, kept_only)
+    result = PARTITION_EXPIRATION.execute(ctx, plan, config, None)
+    assert result.snapshot_ids == (8,) and result.skipped_partitions == ()
+    _assert_exact_drop(root, 8, EXPIRED)
+    for dt in EXPIRED:
+        model.drop(dt)
+    assert rows_of(pp.read("t")) == model.rows()
+
+
+def test_a_partition_touched_after_planning_is_not_dropped(pp: Paimon) -> None:
+    root, model = _pk_table(pp)
+    ctx = Table.open(root).context
+    config = PARTITION_EXPIRATION.configure(ctx, {})
+    plan = PARTITION_EXPIRATION.plan(ctx, config, PARTITION_EXPIRATION_NOW_MS)
+    late = upsert_rows(SEED, 7, model.live.keys(), ["2020-01-01"])
+    upsert(pp, "t", late)  # a late upsert into an expiring partition: its new file was not planned
+    model.apply(7, late)
+    result = PARTITION_EXPIRATION.execute(ctx, plan, config, None)
+    assert result.expired_partitions == ({"dt": "2020-01-02"},)
+    assert [(dict(p), reason) for p, reason in result.skipped_partitions] == [
+        ({"dt": "2020-01-01"}, "files were added after planning; not dropped")
+    ]
+    _assert_exact_drop(root, 8, ["2020-01-02"])
+    model.drop("2020-01-02")
+    assert rows_of(pp.read("t")) == model.rows()
+
+
+def test_dynamic_bucket_pk_table_keeps_its_hash_index_through_a_drop(pp: Paimon) -> None:
+    """bucket=-1: pypaimon assigns keys to buckets with the hash index the snapshot's index manifest names. A drop
+    that lost the index manifest made pypaimon's next write fail ("has data files but no complete HASH index")."""
+    root = create_pk_table(pp, "t", pk_options(bucket="-1", **{"dynamic-bucket.target-row-num": "4"}))
+    model = UpsertModel()
+    for number in (1, 2, 3):
+        upsert(pp, "t", model.next_round(SEED, number))
+    index = snapshot_json(root, 3)["indexManifest"]
+    assert index
+    result = _cli("expire-partitions", root)
+    assert result["snapshot_ids"] == [4] and snapshot_json(root, 4)["indexManifest"] == index
+    for dt in EXPIRED:
+        model.drop(dt)
+    for number in (4, 5):
+        upsert(pp, "t", model.next_round(SEED, number))
+    got = rows_of(pp.read("t"))
+    assert got == model.rows()
+    assert len({(r[0], r[1]) for r in got}) == len(got)  # no key in two buckets
+
+
+def test_rewrites_are_refused_and_maintain_skips_them_on_a_pypaimon_pk_table(pp: Paimon, tmp_path: Path) -> None:
+    options = {"record-level.expire-time": "1 d", "record-level.time-field": "id", "compaction.max.file-num": "3"}
+    root, model = _pk_table(pp, rounds=3, **options)
+    before = files_under(root)
+    for name in ("compact", "expire-records"):
+        result = CliRunner().invoke(cli, [name, root])
+        assert result.exit_code == 1
+        assert result.stderr.startswith(f"error: {name}: the table has a primary key; tablefmt rewrites append")
+        assert result.stderr.count("\n") == 1
+    assert files_under(root) == before
+
+    result = CliRunner().invoke(cli, ["maintain", root, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.splitlines()[0])
+    assert report["ok"] is True and sorted(report["not_applicable"]) == ["compact", "expire-records"]
+    assert report["operations"]["expire-partitions"]["expired_partitions"] == [{"dt": dt} for dt in EXPIRED]
+    for dt in EXPIRED:
+        model.drop(dt)
+    assert rows_of(pp.read("t")) == model.rows()
+    assert missing_references(root) == []
