@@ -8,6 +8,7 @@
 * ``Upserter``: pypaimon in a subprocess (``python -m interop.pk_upserts``) committing rounds ``first..`` (the
   rounds before ``first`` already committed), one snapshot each, recording ``{"round": r, "snapshot": id}`` per
   commit as a JSON line; the test process runs tablefmt's maintenance meanwhile.
+* ``assert_exact_drop``: a partition drop wrote what Paimon's dropPartitions writes.
 * ``missing_references(root)``: every file a snapshot or tag names (manifest lists (changelog too), the index
   manifest, manifests, live data files and changelog files) that is not on disk, found independently of tablefmt
   (fastavro and json).
@@ -25,7 +26,15 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from interop.helpers import Paimon, manifest_entries, metadata_roots, read_avro
+from interop.helpers import (
+    Paimon,
+    delta_entries,
+    live_file_entries,
+    manifest_entries,
+    metadata_roots,
+    read_avro,
+    snapshot_json,
+)
 
 PK_SCHEMA = pa.schema(
     [
@@ -176,6 +185,29 @@ def _child(argv: Sequence[str]) -> None:
 def _record(out: IO[str], number: int, snapshot_id: int | None) -> None:
     out.write(json.dumps({"round": number, "snapshot": snapshot_id}) + "\n")
     out.flush()
+
+
+# --- what a drop wrote ----------------------------------------------------------------------------------------------
+def partition_of(entry: dict[str, Any]) -> str:
+    raw: bytes = entry["_PARTITION"]
+    return next(p for p in PARTITIONS if p.encode() in raw)
+
+
+def assert_exact_drop(root: str | Path, drop_id: int, dropped: Sequence[str]) -> None:
+    """The drop snapshot's delta is DELETE copies of exactly the dropped partitions' live ADD entries (every field:
+    bucket, total buckets, level, keys, key statistics, sequence numbers), decoded independently."""
+    snapshot = snapshot_json(root, drop_id)
+    assert snapshot["commitKind"] == "OVERWRITE" and "changelogManifestList" not in snapshot
+    before = live_file_entries(root, drop_id - 1)
+    expected = {key: entry for key, entry in before.items() if partition_of(entry) in dropped}
+    assert {e["_FILE"]["_LEVEL"] for e in expected.values()} == {0}  # pypaimon 2.1.0 writes level 0 only
+    delta = delta_entries(root, drop_id)
+    assert {e["_KIND"] for e in delta} == {1}
+    by_key = {(e["_PARTITION"], e["_BUCKET"], e["_FILE"]["_FILE_NAME"]): e for e in delta}
+    assert len(by_key) == len(delta) and by_key.keys() == expected.keys()
+    for key, entry in by_key.items():
+        assert {**entry, "_KIND": 0} == expected[key], f"the DELETE of {key[2]} is not a copy of its ADD"
+    assert snapshot["deltaRecordCount"] == -sum(e["_FILE"]["_ROW_COUNT"] for e in expected.values())
 
 
 # --- what every snapshot and tag names ------------------------------------------------------------------------------

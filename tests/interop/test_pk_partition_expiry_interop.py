@@ -18,10 +18,11 @@ from typing import Any
 from click.testing import CliRunner
 from support.tables import files_under
 
-from interop.helpers import Paimon, delta_entries, live_file_entries, rows_of, snapshot_json
+from interop.helpers import Paimon, rows_of, snapshot_json
 from interop.pk_upserts import (
     PARTITIONS,
     UpsertModel,
+    assert_exact_drop,
     create_pk_table,
     missing_references,
     pk_options,
@@ -52,35 +53,13 @@ def _pk_table(pp: Paimon, rounds: int = 6, **options: str) -> tuple[str, UpsertM
     return path, model
 
 
-def _partition_of(entry: dict[str, Any]) -> str:
-    raw: bytes = entry["_PARTITION"]
-    return next(p for p in PARTITIONS if p.encode() in raw)
-
-
-def _assert_exact_drop(root: str, drop_id: int, dropped: list[str]) -> None:
-    """The drop snapshot's delta is DELETE copies of exactly the dropped partitions' live ADD entries."""
-    snapshot = snapshot_json(root, drop_id)
-    assert snapshot["commitKind"] == "OVERWRITE" and "changelogManifestList" not in snapshot
-    before = live_file_entries(root, drop_id - 1)
-    expected = {key: entry for key, entry in before.items() if _partition_of(entry) in dropped}
-    assert {e["_FILE"]["_LEVEL"] for e in expected.values()} == {0}  # pypaimon 2.1.0 writes level 0 only
-    assert {e["_TOTAL_BUCKETS"] for e in expected.values()} == {3}
-    delta = delta_entries(root, drop_id)
-    assert {e["_KIND"] for e in delta} == {1}
-    by_key = {(e["_PARTITION"], e["_BUCKET"], e["_FILE"]["_FILE_NAME"]): e for e in delta}
-    assert len(by_key) == len(delta) and by_key.keys() == expected.keys()
-    for key, entry in by_key.items():
-        assert {**entry, "_KIND": 0} == expected[key], f"the DELETE of {key[2]} is not a copy of its ADD"
-    assert snapshot["deltaRecordCount"] == -sum(e["_FILE"]["_ROW_COUNT"] for e in expected.values())
-
-
 def test_expiring_partitions_of_a_pk_table_drops_exact_copies_and_pypaimon_keeps_upserting(pp: Paimon) -> None:
     root, model = _pk_table(pp)
     before = {sid: rows_of(pp.read("t", snapshot_id=sid)) for sid in range(1, 7)}
 
     result = _cli("expire-partitions", root)
     assert result["expired_partitions"] == [{"dt": dt} for dt in EXPIRED] and result["snapshot_ids"] == [7]
-    _assert_exact_drop(root, 7, EXPIRED)
+    assert_exact_drop(root, 7, EXPIRED)
     for dt in EXPIRED:
         model.drop(dt)
     assert rows_of(pp.read("t")) == model.rows()
@@ -104,7 +83,7 @@ def test_a_drop_planned_again_after_a_pypaimon_commit_still_copies_the_entries_e
     model.apply(7, kept_only)
     result = PARTITION_EXPIRATION.execute(ctx, plan, config, None)
     assert result.snapshot_ids == (8,) and result.skipped_partitions == ()
-    _assert_exact_drop(root, 8, EXPIRED)
+    assert_exact_drop(root, 8, EXPIRED)
     for dt in EXPIRED:
         model.drop(dt)
     assert rows_of(pp.read("t")) == model.rows()
@@ -123,7 +102,7 @@ def test_a_partition_touched_after_planning_is_not_dropped(pp: Paimon) -> None:
     assert [(dict(p), reason) for p, reason in result.skipped_partitions] == [
         ({"dt": "2020-01-01"}, "files were added after planning; not dropped")
     ]
-    _assert_exact_drop(root, 8, ["2020-01-02"])
+    assert_exact_drop(root, 8, ["2020-01-02"])
     model.drop("2020-01-02")
     assert rows_of(pp.read("t")) == model.rows()
 
