@@ -9,7 +9,8 @@ and the later ones still run; an operation that lost a race with snapshot expira
 expired meanwhile, SnapshotExpiredWhileReadingError) is reported as such, not as a failure, and is due again after
 ``backlog-retry``; one that found a rollback holding the table (TableBusyError) changed nothing and is due again at
 the next poll. One that does not apply to the table (``Operation.not_applicable``: a rewrite on a primary-key
-table) is reported in ``not_applicable`` with its reason, never run, and not due again until the schema changes. The state is written last, by the lease holder.
+table) is reported in ``not_applicable`` with its reason, never run, and not due again until the schema changes.
+The state is written last, by the lease holder.
 
 When the lease is lost (expired, or taken over), nothing more changes: the operations that finished are reported
 with their results, the one that was running with what it deleted and committed until then (its ledger, a
