@@ -35,6 +35,7 @@ from tableformat.errors import NotApplicableError, UnsupportedFormatError
 from tableformat.io.local import LocalFileIO
 from tableformat.layout import TableLayout
 from tableformat.model.schema import TableSchema
+from tableformat.report import table_report
 from tableformat.store import MetadataStore
 
 SCHEMA = pa.schema(
@@ -170,3 +171,15 @@ def test_maintain_skips_rewrites_as_not_applicable_and_the_pass_is_ok(tmp_path: 
         "  compact: skipped, not applicable",
     ]
     assert lines[1].startswith(f"  expire-records: skipped, not applicable ({PK_REASON}")
+
+
+def test_the_retention_report_shows_rewrites_as_not_applicable_not_as_errors(table: Table) -> None:
+    report = table_report(table.context)
+    rules = {rule.operation: rule for rule in report.rules}
+    for name in ("expire-records", "compact"):
+        rule = rules[name]
+        assert (rule.configured, rule.error, rule.result) == (True, "", None)
+        assert rule.not_applicable.startswith(PK_REASON)
+        assert rule.outcome().startswith(f"not applicable: {PK_REASON}")
+        assert rule.to_json()["not_applicable"] == rule.not_applicable
+    assert not [e for e in report.errors if e.startswith(("expire-records", "compact"))], report.errors
