@@ -193,14 +193,14 @@ def partition_of(entry: dict[str, Any]) -> str:
     return next(p for p in PARTITIONS if p.encode() in raw)
 
 
-def assert_exact_drop(root: str | Path, drop_id: int, dropped: Sequence[str]) -> None:
+def assert_exact_drop(root: str | Path, drop_id: int, dropped: Sequence[str], levels: Collection[int] = (0,)) -> None:
     """The drop snapshot's delta is DELETE copies of exactly the dropped partitions' live ADD entries (every field:
     bucket, total buckets, level, keys, key statistics, sequence numbers), decoded independently."""
     snapshot = snapshot_json(root, drop_id)
     assert snapshot["commitKind"] == "OVERWRITE" and "changelogManifestList" not in snapshot
     before = live_file_entries(root, drop_id - 1)
     expected = {key: entry for key, entry in before.items() if partition_of(entry) in dropped}
-    assert {e["_FILE"]["_LEVEL"] for e in expected.values()} == {0}  # pypaimon 2.1.0 writes level 0 only
+    assert {e["_FILE"]["_LEVEL"] for e in expected.values()} == set(levels)  # pypaimon 2.1.0 writes level 0 only
     delta = delta_entries(root, drop_id)
     assert {e["_KIND"] for e in delta} == {1}
     by_key = {(e["_PARTITION"], e["_BUCKET"], e["_FILE"]["_FILE_NAME"]): e for e in delta}

@@ -11,6 +11,7 @@ Compaction and record expiration are refused on these tables (they would rewrite
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from click.testing import CliRunner
 from support.tables import files_under
 
-from interop.helpers import Paimon, rows_of, snapshot_json
+from interop.helpers import Paimon, delta_entries, rows_of, snapshot_json
 from interop.pk_upserts import (
     PARTITIONS,
     UpsertModel,
@@ -32,6 +33,11 @@ from interop.pk_upserts import (
 from tableformat import Table
 from tableformat.cleanup.partitions import PARTITION_EXPIRATION
 from tableformat.cli.main import cli
+from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
+from tableformat.commit.data_writer import NewDataFile
+from tableformat.live_set import live_entries
+from tableformat.model.manifest import ManifestEntry
+from tableformat.model.snapshot import CommitKind
 
 SEED = 26
 EXPIRED = ["2020-01-01", "2020-01-02"]
@@ -147,3 +153,52 @@ def test_rewrites_are_refused_and_maintain_skips_them_on_a_pypaimon_pk_table(pp:
         model.drop(dt)
     assert rows_of(pp.read("t")) == model.rows()
     assert missing_references(root) == []
+
+
+def test_a_drop_copies_files_paimon_upgraded_to_a_higher_level(pp: Paimon) -> None:
+    """Paimon's compaction "upgrades" a file that overlaps nothing: DELETE at level 0 and ADD at level 5 of the same
+    name, in one COMPACT snapshot (pypaimon 2.1.0 does not compact; the upgrade is committed here as Paimon's would
+    be). File identity includes the level: the drop must delete the level-5 entry, copied exactly."""
+    root, model = _pk_table(pp)
+    ctx = Table.open(root).context
+    latest = ctx.store.latest_snapshot()
+    assert latest is not None
+    oldest: dict[tuple[bytes, int], ManifestEntry] = {}
+    for entry in live_entries(ctx.store, latest, ctx.partition_codec(), None, 1):
+        key = (entry.partition, entry.bucket)
+        if key not in oldest or entry.file.max_sequence_number < oldest[key].file.max_sequence_number:
+            oldest[key] = entry
+    upgraded = [e for (partition, _), e in sorted(oldest.items()) if b"2020-01-01" in partition]
+    assert upgraded
+    request = CommitRequest(
+        kind=ChangeKind.REPLACE,
+        new_files=[
+            NewDataFile(
+                partition=e.partition,
+                partition_values=("2020-01-01",),
+                partition_path="dt=2020-01-01",
+                bucket=e.bucket,
+                total_buckets=e.total_buckets,
+                meta=dataclasses.replace(e.file, level=5),
+                path=f"{root}/dt=2020-01-01/bucket-{e.bucket}/{e.file.file_name}",
+            )
+            for e in upgraded
+        ],
+        replaced_files=tuple(upgraded),
+        snapshot_kind=CommitKind.COMPACT,
+    )
+    outcome = Committer(ctx.store, ctx.schema).commit(request)
+    assert outcome.created and outcome.snapshot is not None and outcome.snapshot.id == 7
+    assert rows_of(pp.read("t")) == model.rows()  # an upgrade changes no row
+
+    result = _cli("expire-partitions", root)
+    assert result["snapshot_ids"] == [8]
+    assert_exact_drop(root, 8, EXPIRED, levels=(0, 5))
+    upgraded_names = {e.file.file_name for e in upgraded}
+    deleted_at_5 = {e["_FILE"]["_FILE_NAME"] for e in delta_entries(root, 8) if e["_FILE"]["_LEVEL"] == 5}
+    assert deleted_at_5 == upgraded_names
+    for dt in EXPIRED:
+        model.drop(dt)
+    assert rows_of(pp.read("t")) == model.rows()
+    upsert(pp, "t", model.next_round(SEED, 7))
+    assert rows_of(pp.read("t")) == model.rows()
