@@ -48,6 +48,7 @@ def human_line(report: TableReport) -> str:
         f"  {name}: lost a race with snapshot expiration, due again soon ({message})"
         for name, message in report.lost_races
     ]
+    lines += [f"  {name}: skipped, not applicable ({reason})" for name, reason in report.not_applicable]
     if report.keep_up is not None and report.keep_up.falling_behind:
         lines += [f"  warning: retention is falling behind: {advice}" for advice in report.keep_up.advice]
     return "\n".join(lines)

@@ -115,6 +115,20 @@ class UnsupportedFormatError(TableFormatError):
     """The table uses a format version or feature tablefmt does not implement."""
 
 
+class NotApplicableError(UnsupportedFormatError):
+    """A maintenance operation that does not apply to this kind of table, refused before anything is read (e.g.
+    rewriting the files of a primary-key table as if it were an append table could bring back an older version of a
+    key). ``tablefmt maintain`` and the after-commit hook skip such an operation with ``reason``; it is no failure."""
+
+    def __init__(self, operation: str, reason: str) -> None:
+        super().__init__(f"{operation}: {reason}")
+        self.operation = operation
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[NotApplicableError], tuple[str, str]]:
+        return type(self), (self.operation, self.reason)
+
+
 class UnsafePathError(ValidationError):
     """Metadata names a file outside the table root (``..``, an absolute path, another scheme or bucket)."""
 

@@ -4,7 +4,9 @@ statistics file (Paimon's ``FileStoreCommitImpl.tryCommitOnce``).
 * **Index manifest** (deletion vectors, hash indexes). A commit that adds no index files names the latest
   snapshot's index manifest again. An OVERWRITE (and a partition drop, which is one) removes the index files of the
   partitions it overwrites (Paimon's ``OverwriteChangesProvider``): a new index manifest without their entries is
-  written, or none when nothing is left. Dropping a table's deletion vectors instead would bring deleted rows back.
+  written, or none when nothing is left. Dropping a table's deletion vectors instead would bring deleted rows back,
+  and without its hash index the next Paimon write to a dynamic-bucket primary-key table fails or places a key in a
+  second bucket.
 * **Statistics** (``ANALYZE``). Inherited while the statistics were computed on the commit's schema; after a
   schema change they are dropped, as Paimon does. Statistics that cannot be read are dropped too (they steer query
   planning only; no row depends on them) and the reason is logged.

@@ -460,7 +460,16 @@ class Committer:
                 store, latest, self._overwritten, names, written, level=self.zstd_level
             ),
             statistics=carried_statistics(store, latest, self.schema.id),
+            **self._inherited(latest),
         )
+
+    def _inherited(self, latest: Snapshot | None) -> dict[str, Any]:
+        """What a new snapshot keeps of the latest one besides its index manifest and statistics
+        (commit/carried_metadata.py), as Paimon's commit does (FileStoreCommitImpl.tryCommitOnce): the watermark
+        and the next row id."""
+        if latest is None:
+            return {}
+        return {"watermark": latest.watermark, "next_row_id": latest.next_row_id}
 
     def _discard(self, paths: list[str]) -> None:
         """Remove metadata files of an attempt that did not create a snapshot (nothing references them)."""

@@ -231,18 +231,29 @@ def _split_by_partition(table: pa.Table, keys: Sequence[str]) -> list[tuple[tupl
     return result
 
 
+def require_writable(schema: TableSchema) -> None:
+    """UnsupportedFormatError, one line, for a table tablefmt does not write: a primary-key table (its files hold
+    key-value records only Paimon's writers produce: ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) or a
+    fixed-bucket table (every key in its bucket)."""
+    if schema.primary_keys:  # checked first: a primary-key table usually has fixed buckets too
+        raise UnsupportedFormatError(
+            f"table has a primary key ({', '.join(schema.primary_keys)}): tablefmt writes append tables only; "
+            "write primary-key tables with Paimon"
+        )
+    buckets = TableOptions(schema.options).require(BUCKET)
+    if buckets != -1:
+        raise UnsupportedFormatError(
+            f"table has bucket={buckets}: tablefmt writes bucket-unaware append tables only (bucket=-1); it can read "
+            "fixed-bucket tables"
+        )
+
+
 class DataFileWriter:
     """Writes the data of one commit; remembers every path it wrote so a failed commit can remove them."""
 
     def __init__(self, file_io: FileIO, layout: TableLayout, schema: TableSchema, names: NameFactory) -> None:
         options = TableOptions(schema.options)
-        if options.require(BUCKET) != -1:
-            raise UnsupportedFormatError(
-                f"table has bucket={options.require(BUCKET)}: tablefmt writes bucket-unaware append tables only "
-                "(bucket=-1); it can read fixed-bucket tables"
-            )
-        if schema.primary_keys:
-            raise UnsupportedFormatError("table has a primary key: tablefmt writes append tables only")
+        require_writable(schema)
         require_data_inside_root(options, file_io.url(layout.root), "write to")
         self.io = file_io
         self.layout = layout

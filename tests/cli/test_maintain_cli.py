@@ -37,10 +37,11 @@ def test_json_lines_one_per_table_with_every_field(tmp_path: Path) -> None:
     assert [r["table"] for r in reports] == list(tables)
     for report in reports:
         assert set(report) == {
-            "table", "location", "operations", "ok", "error", "lost_races", "skipped", "lease_lost", "keep_up",
-            "next_due_ms", "last_success_ms", "seconds",
+            "table", "location", "operations", "ok", "error", "lost_races", "not_applicable", "skipped",
+            "lease_lost", "keep_up", "next_due_ms", "last_success_ms", "seconds",
         }  # fmt: skip
         assert report["ok"] is True and report["error"] is None and report["skipped"] is None
+        assert report["not_applicable"] == {}
         assert list(report["operations"]) == ["expire", "remove-orphans"]
         assert report["operations"]["expire"]["expired_snapshot_ids"] == [1, 2, 3]
         assert report["keep_up"]["backlog"] == {} and report["keep_up"]["falling_behind"] is False
