@@ -13,6 +13,8 @@ from tableformat.model.schema import TableSchema
 from tableformat.options import BUCKET, TableOptions
 from tableformat.scan.record_ttl import RecordTTL, resolve_record_ttl
 
+DELETION_VECTORS_ENABLED = "deletion-vectors.enabled"
+
 PRIMARY_KEY_REASON = (
     "the table has a primary key; tablefmt rewrites append tables only (rewriting a primary-key table's files as "
     "if it were an append table can bring back an older version of a key); Paimon's own compaction merges it and "
@@ -29,6 +31,11 @@ def rewrite_refusal(schema: TableSchema) -> str:
     buckets = TableOptions(schema.options).require(BUCKET)
     if buckets != -1:
         return f"the table has bucket={buckets}; tablefmt rewrites bucket-unaware append tables only (bucket=-1)"
+    if str(schema.options.get(DELETION_VECTORS_ENABLED, "false")).strip().lower() == "true":
+        return (
+            f"the table has deletion vectors ({DELETION_VECTORS_ENABLED}=true); tablefmt does not rewrite files that "
+            "deletion vectors mark (rows they delete would come back); Paimon's own compaction applies them"
+        )
     return ""
 
 
