@@ -31,7 +31,7 @@ its own limit, then plans from the state the journal left. A journal whose snaps
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,6 +44,7 @@ from tableformat.parallel import Workers, executor
 
 from ..kernel import Deleter, OperationResult, Progress
 from ..roots import Root
+from .attached import ATTACHED_KINDS, AttachedFiles, Referenced, without_referenced
 from .config import ExpireConfig
 from .journal import remove_journal, write_journal
 from .metadata import DataPaths, MetadataCache, TagRef
@@ -63,6 +64,10 @@ class ExpireResult(OperationResult):
     deleted_data_files: int = 0
     deleted_manifests: int = 0
     deleted_manifest_lists: int = 0
+    deleted_changelog_files: int = 0
+    deleted_changelog_manifests: int = 0
+    deleted_changelog_manifest_lists: int = 0
+    deleted_statistics_files: int = 0
     expired_tags: tuple[str, ...] = ()
     expired_consumers: tuple[str, ...] = ()
     skipped_external_files: tuple[str, ...] = ()
@@ -78,6 +83,7 @@ class ExpireResult(OperationResult):
             "deleted_data_files": self.deleted_data_files,
             "deleted_manifests": self.deleted_manifests,
             "deleted_manifest_lists": self.deleted_manifest_lists,
+            **{f"deleted_{kind}": getattr(self, f"deleted_{kind}") for kind in COUNTED_KINDS},
             "deleted_bytes": self.deleted_bytes,
             "dry_run": self.dry_run,
             "deleted_paths": list(self.deleted_paths),
@@ -90,8 +96,18 @@ class ExpireResult(OperationResult):
         }
 
 
+COUNTED_KINDS = ("changelog_files", "changelog_manifests", "changelog_manifest_lists", "statistics_files")
+"""The attached kinds (attached.ATTACHED_KINDS) an ExpireResult counts as ``deleted_<kind>``."""
+
+
+def _counts(counted: Callable[[str], int]) -> dict[str, int]:
+    """``deleted_<kind>`` = ``counted(kind)`` for every COUNTED_KINDS kind (ExpireResult keywords)."""
+    return {f"deleted_{kind}": counted(kind) for kind in COUNTED_KINDS}
+
+
 def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | None) -> ExpireResult:
     return ExpireResult(
+        **_counts(lambda kind: sum(getattr(r, f"deleted_{kind}") for r in results)),
         expired_snapshots=sum(r.expired_snapshots for r in results),
         expired_snapshot_ids=tuple(i for r in results for i in r.expired_snapshot_ids),
         earliest_snapshot=earliest,
@@ -114,11 +130,9 @@ def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | No
 def planned_result(plan: ExpirePlan) -> ExpireResult:
     """The dry-run result: exactly the plan's lists."""
     paths = [f.path for f in plan.consumer_files + plan.snapshot_files + plan.tag_files]
-    for data in plan.data_files:
-        paths.append(data.path)
-        paths.extend(data.extras)
-    paths.extend(f.path for f in plan.manifests + plan.manifest_lists)
+    paths += [path for path, _ in _data_step(plan)]
     return ExpireResult(
+        **_counts(lambda kind: len(getattr(plan, kind))),
         expired_snapshots=len(plan.expired_snapshots),
         expired_snapshot_ids=plan.expired_snapshots,
         earliest_snapshot=plan.end,
@@ -237,7 +251,7 @@ def _unchanged_tags(plan: ExpirePlan, now: RootsNow) -> list[PlannedFile]:
 
 
 def _deletes_files(plan: ExpirePlan) -> bool:
-    return bool(plan.data_files or plan.manifests or plan.manifest_lists)
+    return bool(plan.step_files())
 
 
 def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now: RootsNow | None = None) -> ExpirePlan:
@@ -258,16 +272,19 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
     cache = MetadataCache(ctx, workers)
     paths = DataPaths(ctx)
     wanted = {f.path for f in plan.data_files}
-    planned_lists = {f.path.rsplit("/", 1)[-1] for f in plan.manifest_lists}
+    planned_lists = {f.path.rsplit("/", 1)[-1] for f in (*plan.manifest_lists, *plan.changelog_manifest_lists)}
     keep_lists: set[str] = set()
     keep_manifests: set[str] = set()
     protected: set[str] = set()
+    attached, named = AttachedFiles(ctx, cache, paths), Referenced()
     for label, snapshot in new:
-        lists = {snapshot.base_manifest_list, snapshot.delta_manifest_list}
+        lists = set(snapshot.manifest_lists())
         keep_lists |= lists
+        named.add(Referenced(lists=lists, statistics={snapshot.statistics} if snapshot.statistics else set()))
         try:
             keep_manifests |= {m.file_name for m in cache.manifests_of(snapshot)}
             protected |= cache.live_paths(snapshot, wanted, paths, None)
+            named.add(attached.referenced([snapshot]))
         except (CorruptMetadataError, OSError) as exc:
             if lists & planned_lists:
                 log.error(
@@ -287,6 +304,7 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
         manifest_lists=tuple(f for f in plan.manifest_lists if keep(f, keep_lists)),
         protecting_tags=plan.protecting_tags + tuple(TagRef.of(t) for t in new_tags),
         protecting_branch_roots=now.unchanged_branches + tuple(branch_ref(root) for root in branches),
+        **without_referenced({kind: getattr(plan, kind) for kind in ATTACHED_KINDS}, named),
     )
 
 
@@ -356,11 +374,13 @@ def _complete(
     data, manifests, lists = (
         [f for f in files if f.path in gone] for files in (plan.data_files, plan.manifests, plan.manifest_lists)
     )
+    counts = _counts(lambda kind: sum(f.path in gone for f in getattr(plan, kind)))
     removed = deleter.remove_empty_dirs(plan.empty_dir_candidates) if config.clean_empty_dirs else []
     remove_journal(ctx, journal)
     tag_names = {f.path: r.name for r, f in zip(plan.expired_tags, plan.tag_files)}
     snapshot_ids = {f.path: i for i, f in zip(plan.expired_snapshots, plan.snapshot_files)}
     return ExpireResult(
+        **counts,
         expired_snapshots=len(snapshots),
         expired_snapshot_ids=tuple(sorted(snapshot_ids[p] for p in snapshots)),
         earliest_snapshot=plan.end,
@@ -388,9 +408,11 @@ def _data_step(plan: ExpirePlan) -> list[tuple[str, int]]:
     their XML parsed) while the store deletes the snapshot files, not while the snapshot delete waits for the client.
     A file another run deletes between the question and step 7 is reported by both runs, the window
     docs/reliability.md names for every S3 delete, here from the question on."""
-    files = [(f.path, f.size) for f in plan.data_files]
-    files += [(extra, 0) for f in plan.data_files for extra in f.extras]
-    return files + [(f.path, f.size) for f in (*plan.manifests, *plan.manifest_lists)]
+    files = []
+    for planned in plan.step_files():
+        files.append((planned.path, planned.size))
+        files += [(extra, 0) for extra in planned.extras]
+    return files
 
 
 def _absent_note(deleter: Deleter) -> str:
@@ -423,7 +445,7 @@ def execute_expiration(
 
 def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
     """A pending plan restricted to files that still exist (what completing it would actually delete)."""
-    every = [f.path for f in plan.files()] + [e for f in plan.data_files for e in f.extras]
+    every = [f.path for f in plan.files()] + [e for f in plan.step_files() for e in f.extras]
     found = workers.map_chunked(lambda p: ctx.io.exists(ctx.layout.join(p)), every, 64)
     present = {path for path, there in zip(every, found) if there}
     snapshots = [(i, f) for i, f in zip(plan.expired_snapshots, plan.snapshot_files) if f.path in present]
@@ -436,12 +458,16 @@ def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpireP
         tag_files=tuple(f for _, f in tags),
         consumer_files=tuple(f for f in plan.consumer_files if f.path in present),
         expired_consumers=tuple(c for c, f in zip(plan.expired_consumers, plan.consumer_files) if f.path in present),
-        data_files=tuple(
-            replace(f, extras=tuple(e for e in f.extras if e in present)) for f in plan.data_files if f.path in present
-        ),
-        manifests=tuple(f for f in plan.manifests if f.path in present),
-        manifest_lists=tuple(f for f in plan.manifest_lists if f.path in present),
+        data_files=_present(plan.data_files, present),
+        manifests=_present(plan.manifests, present),
+        manifest_lists=_present(plan.manifest_lists, present),
+        **{kind: _present(getattr(plan, kind), present) for kind in ATTACHED_KINDS},
     )
+
+
+def _present(files: tuple[PlannedFile, ...], present: set[str]) -> tuple[PlannedFile, ...]:
+    """The files present (with their extra files present)."""
+    return tuple(replace(f, extras=tuple(e for e in f.extras if e in present)) for f in files if f.path in present)
 
 
 def _stale(ctx: TableContext, plan: ExpirePlan, cache: MetadataCache) -> bool:

@@ -37,6 +37,12 @@ class ExpirePlan:
     manifest_lists: tuple[PlannedFile, ...] = ()
     tag_files: tuple[PlannedFile, ...] = ()
     consumer_files: tuple[PlannedFile, ...] = ()
+    changelog_files: tuple[PlannedFile, ...] = ()
+    """Changelog files (in bucket directories) ADDed in the changelog manifests below (attached.py)."""
+    changelog_manifests: tuple[PlannedFile, ...] = ()
+    changelog_manifest_lists: tuple[PlannedFile, ...] = ()
+    statistics_files: tuple[PlannedFile, ...] = ()
+    """``statistics/<name>`` files only expired snapshots and tags named."""
     expired_tags: tuple[TagRef, ...] = ()
     protecting_tags: tuple[TagRef, ...] = ()
     protecting_branch_roots: tuple[TagRef, ...] = ()
@@ -68,18 +74,29 @@ class ExpirePlan:
         return not (self.expired_snapshots or self.files() or self.expired_tags or self.expired_consumers)
 
     def files(self) -> list[PlannedFile]:
-        """Every planned file, in deletion order: consumers, snapshots, tags, data, manifests, manifest lists."""
+        """Every planned file, in deletion order: consumers, snapshots, tags, then the files of one step (data and
+        changelog files, manifests, changelog manifests, manifest lists, changelog manifest lists, statistics)."""
         return [
             *self.consumer_files,
             *self.snapshot_files,
             *self.tag_files,
+            *self.step_files(),
+        ]
+
+    def step_files(self) -> list[PlannedFile]:
+        """The files deleted in one step once nothing names them (execute.py step 7), extra files not included."""
+        return [
             *self.data_files,
+            *self.changelog_files,
             *self.manifests,
+            *self.changelog_manifests,
             *self.manifest_lists,
+            *self.changelog_manifest_lists,
+            *self.statistics_files,
         ]
 
     def file_count(self) -> int:
-        return len(self.files()) + sum(len(f.extras) for f in self.data_files)
+        return len(self.files()) + sum(len(f.extras) for f in (*self.data_files, *self.changelog_files))
 
 
 def new_plan_id() -> str:

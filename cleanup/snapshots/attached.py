@@ -1,0 +1,166 @@
+"""The files a snapshot names besides its data files and data manifests, and which of them an expiration deletes:
+its changelog (changelog manifest list, changelog manifests, the changelog files ADDed in them), its index manifest
+(with the index files it lists) and its statistics file.
+
+Paimon's rules with the changelog lifecycle coupled to the snapshots' (``changelogDecoupled`` false; a decoupled
+lifecycle is refused before planning, see config.changelog_decoupled):
+
+* ``ExpireSnapshotsImpl.collectChangelogFilesToDelete`` / ``FileDeletionBase.planAddedInChangelogManifest``: every
+  expired snapshot but the one that ends the range gives up the changelog files ADDed in its changelog manifests;
+* ``FileDeletionBase.planManifestsCleaner``: its changelog manifest list and changelog manifests, its index
+  manifest with the index files in it, and its statistics file go too, except the names in the skipping set.
+
+Paimon's skipping set holds what the end snapshot and the tags overlapping the range name, and it deletes the
+changelog files of an expired snapshot even when a tag still names them. Here every kept root protects what it
+names, as for data files and manifests: the end, the latest snapshot, every remaining tag, every snapshot and tag of
+every branch, and every long-lived changelog (``changelog/changelog-<id>`` of the main table; branches' are among the
+branch roots). A changelog manifest list a kept root names keeps its manifests and their files; a changelog file is
+kept while any kept root's changelog manifests ADD it. Expired tags older than the end give up what they alone name.
+
+Retained snapshots between the end and the latest are not read, by the contiguity argument plan.py makes for
+manifests: a snapshot's statistics file and index manifest are carried from one snapshot to the next until replaced,
+and a changelog belongs to the one snapshot that committed it. Unreadable metadata stops the plan (nothing deleted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tableformat.context import TableContext
+from tableformat.layout import CHANGELOG_PREFIX, STATISTICS_DIR, check_file_name
+from tableformat.model.manifest import FileKind, ManifestFileMeta
+from tableformat.model.snapshot import Snapshot
+
+from .metadata import DataPaths, MetadataCache
+from .planned import PlannedFile, manifest_files
+
+ATTACHED_KINDS = (
+    "changelog_files",
+    "changelog_manifests",
+    "changelog_manifest_lists",
+    "statistics_files",
+)
+"""The ExpirePlan fields this module fills (tuples of PlannedFile)."""
+
+
+@dataclass(slots=True)
+class Referenced:
+    """What a set of roots names besides data files and data manifests."""
+
+    lists: set[str] = field(default_factory=set)
+    """Changelog manifest lists."""
+    manifests: set[str] = field(default_factory=set)
+    """Changelog manifests."""
+    files: set[str] = field(default_factory=set)
+    """Changelog files (relative paths) ADDed in those manifests."""
+    statistics: set[str] = field(default_factory=set)
+
+    def add(self, other: Referenced) -> None:
+        self.lists |= other.lists
+        self.manifests |= other.manifests
+        self.files |= other.files
+        self.statistics |= other.statistics
+
+
+def names_attached(snapshot: Snapshot) -> bool:
+    """Whether the snapshot names a changelog or a statistics file."""
+    return bool(snapshot.changelog_manifest_list or snapshot.statistics)
+
+
+def changelog_roots(ctx: TableContext) -> list[Snapshot]:
+    """The main table's long-lived changelogs (``changelog/changelog-<id>``), read; one deleted meanwhile is skipped
+    (expired: it protects nothing any more)."""
+    names = ctx.io.list_names(ctx.layout.join("changelog"))
+    keys = sorted(n[len(CHANGELOG_PREFIX) :] for n in names if n[len(CHANGELOG_PREFIX) :].isdigit())
+    found = (ctx.store.read_changelog(key) for key in keys)
+    return [snapshot for snapshot in found if snapshot is not None]
+
+
+class AttachedFiles:
+    """Plans the attached files of one expiration through the planner's cache (each list and manifest read once)."""
+
+    def __init__(self, ctx: TableContext, cache: MetadataCache, paths: DataPaths) -> None:
+        self.ctx = ctx
+        self.cache = cache
+        self.paths = paths
+        self.external: set[str] = set()
+        """Changelog files with an external path seen among the candidates (never deleted, reported)."""
+
+    def referenced(self, roots: Iterable[Snapshot]) -> Referenced:
+        """Everything the roots name (their changelog manifests read for the files they ADD)."""
+        roots = list(roots)
+        refs = Referenced()
+        refs.lists = {s.changelog_manifest_list for s in roots if s.changelog_manifest_list}
+        refs.statistics = {check_file_name(s.statistics, what="statistics name") for s in roots if s.statistics}
+        self.cache.load_lists(sorted(refs.lists))
+        metas = list({m.file_name: m for name in sorted(refs.lists) for m in self.cache.manifest_list(name)}.values())
+        refs.manifests = {m.file_name for m in metas}
+        for entries in self.cache.entries(metas):
+            refs.files.update(p for e in entries if e.kind == FileKind.ADD and (p := self.paths.of(e)) is not None)
+        return refs
+
+    def plan(self, gone: Sequence[Snapshot], kept: Sequence[Snapshot]) -> dict[str, tuple[PlannedFile, ...]]:
+        """The ExpirePlan fields (ATTACHED_KINDS): what ``gone`` (the expired snapshots, which never include the end,
+        and the expired tags older than the end) name and no ``kept`` root or long-lived changelog does."""
+        if not any(names_attached(s) for s in gone):
+            return dict.fromkeys(ATTACHED_KINDS, ())
+        keep = self.referenced([*kept, *changelog_roots(self.ctx)])
+        lists: dict[str, int] = {}
+        for snapshot in gone:
+            name = snapshot.changelog_manifest_list
+            if name and name not in keep.lists:
+                size = snapshot.changelog_manifest_list_size
+                lists.setdefault(name, size if size is not None else self._size(self.ctx.layout.manifest_file(name)))
+        self.cache.load_lists(sorted(lists))
+        named = (m for name in sorted(lists) for m in self.cache.manifest_list(name))
+        metas = list({m.file_name: m for m in named if m.file_name not in keep.manifests}.values())
+        files = self._changelog_files(metas, keep)
+        statistics: dict[str, int] = {}
+        for snapshot in gone:
+            name = snapshot.statistics
+            if name and name not in keep.statistics:
+                path = self.ctx.layout.join(STATISTICS_DIR, check_file_name(name, what="statistics name"))
+                statistics.setdefault(name, self._size(path))
+        return {
+            "changelog_files": tuple(files[path] for path in sorted(files)),
+            "changelog_manifests": manifest_files({m.file_name: m.file_size for m in metas}),
+            "changelog_manifest_lists": manifest_files(lists),
+            "statistics_files": tuple(PlannedFile(f"{STATISTICS_DIR}/{n}", statistics[n]) for n in sorted(statistics)),
+        }
+
+    def _changelog_files(self, metas: Sequence[ManifestFileMeta], keep: Referenced) -> dict[str, PlannedFile]:
+        """The changelog files ADDed in these changelog manifests that no kept root's changelog ADDs."""
+        files: dict[str, PlannedFile] = {}
+        for entries in self.cache.entries(metas):
+            for entry in entries:
+                if entry.kind != FileKind.ADD:
+                    continue
+                path = self.paths.of(entry)
+                if path is None:
+                    self.external.add(str(entry.external_path))
+                elif path not in keep.files:
+                    files.setdefault(path, PlannedFile(path, entry.file_size, self.paths.extras(entry)))
+        return files
+
+    def _size(self, path: str) -> int:
+        try:
+            return self.ctx.io.file_size(path)
+        except FileNotFoundError:
+            return 0
+
+
+def without_referenced(
+    planned: dict[str, tuple[PlannedFile, ...]], refs: Referenced
+) -> dict[str, tuple[PlannedFile, ...]]:
+    """The planned attached files minus those ``refs`` names (roots that appeared after planning)."""
+
+    def name(f: PlannedFile) -> str:
+        return f.path.rsplit("/", 1)[-1]
+
+    return {
+        "changelog_files": tuple(f for f in planned["changelog_files"] if f.path not in refs.files),
+        "changelog_manifests": tuple(f for f in planned["changelog_manifests"] if name(f) not in refs.manifests),
+        "changelog_manifest_lists": tuple(f for f in planned["changelog_manifest_lists"] if name(f) not in refs.lists),
+        "statistics_files": tuple(f for f in planned["statistics_files"] if name(f) not in refs.statistics),
+    }
