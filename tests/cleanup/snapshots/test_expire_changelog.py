@@ -1,0 +1,207 @@
+"""What expiration deletes of a snapshot's changelog and statistics file: exact file sets, with the roots that keep
+them (a tag, a branch's snapshot, a long-lived changelog), the dry run, the journal and a crash; and the refusal of
+a decoupled changelog lifecycle."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import time
+
+import pytest
+from support.changelogs import Changelog, attach_changelog, attach_statistics, attached_needs
+from support.faults import FaultyFileIO, InjectedFault
+from support.tables import FAR_FUTURE_MS, branch_from_snapshot, context_with_io, files_under, reachable_files
+
+from tableformat.cleanup.snapshots import expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots.config import ExpireConfig
+from tableformat.cleanup.snapshots.journal import read_journal, write_journal
+from tableformat.errors import MaintenanceError
+from tableformat.io.local import LocalFileIO
+from tableformat.table import Table
+
+EVERYTHING = {"retain_min": 1, "time_retained": 0, "limit": 1000}
+SETTLED = {**EVERYTHING, "parallelism": 1, "now_ms": FAR_FUTURE_MS}
+
+
+def chain(exc: BaseException):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def expire(table: Table, **kwargs):
+    return expire_snapshots(table.context, **{**EVERYTHING, "now_ms": FAR_FUTURE_MS, **kwargs})
+
+
+def history(kit, snapshots: int = 6) -> tuple[Table, dict[int, Changelog]]:
+    """``snapshots`` appends, each with a changelog (as a primary-key table with changelog-producer=input has)."""
+    table = kit.table()
+    changelogs = {}
+    for i in range(1, snapshots + 1):
+        table.append(kit.rows(4))
+        changelogs[i] = attach_changelog(table, i)
+    return table, changelogs
+
+
+def needed(table: Table) -> set[str]:
+    """Everything the present snapshots and tags need, their changelogs and statistics included."""
+    store = table.context.store
+    roots = [*(store.read_snapshot(i) for i in store.snapshot_ids()), *(t.snapshot for t in store.tags())]
+    return reachable_files(table.context) | attached_needs(table, roots)
+
+
+def test_changelog_goes_with_its_snapshot_except_where_a_tag_a_branch_or_a_changelog_root_names_it(kit) -> None:
+    table, changelogs = history(kit)
+    table.create_tag("keep", 2)
+    root = kit.root(table)
+    branch_from_snapshot(root, "b1", 3)
+    ctx = table.context
+    ctx.io.write_bytes(ctx.layout.changelog_file("4"), ctx.store.snapshot_bytes(ctx.store.read_snapshot(4)))
+    before = files_under(root)
+
+    result = expire(table)
+
+    assert result.expired_snapshot_ids == (1, 2, 3, 4, 5)
+    gone = before - files_under(root)
+    every_changelog = {p for c in changelogs.values() for p in c.paths}
+    assert gone & every_changelog == changelogs[1].paths | changelogs[5].paths
+    for kept in (2, 3, 4, 6):  # tag, branch snapshot, long-lived changelog, the end
+        assert changelogs[kept].paths <= files_under(root), kept
+    assert result.deleted_changelog_files == 4
+    assert result.deleted_changelog_manifests == 2
+    assert result.deleted_changelog_manifest_lists == 2
+    assert set(result.deleted_paths) == gone
+
+
+def test_only_the_newest_snapshot_left_needs_exactly_its_changelog(kit) -> None:
+    table, changelogs = history(kit)
+    before = files_under(kit.root(table))
+
+    result = expire(table)
+
+    after = files_under(kit.root(table))
+    assert after == needed(table)
+    assert set(result.deleted_paths) == before - after
+    assert {c for i in range(1, 6) for c in changelogs[i].paths} <= set(result.deleted_paths)
+    assert changelogs[6].paths <= after
+
+
+def test_an_expired_tag_gives_up_the_changelog_it_alone_named(kit) -> None:
+    table, changelogs = history(kit, 4)
+    table.create_tag("old", 1, time_retained=dt.timedelta(hours=1))
+    table.create_tag("forever", 2)
+    expire(table, now_ms=int(time.time() * 1000))  # the tag is young: snapshots 1-3 go, its changelog stays
+    assert changelogs[1].paths <= files_under(kit.root(table))
+
+    result = expire(table)  # now it is past its time-retained
+
+    assert result.expired_tags == ("old",)
+    assert not changelogs[1].paths & files_under(kit.root(table))
+    assert changelogs[2].paths <= files_under(kit.root(table))
+    assert files_under(kit.root(table)) == needed(table)
+
+
+def test_statistics_file_lives_while_a_retained_snapshot_or_tag_names_it(kit) -> None:
+    table, _ = history(kit, 6)
+    first = attach_statistics(table, [1, 2])
+    tagged = attach_statistics(table, [3, 4])
+    last = attach_statistics(table, [5, 6])
+    table.create_tag("t3", 3)
+
+    result = expire(table)
+
+    after = files_under(kit.root(table))
+    assert first not in after and tagged in after and last in after
+    assert result.deleted_statistics_files == 1
+    assert first in result.deleted_paths
+    assert after == needed(table)
+
+
+def test_dry_run_reports_exactly_what_the_real_run_deletes(kit) -> None:
+    table, _ = history(kit)
+    attach_statistics(table, [1])
+    table.create_tag("keep", 2)
+    copy = kit.base / "copy"
+    shutil.copytree(kit.root(table), copy)
+
+    preview = expire(table, dry_run=True)
+    done = expire(Table.open(str(copy)))
+
+    assert sorted(preview.deleted_paths) == sorted(done.deleted_paths)
+    for kind in ("changelog_files", "changelog_manifests", "changelog_manifest_lists", "statistics_files"):
+        assert getattr(preview, f"deleted_{kind}") == getattr(done, f"deleted_{kind}") > 0, kind
+    assert preview.to_json()["deleted_changelog_files"] == done.to_json()["deleted_changelog_files"] == 8
+
+
+def test_journal_lists_the_changelog_and_statistics_files(kit) -> None:
+    table, changelogs = history(kit, 3)
+    stats = attach_statistics(table, [1])
+    plan = plan_expiration(table.context, ExpireConfig.resolve(table.context.options, **EVERYTHING), FAR_FUTURE_MS)
+
+    loaded = read_journal(table.context, write_journal(table.context, plan))
+
+    assert loaded is not None
+    assert {f.path for f in loaded.changelog_files} == changelogs[1].files | changelogs[2].files
+    assert {f.path for f in loaded.changelog_manifests} == {changelogs[1].manifest, changelogs[2].manifest}
+    assert {f.path for f in loaded.changelog_manifest_lists} == {changelogs[i].manifest_list for i in (1, 2)}
+    assert [f.path for f in loaded.statistics_files] == [stats]
+    assert loaded.changelog_files == plan.changelog_files and loaded.statistics_files == plan.statistics_files
+
+
+@pytest.mark.parametrize(("mode", "sticky"), [("before", False), ("after", False), ("before", True), ("after", True)])
+def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_path, mode, sticky) -> None:
+    """Every mutating call of an expiration that deletes changelogs and statistics fails once (before or after it
+    takes effect; sticky: every later call refused too, a crash): the retained snapshots' changelogs stay, and a
+    re-run leaves exactly what an uninterrupted run leaves."""
+    table, changelogs = history(kit)
+    attach_statistics(table, [1])
+    table.create_tag("keep", 2)
+    base = kit.root(table)
+    reference = tmp_path / "reference"
+    shutil.copytree(base, reference)
+    done = expire(Table.open(str(reference)), parallelism=1)
+    assert done.deleted_changelog_files and done.deleted_statistics_files
+    counter = FaultyFileIO(LocalFileIO())
+    expire_snapshots(context_with_io(shutil.copytree(base, tmp_path / "count"), counter), **SETTLED)
+    failures = []
+    for point in range(1, counter.count + 1):
+        copy = shutil.copytree(base, tmp_path / f"{mode}-{sticky}-{point}")
+        faulty = FaultyFileIO(LocalFileIO(), point, mode, sticky=sticky)
+        try:
+            expire_snapshots(context_with_io(copy, faulty), **SETTLED)
+        except Exception as exc:
+            assert any(isinstance(e, InjectedFault) for e in chain(exc)), exc
+        lost = {c for i in (2, 6) for c in changelogs[i].paths} - files_under(copy)  # the tag's and the end's
+        again = expire(Table.open(str(copy)), parallelism=1)
+        present = {p for p in files_under(copy) if not p.startswith(".tablefmt/claim-")}  # a crashed claim lapses
+        left = present - files_under(reference)
+        if lost or present != files_under(reference):
+            failures.append(f"point {point} {counter.calls[point - 1]}: lost {lost}, left {left}, {again.notes}")
+        shutil.rmtree(copy)
+    assert not failures, "\n".join(failures)
+
+
+def test_decoupled_changelog_retention_is_refused_and_nothing_is_deleted(kit) -> None:
+    table, _ = history(kit, 3)
+    table = kit.table("decoupled", **{"changelog.num-retained.max": "50"})
+    for i in range(1, 4):
+        table.append(kit.rows(4))
+        attach_changelog(table, i)
+    before = files_under(kit.root(table))
+
+    with pytest.raises(MaintenanceError, match=r"changelog.num-retained.max \(50\) is above the snapshot retention"):
+        expire(table, retain_max=2)
+
+    assert files_under(kit.root(table)) == before
+
+
+def test_changelog_retention_equal_to_the_snapshot_one_is_coupled(kit) -> None:
+    table = kit.table(**{"changelog.num-retained.max": "2", "changelog.time-retained": "0 ms"})
+    for i in range(1, 4):
+        table.append(kit.rows(4))
+        attach_changelog(table, i)
+
+    result = expire(table, retain_min=2, retain_max=2)
+
+    assert result.expired_snapshot_ids == (1,) and result.deleted_changelog_manifest_lists == 1
