@@ -33,15 +33,7 @@ from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
 
 from .metadata import DataPaths, MetadataCache
-from .planned import PlannedFile, manifest_files
-
-ATTACHED_KINDS = (
-    "changelog_files",
-    "changelog_manifests",
-    "changelog_manifest_lists",
-    "statistics_files",
-)
-"""The ExpirePlan fields this module fills (tuples of PlannedFile)."""
+from .planned import Attached, PlannedFile, manifest_files
 
 
 @dataclass(slots=True)
@@ -100,11 +92,11 @@ class AttachedFiles:
             refs.files.update(p for e in entries if e.kind == FileKind.ADD and (p := self.paths.of(e)) is not None)
         return refs
 
-    def plan(self, gone: Sequence[Snapshot], kept: Sequence[Snapshot]) -> dict[str, tuple[PlannedFile, ...]]:
-        """The ExpirePlan fields (ATTACHED_KINDS): what ``gone`` (the expired snapshots, which never include the end,
+    def plan(self, gone: Sequence[Snapshot], kept: Sequence[Snapshot]) -> Attached:
+        """What ``gone`` (the expired snapshots, which never include the end,
         and the expired tags older than the end) name and no ``kept`` root or long-lived changelog does."""
         if not any(names_attached(s) for s in gone):
-            return dict.fromkeys(ATTACHED_KINDS, ())
+            return Attached()
         keep = self.referenced([*kept, *changelog_roots(self.ctx)])
         lists: dict[str, int] = {}
         for snapshot in gone:
@@ -122,12 +114,12 @@ class AttachedFiles:
             if name and name not in keep.statistics:
                 path = self.ctx.layout.join(STATISTICS_DIR, check_file_name(name, what="statistics name"))
                 statistics.setdefault(name, self._size(path))
-        return {
-            "changelog_files": tuple(files[path] for path in sorted(files)),
-            "changelog_manifests": manifest_files({m.file_name: m.file_size for m in metas}),
-            "changelog_manifest_lists": manifest_files(lists),
-            "statistics_files": tuple(PlannedFile(f"{STATISTICS_DIR}/{n}", statistics[n]) for n in sorted(statistics)),
-        }
+        return Attached(
+            changelog_files=tuple(files[path] for path in sorted(files)),
+            changelog_manifests=manifest_files({m.file_name: m.file_size for m in metas}),
+            changelog_manifest_lists=manifest_files(lists),
+            statistics_files=tuple(PlannedFile(f"{STATISTICS_DIR}/{n}", statistics[n]) for n in sorted(statistics)),
+        )
 
     def _changelog_files(self, metas: Sequence[ManifestFileMeta], keep: Referenced) -> dict[str, PlannedFile]:
         """The changelog files ADDed in these changelog manifests that no kept root's changelog ADDs."""
@@ -150,17 +142,7 @@ class AttachedFiles:
             return 0
 
 
-def without_referenced(
-    planned: dict[str, tuple[PlannedFile, ...]], refs: Referenced
-) -> dict[str, tuple[PlannedFile, ...]]:
+def without_referenced(planned: Attached, refs: Referenced) -> Attached:
     """The planned attached files minus those ``refs`` names (roots that appeared after planning)."""
-
-    def name(f: PlannedFile) -> str:
-        return f.path.rsplit("/", 1)[-1]
-
-    return {
-        "changelog_files": tuple(f for f in planned["changelog_files"] if f.path not in refs.files),
-        "changelog_manifests": tuple(f for f in planned["changelog_manifests"] if name(f) not in refs.manifests),
-        "changelog_manifest_lists": tuple(f for f in planned["changelog_manifest_lists"] if name(f) not in refs.lists),
-        "statistics_files": tuple(f for f in planned["statistics_files"] if name(f) not in refs.statistics),
-    }
+    names = refs.lists | refs.manifests | refs.statistics
+    return planned.keeping(lambda f: f.path not in refs.files and f.path.rsplit("/", 1)[-1] not in names)

@@ -31,7 +31,7 @@ its own limit, then plans from the state the journal left. A journal whose snaps
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,11 +44,11 @@ from tableformat.parallel import Workers, executor
 
 from ..kernel import Deleter, OperationResult, Progress
 from ..roots import Root
-from .attached import ATTACHED_KINDS, AttachedFiles, Referenced, without_referenced
+from .attached import AttachedFiles, Referenced, without_referenced
 from .config import ExpireConfig
 from .journal import remove_journal, write_journal
 from .metadata import DataPaths, MetadataCache, TagRef
-from .planned import ExpirePlan, PlannedFile, branch_ref
+from .planned import Attached, ExpirePlan, PlannedFile, branch_ref
 from .start import branch_roots
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,10 @@ class ExpireResult(OperationResult):
             "deleted_data_files": self.deleted_data_files,
             "deleted_manifests": self.deleted_manifests,
             "deleted_manifest_lists": self.deleted_manifest_lists,
-            **{f"deleted_{kind}": getattr(self, f"deleted_{kind}") for kind in COUNTED_KINDS},
+            "deleted_changelog_files": self.deleted_changelog_files,
+            "deleted_changelog_manifests": self.deleted_changelog_manifests,
+            "deleted_changelog_manifest_lists": self.deleted_changelog_manifest_lists,
+            "deleted_statistics_files": self.deleted_statistics_files,
             "deleted_bytes": self.deleted_bytes,
             "dry_run": self.dry_run,
             "deleted_paths": list(self.deleted_paths),
@@ -96,18 +99,23 @@ class ExpireResult(OperationResult):
         }
 
 
-COUNTED_KINDS = ("changelog_files", "changelog_manifests", "changelog_manifest_lists", "statistics_files")
-"""The attached kinds (attached.ATTACHED_KINDS) an ExpireResult counts as ``deleted_<kind>``."""
-
-
-def _counts(counted: Callable[[str], int]) -> dict[str, int]:
-    """``deleted_<kind>`` = ``counted(kind)`` for every COUNTED_KINDS kind (ExpireResult keywords)."""
-    return {f"deleted_{kind}": counted(kind) for kind in COUNTED_KINDS}
+def _counted(result: ExpireResult, attached: Attached) -> ExpireResult:
+    """The result with the counts of the attached files (those deleted, or for a dry run those planned)."""
+    return replace(
+        result,
+        deleted_changelog_files=len(attached.changelog_files),
+        deleted_changelog_manifests=len(attached.changelog_manifests),
+        deleted_changelog_manifest_lists=len(attached.changelog_manifest_lists),
+        deleted_statistics_files=len(attached.statistics_files),
+    )
 
 
 def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | None) -> ExpireResult:
     return ExpireResult(
-        **_counts(lambda kind: sum(getattr(r, f"deleted_{kind}") for r in results)),
+        deleted_changelog_files=sum(r.deleted_changelog_files for r in results),
+        deleted_changelog_manifests=sum(r.deleted_changelog_manifests for r in results),
+        deleted_changelog_manifest_lists=sum(r.deleted_changelog_manifest_lists for r in results),
+        deleted_statistics_files=sum(r.deleted_statistics_files for r in results),
         expired_snapshots=sum(r.expired_snapshots for r in results),
         expired_snapshot_ids=tuple(i for r in results for i in r.expired_snapshot_ids),
         earliest_snapshot=earliest,
@@ -131,8 +139,7 @@ def planned_result(plan: ExpirePlan) -> ExpireResult:
     """The dry-run result: exactly the plan's lists."""
     paths = [f.path for f in plan.consumer_files + plan.snapshot_files + plan.tag_files]
     paths += [path for path, _ in _data_step(plan)]
-    return ExpireResult(
-        **_counts(lambda kind: len(getattr(plan, kind))),
+    result = ExpireResult(
         expired_snapshots=len(plan.expired_snapshots),
         expired_snapshot_ids=plan.expired_snapshots,
         earliest_snapshot=plan.end,
@@ -148,6 +155,7 @@ def planned_result(plan: ExpirePlan) -> ExpireResult:
         notes=(plan.note,) if plan.note else (),
         backlog=plan.backlog,
     )
+    return _counted(result, plan.attached)
 
 
 # --- deleting ----------------------------------------------------------------------------------------------------
@@ -272,7 +280,7 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
     cache = MetadataCache(ctx, workers)
     paths = DataPaths(ctx)
     wanted = {f.path for f in plan.data_files}
-    planned_lists = {f.path.rsplit("/", 1)[-1] for f in (*plan.manifest_lists, *plan.changelog_manifest_lists)}
+    planned_lists = {f.path.rsplit("/", 1)[-1] for f in (*plan.manifest_lists, *plan.attached.changelog_manifest_lists)}
     keep_lists: set[str] = set()
     keep_manifests: set[str] = set()
     protected: set[str] = set()
@@ -304,7 +312,7 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
         manifest_lists=tuple(f for f in plan.manifest_lists if keep(f, keep_lists)),
         protecting_tags=plan.protecting_tags + tuple(TagRef.of(t) for t in new_tags),
         protecting_branch_roots=now.unchanged_branches + tuple(branch_ref(root) for root in branches),
-        **without_referenced({kind: getattr(plan, kind) for kind in ATTACHED_KINDS}, named),
+        attached=without_referenced(plan.attached, named),
     )
 
 
@@ -374,13 +382,11 @@ def _complete(
     data, manifests, lists = (
         [f for f in files if f.path in gone] for files in (plan.data_files, plan.manifests, plan.manifest_lists)
     )
-    counts = _counts(lambda kind: sum(f.path in gone for f in getattr(plan, kind)))
     removed = deleter.remove_empty_dirs(plan.empty_dir_candidates) if config.clean_empty_dirs else []
     remove_journal(ctx, journal)
     tag_names = {f.path: r.name for r, f in zip(plan.expired_tags, plan.tag_files)}
     snapshot_ids = {f.path: i for i, f in zip(plan.expired_snapshots, plan.snapshot_files)}
-    return ExpireResult(
-        **counts,
+    result = ExpireResult(
         expired_snapshots=len(snapshots),
         expired_snapshot_ids=tuple(sorted(snapshot_ids[p] for p in snapshots)),
         earliest_snapshot=plan.end,
@@ -396,10 +402,12 @@ def _complete(
         notes=tuple(n for n in (plan.note, _absent_note(deleter)) if n),
         backlog=plan.backlog,
     )
+    return _counted(result, plan.attached.keeping(lambda f: f.path in gone))
 
 
 def _data_step(plan: ExpirePlan) -> list[tuple[str, int]]:
-    """Step 7's files: data files with their extra files, manifests and manifest lists.
+    """Step 7's files: data files with their extra files, manifests and manifest lists, and the attached files
+    (changelog files with their extra files, changelog manifests and lists, statistics files).
 
     On object stores, which of them exist (one listing per directory) is asked when step 4 starts, alongside steps
     4-6, and the answer is used by step 7: it is a read, so it changes no order of writes and deletes the journal
@@ -461,7 +469,7 @@ def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpireP
         data_files=_present(plan.data_files, present),
         manifests=_present(plan.manifests, present),
         manifest_lists=_present(plan.manifest_lists, present),
-        **{kind: _present(getattr(plan, kind), present) for kind in ATTACHED_KINDS},
+        attached=plan.attached.keeping(lambda f: f.path in present),
     )
 
 

@@ -25,7 +25,7 @@ from tableformat.errors import MaintenanceError, UnsafePathError
 from tableformat.layout import STATISTICS_DIR, STATISTICS_PREFIX, check_file_name, check_tag_name
 
 from .metadata import TagRef
-from .planned import ExpirePlan, PlannedFile
+from .planned import Attached, ExpirePlan, PlannedFile
 
 
 def journal_path(ctx: TableContext, plan_id: str) -> str:
@@ -67,10 +67,10 @@ def plan_to_document(plan: ExpirePlan) -> dict[str, Any]:
         "manifestLists": RowList(plan.manifest_lists, _file),
         "tagFiles": _files(plan.tag_files),
         "consumerFiles": _files(plan.consumer_files),
-        "changelogFiles": RowList(plan.changelog_files, _file_with_extras),
-        "changelogManifests": RowList(plan.changelog_manifests, _file),
-        "changelogManifestLists": RowList(plan.changelog_manifest_lists, _file),
-        "statisticsFiles": _files(plan.statistics_files),
+        "changelogFiles": RowList(plan.attached.changelog_files, _file_with_extras),
+        "changelogManifests": RowList(plan.attached.changelog_manifests, _file),
+        "changelogManifestLists": RowList(plan.attached.changelog_manifest_lists, _file),
+        "statisticsFiles": _files(plan.attached.statistics_files),
         "expiredTags": _tags(plan.expired_tags),
         "protectingTags": _tags(plan.protecting_tags),
         "protectingBranchRoots": _tags(plan.protecting_branch_roots),
@@ -156,10 +156,12 @@ def plan_from_document(doc: Mapping[str, Any], data_dir: str = "") -> ExpirePlan
         manifest_lists=_load_files(doc["manifestLists"], "manifest"),
         tag_files=_load_files(doc["tagFiles"], "tag"),
         consumer_files=_load_files(doc["consumerFiles"], "consumer"),
-        changelog_files=_load_files(doc.get("changelogFiles", []), "data", with_extras=True, data_dir=data_dir),
-        changelog_manifests=_load_files(doc.get("changelogManifests", []), "manifest"),
-        changelog_manifest_lists=_load_files(doc.get("changelogManifestLists", []), "manifest"),
-        statistics_files=_load_files(doc.get("statisticsFiles", []), "statistics"),
+        attached=Attached(
+            changelog_files=_load_files(doc.get("changelogFiles", []), "data", with_extras=True, data_dir=data_dir),
+            changelog_manifests=_load_files(doc.get("changelogManifests", []), "manifest"),
+            changelog_manifest_lists=_load_files(doc.get("changelogManifestLists", []), "manifest"),
+            statistics_files=_load_files(doc.get("statisticsFiles", []), "statistics"),
+        ),
         expired_tags=_load_tags(doc["expiredTags"]),
         protecting_tags=_load_tags(doc["protectingTags"]),
         protecting_branch_roots=_load_tags(doc.get("protectingBranchRoots", [])),

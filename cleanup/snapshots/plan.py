@@ -444,7 +444,7 @@ class _Planner:
             protecting_branch_roots=tuple(branch_ref(r) for r in branches),
             expired_consumers=tuple(c.consumer_id for c in dead),
             consumer_cutoff_ms=cutoff,
-            **attached_files,
+            attached=attached_files,
             skipped_external=tuple(sorted(external | attached.external)),
             empty_dir_candidates=emptied_dirs(data, self.paths.directory_depth),
         )

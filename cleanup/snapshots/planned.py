@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from tableformat.layout import TableLayout
 
@@ -18,6 +19,35 @@ class PlannedFile:
     path: str
     size: int
     extras: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attached:
+    """The files a snapshot names besides its data files and data manifests that a plan deletes (attached.py)."""
+
+    changelog_files: tuple[PlannedFile, ...] = ()
+    """Changelog files (in bucket directories) ADDed in the changelog manifests below."""
+    changelog_manifests: tuple[PlannedFile, ...] = ()
+    changelog_manifest_lists: tuple[PlannedFile, ...] = ()
+    statistics_files: tuple[PlannedFile, ...] = ()
+    """``statistics/<name>``."""
+
+    def files(self) -> list[PlannedFile]:
+        return [
+            *self.changelog_files,
+            *self.changelog_manifests,
+            *self.changelog_manifest_lists,
+            *self.statistics_files,
+        ]
+
+    def keeping(self, keep: Callable[[PlannedFile], bool]) -> Attached:
+        """Only the files ``keep`` accepts."""
+        return Attached(
+            changelog_files=tuple(filter(keep, self.changelog_files)),
+            changelog_manifests=tuple(filter(keep, self.changelog_manifests)),
+            changelog_manifest_lists=tuple(filter(keep, self.changelog_manifest_lists)),
+            statistics_files=tuple(filter(keep, self.statistics_files)),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,12 +67,8 @@ class ExpirePlan:
     manifest_lists: tuple[PlannedFile, ...] = ()
     tag_files: tuple[PlannedFile, ...] = ()
     consumer_files: tuple[PlannedFile, ...] = ()
-    changelog_files: tuple[PlannedFile, ...] = ()
-    """Changelog files (in bucket directories) ADDed in the changelog manifests below (attached.py)."""
-    changelog_manifests: tuple[PlannedFile, ...] = ()
-    changelog_manifest_lists: tuple[PlannedFile, ...] = ()
-    statistics_files: tuple[PlannedFile, ...] = ()
-    """``statistics/<name>`` files only expired snapshots and tags named."""
+    attached: Attached = field(default_factory=Attached)
+    """The changelogs and statistics files only expired snapshots and tags named (attached.py)."""
     expired_tags: tuple[TagRef, ...] = ()
     protecting_tags: tuple[TagRef, ...] = ()
     protecting_branch_roots: tuple[TagRef, ...] = ()
@@ -74,8 +100,7 @@ class ExpirePlan:
         return not (self.expired_snapshots or self.files() or self.expired_tags or self.expired_consumers)
 
     def files(self) -> list[PlannedFile]:
-        """Every planned file, in deletion order: consumers, snapshots, tags, then the files of one step (data and
-        changelog files, manifests, changelog manifests, manifest lists, changelog manifest lists, statistics)."""
+        """Every planned file, in deletion order: consumers, snapshots, tags, then the files of one step."""
         return [
             *self.consumer_files,
             *self.snapshot_files,
@@ -84,19 +109,12 @@ class ExpirePlan:
         ]
 
     def step_files(self) -> list[PlannedFile]:
-        """The files deleted in one step once nothing names them (execute.py step 7), extra files not included."""
-        return [
-            *self.data_files,
-            *self.changelog_files,
-            *self.manifests,
-            *self.changelog_manifests,
-            *self.manifest_lists,
-            *self.changelog_manifest_lists,
-            *self.statistics_files,
-        ]
+        """The files deleted in one step once nothing names them (execute.py step 7): data files, manifests, manifest
+        lists, then the attached files; extra files not included."""
+        return [*self.data_files, *self.manifests, *self.manifest_lists, *self.attached.files()]
 
     def file_count(self) -> int:
-        return len(self.files()) + sum(len(f.extras) for f in (*self.data_files, *self.changelog_files))
+        return len(self.files()) + sum(len(f.extras) for f in self.step_files())
 
 
 def new_plan_id() -> str:

@@ -142,11 +142,11 @@ def test_journal_lists_the_changelog_and_statistics_files(kit) -> None:
     loaded = read_journal(table.context, write_journal(table.context, plan))
 
     assert loaded is not None
-    assert {f.path for f in loaded.changelog_files} == changelogs[1].files | changelogs[2].files
-    assert {f.path for f in loaded.changelog_manifests} == {changelogs[1].manifest, changelogs[2].manifest}
-    assert {f.path for f in loaded.changelog_manifest_lists} == {changelogs[i].manifest_list for i in (1, 2)}
-    assert [f.path for f in loaded.statistics_files] == [stats]
-    assert loaded.changelog_files == plan.changelog_files and loaded.statistics_files == plan.statistics_files
+    assert {f.path for f in loaded.attached.changelog_files} == changelogs[1].files | changelogs[2].files
+    assert {f.path for f in loaded.attached.changelog_manifests} == {changelogs[1].manifest, changelogs[2].manifest}
+    assert {f.path for f in loaded.attached.changelog_manifest_lists} == {changelogs[i].manifest_list for i in (1, 2)}
+    assert [f.path for f in loaded.attached.statistics_files] == [stats]
+    assert loaded.attached == plan.attached
 
 
 @pytest.mark.parametrize(("mode", "sticky"), [("before", False), ("after", False), ("before", True), ("after", True)])
