@@ -65,7 +65,16 @@ from ..roots import Root
 from .attached import AttachedFiles
 from .config import ExpireConfig
 from .metadata import Candidate, DataPaths, MetadataCache, RangeReader, TagRef, tag_expired
-from .planned import ExpirePlan, PlannedFile, branch_ref, emptied_dirs, manifest_files, new_plan_id
+from .planned import (
+    ExpirePlan,
+    PlannedFile,
+    branch_ref,
+    consumer_files,
+    consumers_only,
+    emptied_dirs,
+    manifest_files,
+    new_plan_id,
+)
 from .reason import StopReason, stop_reason
 from .start import PlanStart
 
@@ -215,7 +224,10 @@ class _Planner:
         dead = [c for c in consumers if cutoff is not None and c.modified_ms is not None and c.modified_ms < cutoff]
         alive = [c for c in consumers if c not in dead]
         expired_tags = [t for t in tags if tag_expired(t, self.now)]
-        held = {t.name: sorted({r.branch for r in branches if r.snapshot.same_state(t.snapshot)}) for t in expired_tags}
+        held = {
+            t.name: sorted({r.branch for r in branches if r.branch and r.snapshot.same_state(t.snapshot)})
+            for t in expired_tags
+        }
         notes = [
             f"tag {name!r} is past its time-retained but kept: branch {', '.join(users)} was created from it"
             for name, users in held.items()
@@ -226,7 +238,7 @@ class _Planner:
 
         earliest = self._earliest_seen
         if earliest is None or latest is None:
-            return self._consumers_only(dead, cutoff)
+            return consumers_only(self.ctx.layout, self.now, dead, cutoff)
         if floor is not None:
             earliest = max(earliest, floor)
         limit = self.config.limit - spent
@@ -380,20 +392,6 @@ class _Planner:
             sid = ids[pos] if pos < len(ids) else end_id
         return span
 
-    def _consumers_only(self, dead: list[Consumer], cutoff: int | None) -> ExpirePlan:
-        return ExpirePlan(
-            plan_id=new_plan_id(),
-            now_ms=self.now,
-            end=None,
-            consumer_files=tuple(self._consumer_files(dead)),
-            expired_consumers=tuple(c.consumer_id for c in dead),
-            consumer_cutoff_ms=cutoff,
-        )
-
-    def _consumer_files(self, dead: list[Consumer]) -> list[PlannedFile]:
-        layout = self.ctx.layout
-        return [PlannedFile(layout.relative(layout.consumer_file(c.consumer_id)), 0) for c in dead]
-
     def _files(
         self,
         span: _Range,
@@ -438,7 +436,7 @@ class _Planner:
             manifests=manifest_files(manifests),
             manifest_lists=manifest_files(lists),
             tag_files=tuple(PlannedFile(layout.relative(p), self._size(p)) for p in map(layout.tag_file, tag_names)),
-            consumer_files=tuple(self._consumer_files(dead)),
+            consumer_files=consumer_files(self.ctx.layout, dead),
             expired_tags=tuple(TagRef.of(t) for t in expired_tags),
             protecting_tags=tuple(TagRef.of(t) for t in protecting),
             protecting_branch_roots=tuple(branch_ref(r) for r in branches),

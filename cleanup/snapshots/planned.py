@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tableformat.layout import TableLayout
+from tableformat.model.snapshot import Consumer
 
 from ..roots import Root
 from .metadata import TagRef
@@ -119,6 +120,23 @@ class ExpirePlan:
 
 def new_plan_id() -> str:
     return str(uuid.uuid4())
+
+
+def consumer_files(layout: TableLayout, dead: Sequence[Consumer]) -> tuple[PlannedFile, ...]:
+    """The files of expired consumers (sizes unknown: 0)."""
+    return tuple(PlannedFile(layout.relative(layout.consumer_file(c.consumer_id)), 0) for c in dead)
+
+
+def consumers_only(layout: TableLayout, now_ms: int, dead: Sequence[Consumer], cutoff: int | None) -> ExpirePlan:
+    """The plan of a table without snapshots: only its expired consumers go."""
+    return ExpirePlan(
+        plan_id=new_plan_id(),
+        now_ms=now_ms,
+        end=None,
+        consumer_files=consumer_files(layout, dead),
+        expired_consumers=tuple(c.consumer_id for c in dead),
+        consumer_cutoff_ms=cutoff,
+    )
 
 
 def branch_ref(root: Root) -> TagRef:

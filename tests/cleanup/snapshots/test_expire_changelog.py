@@ -74,6 +74,31 @@ def test_changelog_goes_with_its_snapshot_except_where_a_tag_a_branch_or_a_chang
     assert set(result.deleted_paths) == gone
 
 
+def test_a_long_lived_changelog_without_a_changelog_list_keeps_its_data_like_a_branch(kit) -> None:
+    """changelog-producer=none with a decoupled lifecycle: Paimon keeps the expired snapshot's manifest lists and data
+    files for ``changelog/changelog-<id>``; an expiration by tablefmt keeps them too."""
+    table = kit.table()
+    table.append(kit.rows(4))
+    table.append(kit.rows(4))
+    replaced = {f.path for f in table.files(2) if f.partition["part"] == 0}
+    table.overwrite(kit.rows(2, parts=(0,)), {"part": 0})
+    table.append(kit.rows(2))
+    ctx = table.context
+    root = kit.root(table)
+    ctx.io.write_bytes(ctx.layout.changelog_file("2"), ctx.store.snapshot_bytes(ctx.store.read_snapshot(2)))
+    second = ctx.store.read_snapshot(2)
+    held = {f"manifest/{n}" for n in (second.base_manifest_list, second.delta_manifest_list)}
+    held |= {f"manifest/{m.file_name}" for m in ctx.store.manifests_of(second)}
+
+    result = expire(table)
+
+    assert result.expired_snapshot_ids == (1, 2, 3)
+    after = files_under(root)
+    assert {p[len(ctx.layout.root) + 1 :] for p in replaced} <= after
+    assert held <= after
+    assert result.deleted_data_files == 0
+
+
 def test_only_the_newest_snapshot_left_needs_exactly_its_changelog(kit) -> None:
     table, changelogs = history(kit)
     before = files_under(kit.root(table))
