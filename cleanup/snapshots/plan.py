@@ -444,7 +444,7 @@ class _Planner:
             consumer_cutoff_ms=cutoff,
             attached=attached_files,
             skipped_external=tuple(sorted(external | attached.external)),
-            empty_dir_candidates=emptied_dirs(data, self.paths.directory_depth),
+            empty_dir_candidates=emptied_dirs([*data, *attached_files.changelog_files], self.paths.directory_depth),
         )
 
     def _unprotected_data(

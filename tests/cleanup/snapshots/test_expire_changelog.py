@@ -13,7 +13,7 @@ from support.changelogs import Changelog, attach_changelog, attach_statistics, a
 from support.faults import FaultyFileIO, InjectedFault
 from support.tables import FAR_FUTURE_MS, branch_from_snapshot, context_with_io, files_under, reachable_files
 
-from tableformat.cleanup.snapshots import expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots import execute_expiration, expire_snapshots, plan_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.cleanup.snapshots.journal import read_journal, write_journal
 from tableformat.errors import MaintenanceError
@@ -141,6 +141,33 @@ def test_statistics_file_lives_while_a_retained_snapshot_or_tag_names_it(kit) ->
     assert result.deleted_statistics_files == 1
     assert first in result.deleted_paths
     assert after == needed(table)
+
+
+def test_a_tag_created_on_an_expiring_snapshot_after_planning_keeps_its_changelog(kit) -> None:
+    table, changelogs = history(kit, 4)
+    attach_statistics(table, [2])
+    config = ExpireConfig.resolve(table.context.options, **EVERYTHING)
+    plan = plan_expiration(table.context, config, FAR_FUTURE_MS)
+    assert changelogs[2].manifest_list in {f.path for f in plan.attached.changelog_manifest_lists}
+    table.create_tag("late", 2)
+
+    result = execute_expiration(table.context, plan, config=config)
+
+    after = files_under(kit.root(table))
+    assert changelogs[2].paths <= after and not (changelogs[1].paths | changelogs[3].paths) & after
+    assert result.deleted_statistics_files == 0 and after == needed(table)
+
+
+def test_a_bucket_directory_only_changelogs_used_is_removed_with_them(kit) -> None:
+    table = kit.table(**{"snapshot.clean-empty-directories": "true"})
+    for i in range(1, 4):
+        table.append(kit.rows(4))
+        attach_changelog(table, i, partitions=((0,), (7,)) if i == 1 else ((0,),))
+
+    result = expire(table)
+
+    assert "part=7/bucket-0" in result.removed_dirs and "part=7" in result.removed_dirs
+    assert not (kit.root(table) / "part=7").exists()
 
 
 def test_dry_run_reports_exactly_what_the_real_run_deletes(kit) -> None:
