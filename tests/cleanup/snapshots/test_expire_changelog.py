@@ -17,11 +17,17 @@ from tableformat.cleanup.snapshots import execute_expiration, expire_snapshots, 
 from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.cleanup.snapshots.journal import read_journal, write_journal
 from tableformat.errors import MaintenanceError
+from tableformat.io.fileio import FileIO
+from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.io.local import LocalFileIO
 from tableformat.table import Table
 
 EVERYTHING = {"retain_min": 1, "time_retained": 0, "limit": 1000}
 SETTLED = {**EVERYTHING, "parallelism": 1, "now_ms": FAR_FUTURE_MS}
+
+
+def wrap(io: FileIO, bulk: bool) -> FileIO:
+    return BulkDeletes(io) if bulk else io
 
 
 def chain(exc: BaseException):
@@ -201,11 +207,21 @@ def test_journal_lists_the_changelog_and_statistics_files(kit) -> None:
     assert loaded.attached == plan.attached
 
 
+class BulkDeletes(ForwardingFileIO):
+    """Local disk with an object store's delete path (one delete call per step, existence asked ahead)."""
+
+    def __init__(self, inner: FileIO) -> None:
+        super().__init__(inner)
+        self.bulk_delete = True
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["local", "bulk-deletes"])
 @pytest.mark.parametrize(("mode", "sticky"), [("before", False), ("after", False), ("before", True), ("after", True)])
-def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_path, mode, sticky) -> None:
+def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_path, mode, sticky, bulk) -> None:
     """Every mutating call of an expiration that deletes changelogs and statistics fails once (before or after it
     takes effect; sticky: every later call refused too, a crash): the retained snapshots' changelogs stay, and a
-    re-run leaves exactly what an uninterrupted run leaves."""
+    re-run leaves exactly what an uninterrupted run leaves (tests/reliability/test_fault_sweeps.py's sweep, on a
+    table with changelogs)."""
     table, changelogs = history(kit)
     attach_statistics(table, [1])
     table.create_tag("keep", 2)
@@ -215,13 +231,13 @@ def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_
     done = expire(Table.open(str(reference)), parallelism=1)
     assert done.deleted_changelog_files and done.deleted_statistics_files
     counter = FaultyFileIO(LocalFileIO())
-    expire_snapshots(context_with_io(shutil.copytree(base, tmp_path / "count"), counter), **SETTLED)
+    expire_snapshots(context_with_io(shutil.copytree(base, tmp_path / "count"), wrap(counter, bulk)), **SETTLED)
     failures = []
     for point in range(1, counter.count + 1):
         copy = shutil.copytree(base, tmp_path / f"{mode}-{sticky}-{point}")
         faulty = FaultyFileIO(LocalFileIO(), point, mode, sticky=sticky)
         try:
-            expire_snapshots(context_with_io(copy, faulty), **SETTLED)
+            expire_snapshots(context_with_io(copy, wrap(faulty, bulk)), **SETTLED)
         except Exception as exc:
             assert any(isinstance(e, InjectedFault) for e in chain(exc)), exc
         lost = {c for i in (2, 6) for c in changelogs[i].paths} - files_under(copy)  # the tag's and the end's
