@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tableformat.context import TableContext
+from tableformat.errors import MissingMetadataError
 from tableformat.layout import CHANGELOG_PREFIX, STATISTICS_DIR, check_file_name
 from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
@@ -47,17 +48,26 @@ class Referenced:
     files: set[str] = field(default_factory=set)
     """Changelog files (relative paths) ADDed in those manifests."""
     statistics: set[str] = field(default_factory=set)
+    index_manifests: set[str] = field(default_factory=set)
+    index_files: set[str] = field(default_factory=set)
+    """Names of the index files any entry of those index manifests names."""
 
     def add(self, other: Referenced) -> None:
         self.lists |= other.lists
         self.manifests |= other.manifests
         self.files |= other.files
         self.statistics |= other.statistics
+        self.index_manifests |= other.index_manifests
+        self.index_files |= other.index_files
+
+    def names(self) -> set[str]:
+        """Every file name here but the changelog files' (those are relative paths)."""
+        return self.lists | self.manifests | self.statistics | self.index_manifests | self.index_files
 
 
 def names_attached(snapshot: Snapshot) -> bool:
-    """Whether the snapshot names a changelog or a statistics file."""
-    return bool(snapshot.changelog_manifest_list or snapshot.statistics)
+    """Whether the snapshot names a changelog, a statistics file or an index manifest."""
+    return bool(snapshot.changelog_manifest_list or snapshot.statistics or snapshot.index_manifest)
 
 
 def changelog_roots(ctx: TableContext) -> list[Snapshot]:
@@ -90,11 +100,15 @@ class AttachedFiles:
         refs.manifests = {m.file_name for m in metas}
         for entries in self.cache.entries(metas):
             refs.files.update(p for e in entries if e.kind == FileKind.ADD and (p := self.paths.of(e)) is not None)
+        refs.index_manifests = {_index_manifest_name(s) for s in roots if s.index_manifest}
+        read = self.ctx.store.read_index_manifest_entries  # every entry keeps the file it names
+        for index_entries in self.cache.read_all(read, sorted(refs.index_manifests), 1):
+            refs.index_files.update(check_file_name(e.index_file.file_name) for e in index_entries)
         return refs
 
     def plan(self, gone: Sequence[Snapshot], kept: Sequence[Snapshot]) -> Attached:
-        """What ``gone`` (the expired snapshots, which never include the end,
-        and the expired tags older than the end) name and no ``kept`` root or long-lived changelog does."""
+        """What ``gone`` (the expired snapshots, which never include the end, and the expired tags older than the end)
+        name and no ``kept`` root or long-lived changelog does."""
         if not any(names_attached(s) for s in gone):
             return Attached()
         keep = self.referenced([*kept, *changelog_roots(self.ctx)])
@@ -114,12 +128,38 @@ class AttachedFiles:
             if name and name not in keep.statistics:
                 path = self.ctx.layout.join(STATISTICS_DIR, check_file_name(name, what="statistics name"))
                 statistics.setdefault(name, self._size(path))
+        index_manifests, index_files = self._index(gone, keep)
         return Attached(
+            index_files=tuple(index_files[name] for name in sorted(index_files)),
+            index_manifests=tuple(index_manifests[name] for name in sorted(index_manifests)),
             changelog_files=tuple(files[path] for path in sorted(files)),
             changelog_manifests=manifest_files({m.file_name: m.file_size for m in metas}),
             changelog_manifest_lists=manifest_files(lists),
             statistics_files=tuple(PlannedFile(f"{STATISTICS_DIR}/{n}", statistics[n]) for n in sorted(statistics)),
         )
+
+    def _index(self, gone: Sequence[Snapshot], keep: Referenced) -> tuple[dict[str, PlannedFile], ...]:
+        """(index manifests, index files) by name: the index manifests of ``gone`` no kept root names, and the index
+        files their ADD entries name that no kept root's index manifest names. An index manifest already gone is
+        skipped, as Paimon does (nothing of it is left to delete); index files with an external path are reported,
+        never deleted."""
+        layout = self.ctx.layout
+        manifests: dict[str, PlannedFile] = {}
+        files: dict[str, PlannedFile] = {}
+        for name in sorted({_index_manifest_name(s) for s in gone if s.index_manifest} - keep.index_manifests):
+            try:
+                entries = self.ctx.store.read_index_manifest(name)
+            except MissingMetadataError:
+                continue
+            path = layout.index_manifest_file(name)
+            manifests[name] = PlannedFile(layout.relative(path), self._size(path))
+            for entry in entries:
+                meta = entry.index_file
+                if meta.external_path:
+                    self.external.add(str(meta.external_path))
+                elif meta.file_name not in keep.index_files:
+                    files.setdefault(meta.file_name, PlannedFile(layout.index_file_rel(meta.file_name), meta.file_size))
+        return manifests, files
 
     def _changelog_files(self, metas: Sequence[ManifestFileMeta], keep: Referenced) -> dict[str, PlannedFile]:
         """The changelog files ADDed in these changelog manifests that no kept root's changelog ADDs."""
@@ -142,7 +182,11 @@ class AttachedFiles:
             return 0
 
 
+def _index_manifest_name(snapshot: Snapshot) -> str:
+    return check_file_name(str(snapshot.index_manifest), what=f"index manifest of snapshot {snapshot.id}")
+
+
 def without_referenced(planned: Attached, refs: Referenced) -> Attached:
     """The planned attached files minus those ``refs`` names (roots that appeared after planning)."""
-    names = refs.lists | refs.manifests | refs.statistics
+    names = refs.names()
     return planned.keeping(lambda f: f.path not in refs.files and f.path.rsplit("/", 1)[-1] not in names)

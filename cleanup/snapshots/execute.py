@@ -68,6 +68,8 @@ class ExpireResult(OperationResult):
     deleted_changelog_manifests: int = 0
     deleted_changelog_manifest_lists: int = 0
     deleted_statistics_files: int = 0
+    deleted_index_files: int = 0
+    deleted_index_manifests: int = 0
     expired_tags: tuple[str, ...] = ()
     expired_consumers: tuple[str, ...] = ()
     skipped_external_files: tuple[str, ...] = ()
@@ -87,6 +89,8 @@ class ExpireResult(OperationResult):
             "deleted_changelog_manifests": self.deleted_changelog_manifests,
             "deleted_changelog_manifest_lists": self.deleted_changelog_manifest_lists,
             "deleted_statistics_files": self.deleted_statistics_files,
+            "deleted_index_files": self.deleted_index_files,
+            "deleted_index_manifests": self.deleted_index_manifests,
             "deleted_bytes": self.deleted_bytes,
             "dry_run": self.dry_run,
             "deleted_paths": list(self.deleted_paths),
@@ -107,6 +111,8 @@ def _counted(result: ExpireResult, attached: Attached) -> ExpireResult:
         deleted_changelog_manifests=len(attached.changelog_manifests),
         deleted_changelog_manifest_lists=len(attached.changelog_manifest_lists),
         deleted_statistics_files=len(attached.statistics_files),
+        deleted_index_files=len(attached.index_files),
+        deleted_index_manifests=len(attached.index_manifests),
     )
 
 
@@ -116,6 +122,8 @@ def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | No
         deleted_changelog_manifests=sum(r.deleted_changelog_manifests for r in results),
         deleted_changelog_manifest_lists=sum(r.deleted_changelog_manifest_lists for r in results),
         deleted_statistics_files=sum(r.deleted_statistics_files for r in results),
+        deleted_index_files=sum(r.deleted_index_files for r in results),
+        deleted_index_manifests=sum(r.deleted_index_manifests for r in results),
         expired_snapshots=sum(r.expired_snapshots for r in results),
         expired_snapshot_ids=tuple(i for r in results for i in r.expired_snapshot_ids),
         earliest_snapshot=earliest,
@@ -289,6 +297,7 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
         lists = set(snapshot.manifest_lists())
         keep_lists |= lists
         named.add(Referenced(lists=lists, statistics={snapshot.statistics} if snapshot.statistics else set()))
+        named.add(Referenced(index_manifests={snapshot.index_manifest} if snapshot.index_manifest else set()))
         try:
             keep_manifests |= {m.file_name for m in cache.manifests_of(snapshot)}
             protected |= cache.live_paths(snapshot, wanted, paths, None)

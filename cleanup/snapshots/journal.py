@@ -22,7 +22,15 @@ from tableformat.codec.journal_codec import RowList
 from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.errors import MaintenanceError, UnsafePathError
-from tableformat.layout import STATISTICS_DIR, STATISTICS_PREFIX, check_file_name, check_tag_name
+from tableformat.layout import (
+    INDEX_DIR,
+    INDEX_FILE_PREFIX,
+    INDEX_MANIFEST_PREFIX,
+    STATISTICS_DIR,
+    STATISTICS_PREFIX,
+    check_file_name,
+    check_tag_name,
+)
 
 from .metadata import TagRef
 from .planned import Attached, ExpirePlan, PlannedFile
@@ -71,6 +79,8 @@ def plan_to_document(plan: ExpirePlan) -> dict[str, Any]:
         "changelogManifests": RowList(plan.attached.changelog_manifests, _file),
         "changelogManifestLists": RowList(plan.attached.changelog_manifest_lists, _file),
         "statisticsFiles": _files(plan.attached.statistics_files),
+        "indexFiles": RowList(plan.attached.index_files, _file),
+        "indexManifests": _files(plan.attached.index_manifests),
         "expiredTags": _tags(plan.expired_tags),
         "protectingTags": _tags(plan.protecting_tags),
         "protectingBranchRoots": _tags(plan.protecting_branch_roots),
@@ -114,6 +124,10 @@ def _check_path(path: str, kind: str, data_dir: str = "") -> str:
     elif kind == "tag":
         ok = len(parts) == 2 and parts[0] == "tag" and parts[1].startswith("tag-")
         ok = ok and bool(check_tag_name(parts[1][4:]))
+    elif kind == "index":
+        ok = len(parts) == 2 and parts[0] == INDEX_DIR and parts[1].startswith(INDEX_FILE_PREFIX)
+    elif kind == "index manifest":
+        ok = len(parts) == 2 and parts[0] == "manifest" and parts[1].startswith(INDEX_MANIFEST_PREFIX)
     elif kind == "statistics":
         ok = len(parts) == 2 and parts[0] == STATISTICS_DIR and parts[1].startswith(STATISTICS_PREFIX)
     elif kind == "consumer":
@@ -161,6 +175,8 @@ def plan_from_document(doc: Mapping[str, Any], data_dir: str = "") -> ExpirePlan
             changelog_manifests=_load_files(doc.get("changelogManifests", []), "manifest"),
             changelog_manifest_lists=_load_files(doc.get("changelogManifestLists", []), "manifest"),
             statistics_files=_load_files(doc.get("statisticsFiles", []), "statistics"),
+            index_files=_load_files(doc.get("indexFiles", []), "index"),
+            index_manifests=_load_files(doc.get("indexManifests", []), "index manifest"),
         ),
         expired_tags=_load_tags(doc["expiredTags"]),
         protecting_tags=_load_tags(doc["protectingTags"]),

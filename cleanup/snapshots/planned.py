@@ -32,6 +32,10 @@ class Attached:
     changelog_manifest_lists: tuple[PlannedFile, ...] = ()
     statistics_files: tuple[PlannedFile, ...] = ()
     """``statistics/<name>``."""
+    index_files: tuple[PlannedFile, ...] = ()
+    """``index/<name>``: deletion vectors, hash indexes (the index files the index manifests below list)."""
+    index_manifests: tuple[PlannedFile, ...] = ()
+    """``manifest/index-manifest-<name>``."""
 
     def files(self) -> list[PlannedFile]:
         return [
@@ -39,6 +43,8 @@ class Attached:
             *self.changelog_manifests,
             *self.changelog_manifest_lists,
             *self.statistics_files,
+            *self.index_files,
+            *self.index_manifests,
         ]
 
     def keeping(self, keep: Callable[[PlannedFile], bool]) -> Attached:
@@ -48,6 +54,8 @@ class Attached:
             changelog_manifests=tuple(filter(keep, self.changelog_manifests)),
             changelog_manifest_lists=tuple(filter(keep, self.changelog_manifest_lists)),
             statistics_files=tuple(filter(keep, self.statistics_files)),
+            index_files=tuple(filter(keep, self.index_files)),
+            index_manifests=tuple(filter(keep, self.index_manifests)),
         )
 
 

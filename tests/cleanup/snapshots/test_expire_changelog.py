@@ -11,6 +11,7 @@ import time
 import pytest
 from support.changelogs import Changelog, attach_changelog, attach_statistics, attached_needs
 from support.faults import FaultyFileIO, InjectedFault
+from support.paimon_index import PaimonIndex
 from support.tables import FAR_FUTURE_MS, branch_from_snapshot, context_with_io, files_under, reachable_files
 
 from tableformat.cleanup.snapshots import execute_expiration, expire_snapshots, plan_expiration
@@ -273,3 +274,85 @@ def test_changelog_retention_equal_to_the_snapshot_one_is_coupled(kit) -> None:
     result = expire(table, retain_min=2, retain_max=2)
 
     assert result.expired_snapshot_ids == (1,) and result.deleted_changelog_manifest_lists == 1
+
+
+# --- index manifests and index files ----------------------------------------------------------------------------
+def dv_history(kit) -> tuple[Table, PaimonIndex, dict[int, str], dict[int, set[str]]]:
+    """1: an append (parts 0 and 1); 2-4: deletion vectors committed as Paimon commits them (2: file A for part 0's
+    bucket; 3: B replaces A; 4: C for part 1's bucket, B kept); 5: a commit that changes no index file. Returns the
+    index manifest and the index file names of each snapshot."""
+    table = kit.table()
+    table.append(kit.rows(4))
+    index = PaimonIndex(table)
+    live = index.live_files()
+    by_part = {entry.partition: name for name, entry in sorted(live.items())}
+    first, second = (by_part[p] for p in sorted(by_part))
+    index.delete_rows({first: [0]})
+    index.delete_rows({first: [1]})
+    index.delete_rows({second: [0]})
+    index.commit()
+    store = table.context.store
+    manifests = {i: store.read_snapshot(i).index_manifest for i in range(2, 6)}
+    files = {i: {e.index_file.file_name for e in store.read_index_manifest(manifests[i])} for i in range(2, 6)}
+    return table, index, manifests, files
+
+
+def index_paths(manifests: dict[int, str], files: dict[int, set[str]], *snapshots: int) -> set[str]:
+    return {f"manifest/{manifests[i]}" for i in snapshots} | {f"index/{n}" for i in snapshots for n in files[i]}
+
+
+def test_index_manifests_and_files_live_while_a_retained_root_names_them(kit) -> None:
+    table, _, manifests, files = dv_history(kit)
+    (a,), (b,) = files[2], files[3]
+    assert b in files[4] and len(files[4]) == 2 and files[4] == files[5] and manifests[4] == manifests[5]
+    table.create_tag("old", 2, time_retained=dt.timedelta(hours=1))
+    root = kit.root(table)
+    before = files_under(root)
+
+    result = expire(table, now_ms=int(time.time() * 1000))
+
+    gone = before - files_under(root)
+    assert result.expired_snapshot_ids == (1, 2, 3, 4)
+    assert {p for p in gone if p.startswith("index/") or "index-manifest" in p} == {f"manifest/{manifests[3]}"}
+    assert result.deleted_index_manifests == 1 and result.deleted_index_files == 0
+    assert index_paths(manifests, files, 2, 5) <= files_under(root)  # the tag's A and the end's B and C
+
+    result = expire(table)  # the tag is past its time-retained now
+
+    assert result.expired_tags == ("old",)
+    assert set(result.deleted_paths) & index_paths(manifests, files, 2, 3) == {f"manifest/{manifests[2]}", f"index/{a}"}
+    assert result.deleted_index_manifests == 1 and result.deleted_index_files == 1
+    assert index_paths(manifests, files, 5) <= files_under(root)
+    assert {p for p in files_under(root) if p.startswith("index/")} == {f"index/{n}" for n in files[5]}
+
+
+def test_a_branch_keeps_the_index_files_of_its_snapshot(kit) -> None:
+    table, _, manifests, files = dv_history(kit)
+    branch_from_snapshot(kit.root(table), "b2", 2)
+
+    result = expire(table)
+
+    assert result.deleted_index_manifests == 1  # only snapshot 3's: 2's is the branch's, 4's the end's
+    assert index_paths(manifests, files, 2, 5) <= files_under(kit.root(table))
+    assert f"manifest/{manifests[3]}" not in files_under(kit.root(table))
+
+
+def test_index_files_are_journaled_and_a_crash_is_finished_by_the_next_run(kit, tmp_path) -> None:
+    table, _, manifests, files = dv_history(kit)
+    plan = plan_expiration(table.context, ExpireConfig.resolve(table.context.options, **EVERYTHING), FAR_FUTURE_MS)
+    loaded = read_journal(table.context, write_journal(table.context, plan))
+    assert loaded is not None and loaded.attached == plan.attached
+    assert [f.path for f in loaded.attached.index_manifests] == [
+        f"manifest/{n}" for n in sorted({manifests[2], manifests[3]})
+    ]
+    assert {f.path for f in loaded.attached.index_files} == {f"index/{n}" for n in files[2]}
+    table.context.store.delete_expire_journal(table.context.layout.expire_journal_file(plan.plan_id))
+    reference = shutil.copytree(kit.root(table), tmp_path / "reference")
+    expire(Table.open(str(reference)))
+    for point in range(1, 12):
+        copy = shutil.copytree(kit.root(table), tmp_path / f"crash-{point}")
+        with pytest.raises(kit.Crash):
+            expire_snapshots(context_with_io(copy, kit.CrashingIO(crash_at_delete=point)), **SETTLED)
+        expire(Table.open(str(copy)))
+        present = {p for p in files_under(copy) if not p.startswith(".tablefmt/claim-")}
+        assert present == files_under(reference), point
