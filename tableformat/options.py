@@ -320,6 +320,9 @@ CHANGELOG_NUM_RETAINED_MAX = _register(
 CHANGELOG_TIME_RETAINED = _register(
     Option("changelog.time-retained", DURATION, None, "Unset: snapshot.time-retained; longer: expire refuses.")
 )
+INDEX_FILE_IN_DATA_FILE_DIR = _register(
+    Option("index-file-in-data-file-dir", BOOL, False, "Index files live in the bucket directories, not in index/.")
+)
 SNAPSHOT_EXPIRE_LIMIT = _register(
     Option("snapshot.expire.limit", INT, 10, "At most this many snapshots expire per run.", minimum=1)
 )
