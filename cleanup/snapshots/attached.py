@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 
 from tableformat.context import TableContext
 from tableformat.errors import MissingMetadataError
-from tableformat.layout import CHANGELOG_PREFIX, STATISTICS_DIR, check_file_name
+from tableformat.layout import CHANGELOG_PREFIX, INDEX_DIR, STATISTICS_DIR, check_file_name
 from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
+from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 
 from .metadata import DataPaths, MetadataCache
 from .planned import Attached, PlannedFile, manifest_files
@@ -140,10 +141,12 @@ class AttachedFiles:
 
     def _index(self, gone: Sequence[Snapshot], keep: Referenced) -> tuple[dict[str, PlannedFile], ...]:
         """(index manifests, index files) by name: the index manifests of ``gone`` no kept root names, and the index
-        files their ADD entries name that no kept root's index manifest names. An index manifest already gone is
+        files their ADD entries name that no kept root's index manifest names (in ``index/``, or with
+        ``index-file-in-data-file-dir`` in their bucket directory). An index manifest already gone is
         skipped, as Paimon does (nothing of it is left to delete); index files with an external path are reported,
         never deleted."""
         layout = self.ctx.layout
+        in_buckets = self.ctx.options.require(INDEX_FILE_IN_DATA_FILE_DIR)
         manifests: dict[str, PlannedFile] = {}
         files: dict[str, PlannedFile] = {}
         for name in sorted({_index_manifest_name(s) for s in gone if s.index_manifest} - keep.index_manifests):
@@ -158,7 +161,9 @@ class AttachedFiles:
                 if meta.external_path:
                     self.external.add(str(meta.external_path))
                 elif meta.file_name not in keep.index_files:
-                    files.setdefault(meta.file_name, PlannedFile(layout.index_file_rel(meta.file_name), meta.file_size))
+                    where = self.paths.bucket_dir(entry.partition, entry.bucket) if in_buckets else INDEX_DIR
+                    path = f"{where}/{check_file_name(meta.file_name, what='index file name')}"
+                    files.setdefault(meta.file_name, PlannedFile(path, meta.file_size))
         return manifests, files
 
     def _changelog_files(self, metas: Sequence[ManifestFileMeta], keep: Referenced) -> dict[str, PlannedFile]:

@@ -9,8 +9,8 @@ listed are unreferenced by then (snapshot files go first) and become ordinary or
 
 Paths inside are relative to the table root and are checked on load against the only places expiration deletes
 from (``snapshot/snapshot-N``, ``manifest/<name>``, ``tag/tag-<name>``, ``consumer/consumer-<id>``,
-``statistics/stat-<name>``, and ``[<data-file.path-directory>/]k=v/.../bucket-N/<file>`` data and changelog
-paths), so even a tampered journal cannot make a run delete anything else.
+``statistics/stat-<name>``, ``index/index-<name>``, and ``[<data-file.path-directory>/]k=v/.../bucket-N/<file>``
+paths of data, changelog and index files), so even a tampered journal cannot make a run delete anything else.
 """
 
 from __future__ import annotations
@@ -110,6 +110,8 @@ def _check_components(path: str) -> list[str]:
 
 def _check_path(path: str, kind: str, data_dir: str = "") -> str:
     parts = _check_components(path)
+    if kind == "index" and parts[0] != INDEX_DIR:  # index-file-in-data-file-dir: in a bucket directory
+        kind = "data"
     if kind in ("data", "dir") and data_dir:  # data paths start with the table's data-file.path-directory
         prefix = data_dir.split("/")
         ok = len(parts) > len(prefix) and parts[: len(prefix)] == prefix
@@ -175,7 +177,7 @@ def plan_from_document(doc: Mapping[str, Any], data_dir: str = "") -> ExpirePlan
             changelog_manifests=_load_files(doc.get("changelogManifests", []), "manifest"),
             changelog_manifest_lists=_load_files(doc.get("changelogManifestLists", []), "manifest"),
             statistics_files=_load_files(doc.get("statisticsFiles", []), "statistics"),
-            index_files=_load_files(doc.get("indexFiles", []), "index"),
+            index_files=_load_files(doc.get("indexFiles", []), "index", data_dir=data_dir),
             index_manifests=_load_files(doc.get("indexManifests", []), "index manifest"),
         ),
         expired_tags=_load_tags(doc["expiredTags"]),

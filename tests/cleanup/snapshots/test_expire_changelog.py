@@ -277,13 +277,13 @@ def test_changelog_retention_equal_to_the_snapshot_one_is_coupled(kit) -> None:
 
 
 # --- index manifests and index files ----------------------------------------------------------------------------
-def dv_history(kit) -> tuple[Table, PaimonIndex, dict[int, str], dict[int, set[str]]]:
+def dv_history(kit, in_buckets: bool = False) -> tuple[Table, PaimonIndex, dict[int, str], dict[int, set[str]]]:
     """1: an append (parts 0 and 1); 2-4: deletion vectors committed as Paimon commits them (2: file A for part 0's
     bucket; 3: B replaces A; 4: C for part 1's bucket, B kept); 5: a commit that changes no index file. Returns the
-    index manifest and the index file names of each snapshot."""
-    table = kit.table()
+    index manifest and the index file names of each snapshot. ``in_buckets``: with ``index-file-in-data-file-dir``."""
+    table = kit.table(**({"index-file-in-data-file-dir": "true"} if in_buckets else {}))
     table.append(kit.rows(4))
-    index = PaimonIndex(table)
+    index = PaimonIndex(table, in_data_file_dir=in_buckets)
     live = index.live_files()
     by_part = {entry.partition: name for name, entry in sorted(live.items())}
     first, second = (by_part[p] for p in sorted(by_part))
@@ -356,3 +356,23 @@ def test_index_files_are_journaled_and_a_crash_is_finished_by_the_next_run(kit, 
         expire(Table.open(str(copy)))
         present = {p for p in files_under(copy) if not p.startswith(".tablefmt/claim-")}
         assert present == files_under(reference), point
+
+
+def test_index_files_in_bucket_directories_go_from_there(kit, tmp_path) -> None:
+    table, _, _, files = dv_history(kit, in_buckets=True)
+    (a,) = files[2]
+    named = files[2] | files[5]
+    where = {p.rsplit("/", 1)[-1]: p for p in files_under(kit.root(table)) if p.rsplit("/", 1)[-1] in named}
+    assert all("/bucket-" in p for p in where.values()) and not (kit.root(table) / "index").exists()
+    crashed = shutil.copytree(kit.root(table), tmp_path / "crashed")
+
+    result = expire(table)
+
+    assert result.deleted_index_files == 1 and where[a] in result.deleted_paths
+    assert {where[n] for n in files[5]} <= files_under(kit.root(table))
+    with pytest.raises(kit.Crash):
+        expire_snapshots(context_with_io(crashed, kit.CrashingIO(crash_at_delete=6)), **SETTLED)
+    expire(Table.open(str(crashed)))  # the journal names the index file in its bucket directory
+    assert {p for p in files_under(crashed) if not p.startswith(".tablefmt/")} == {
+        p for p in files_under(kit.root(table)) if not p.startswith(".tablefmt/")
+    }
