@@ -9,6 +9,7 @@ import shutil
 import time
 
 import pytest
+from click.testing import CliRunner
 from support.changelogs import Changelog, attach_changelog, attach_statistics, attached_needs
 from support.faults import FaultyFileIO, InjectedFault
 from support.paimon_index import PaimonIndex
@@ -17,6 +18,7 @@ from support.tables import FAR_FUTURE_MS, branch_from_snapshot, context_with_io,
 from tableformat.cleanup.snapshots import execute_expiration, expire_snapshots, plan_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.cleanup.snapshots.journal import read_journal, write_journal
+from tableformat.cli.expire_command import expire as expire_command
 from tableformat.errors import MaintenanceError
 from tableformat.io.fileio import FileIO
 from tableformat.io.forwarding import ForwardingFileIO
@@ -376,3 +378,17 @@ def test_index_files_in_bucket_directories_go_from_there(kit, tmp_path) -> None:
     assert {p for p in files_under(crashed) if not p.startswith(".tablefmt/")} == {
         p for p in files_under(kit.root(table)) if not p.startswith(".tablefmt/")
     }
+
+
+def test_the_cli_names_the_changelog_and_statistics_files_it_deletes(kit) -> None:
+    table, _ = history(kit, 3)
+    attach_statistics(table, [1])
+    args = [str(kit.root(table)), "--retain-min", "1", "--time-retained", "0s"]
+
+    dry = CliRunner().invoke(expire_command, [*args, "--dry-run"], catch_exceptions=False)
+    done = CliRunner().invoke(expire_command, args, catch_exceptions=False)
+
+    assert dry.exit_code == done.exit_code == 0
+    counts = "4 changelog file(s), 2 changelog manifest(s), 2 changelog manifest list(s), 1 statistics file(s)"
+    assert "would delete 0 data file(s), 0 manifest(s), 4 manifest list(s), 15 file(s) in all" in dry.output
+    assert f"including {counts}" in dry.output and f"including {counts}" in done.output
