@@ -88,7 +88,7 @@ class AttachedFiles:
         self.cache = cache
         self.paths = paths
         self.external: set[str] = set()
-        """Changelog files with an external path seen among the candidates (never deleted, reported)."""
+        """Changelog and index files with an external path seen among the candidates (never deleted, reported)."""
 
     def referenced(self, roots: Iterable[Snapshot]) -> Referenced:
         """Everything the roots name (their changelog manifests read for the files they ADD)."""

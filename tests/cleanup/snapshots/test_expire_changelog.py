@@ -5,6 +5,7 @@ a decoupled changelog lifecycle."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 import time
 
@@ -392,3 +393,30 @@ def test_the_cli_names_the_changelog_and_statistics_files_it_deletes(kit) -> Non
     counts = "4 changelog file(s), 2 changelog manifest(s), 2 changelog manifest list(s), 1 statistics file(s)"
     assert "would delete 0 data file(s), 0 manifest(s), 4 manifest list(s), 15 file(s) in all" in dry.output
     assert f"including {counts}" in dry.output and f"including {counts}" in done.output
+
+
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [
+        ("changelogFiles", "snapshot/snapshot-1"),
+        ("changelogManifests", "schema/schema-0"),
+        ("changelogManifestLists", "../manifest/manifest-list-x"),
+        ("statisticsFiles", "manifest/stat-x"),
+        ("indexFiles", "tag/index-x"),
+        ("indexManifests", "manifest/manifest-list-x"),
+    ],
+)
+def test_a_journal_naming_a_file_outside_the_attached_kinds_places_is_refused(kit, field, bad) -> None:
+    table, _ = history(kit, 3)
+    plan = plan_expiration(table.context, ExpireConfig.resolve(table.context.options, **EVERYTHING), FAR_FUTURE_MS)
+    path = write_journal(table.context, plan)
+    journal = kit.root(table) / table.context.layout.relative(path)
+    document = json.loads(journal.read_bytes())
+    document.setdefault(field, []).append([bad, 1, []] if field == "changelogFiles" else [bad, 1])
+    journal.write_text(json.dumps(document))
+    before = files_under(kit.root(table))
+
+    with pytest.raises(MaintenanceError, match="unsafe"):
+        expire(table)
+
+    assert files_under(kit.root(table)) == before
