@@ -307,6 +307,22 @@ SNAPSHOT_TIME_RETAINED = _register(
         "A snapshot expires only once the snapshot after it is older than this.",
     )
 )
+CHANGELOG_NUM_RETAINED_MIN = _register(
+    Option(
+        "changelog.num-retained.min", INT, None, "Unset: snapshot.num-retained.min; higher: expire refuses.", minimum=1
+    )
+)
+CHANGELOG_NUM_RETAINED_MAX = _register(
+    Option(
+        "changelog.num-retained.max", INT, None, "Unset: snapshot.num-retained.max; higher: expire refuses.", minimum=1
+    )
+)
+CHANGELOG_TIME_RETAINED = _register(
+    Option("changelog.time-retained", DURATION, None, "Unset: snapshot.time-retained; longer: expire refuses.")
+)
+INDEX_FILE_IN_DATA_FILE_DIR = _register(
+    Option("index-file-in-data-file-dir", BOOL, False, "Index files live in the bucket directories, not in index/.")
+)
 SNAPSHOT_EXPIRE_LIMIT = _register(
     Option("snapshot.expire.limit", INT, 10, "At most this many snapshots expire per run.", minimum=1)
 )
