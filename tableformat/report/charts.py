@@ -290,7 +290,7 @@ def keep_up_figure(keep_up: KeepUpFigures, history: StorageHistory, now_ms: int)
         ax.yaxis.set_major_locator(_matplotlib()[0].ticker.NullLocator())
         return fig
     x = _times(hours)
-    width = dt.timedelta(milliseconds=hour * 0.9)
+    width = dt.timedelta(milliseconds=max(hour * 0.9, keep_up.window_ms / 150))  # still visible over days
     ingest = [by_hour[h].ingest_bytes if h in by_hour else 0 for h in hours]
     reclaimed = [-(by_hour[h].reclaimed_bytes if h in by_hour else 0) for h in hours]
     out = [-taken.get(h, 0) for h in hours]
