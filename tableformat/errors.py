@@ -91,6 +91,11 @@ class UnsupportedFormatError(TableFormatError):
     """The table uses a format version or feature tablefmt does not implement."""
 
 
+class UnsupportedTableError(UnsupportedFormatError):
+    """A primary-key table whose rows tablefmt cannot read exactly as Paimon does (a merge engine such as
+    ``partial-update`` or ``aggregation``, deletion vectors not yet read): refused rather than read wrong."""
+
+
 class UnsafePathError(ValidationError):
     """Metadata names a file outside the table root (``..``, an absolute path, another scheme or bucket)."""
 

@@ -429,6 +429,25 @@ PARTITION_EXPIRATION_BATCH_SIZE = _register(
     )
 )
 
+# --- primary-key tables (read side) ------------------------------------------------------------------------------
+MERGE_ENGINE = _register(
+    Option("merge-engine", STRING, "deduplicate", "Primary-key tables: deduplicate or first-row; others are refused.")
+)
+IGNORE_DELETE = _register(Option("ignore-delete", BOOL, None, "Primary-key reads skip -U/-D records (default false)."))
+FIRST_ROW_IGNORE_DELETE = _register(Option("first-row.ignore-delete", BOOL, None, "Fallback key of ignore-delete."))
+DEDUPLICATE_IGNORE_DELETE = _register(Option("deduplicate.ignore-delete", BOOL, None, "Fallback key of ignore-delete."))
+SEQUENCE_FIELD = _register(
+    Option("sequence.field", STRING, None, "Columns ordering a key's versions before the sequence number (a,b).")
+)
+SEQUENCE_FIELD_SORT_ORDER = _register(Option("sequence.field.sort-order", STRING, "ascending", "Or descending."))
+SEQUENCE_SNAPSHOT_ORDERING = _register(Option("sequence.snapshot-ordering", BOOL, False, "Read refused when true."))
+DELETION_VECTORS_ENABLED = _register(
+    Option("deletion-vectors.enabled", BOOL, False, "Reads take files above level 0, less their deletion vectors.")
+)
+DELETION_VECTORS_MERGE_ON_READ = _register(
+    Option("deletion-vectors.merge-on-read", BOOL, False, "With deletion vectors: reads also merge level-0 files.")
+)
+
 # --- record-level TTL and compaction (append tables) -------------------------------------------------------------
 RECORD_LEVEL_EXPIRE_TIME = _register(
     Option(

@@ -21,6 +21,7 @@ from tableformat.errors import (
     SnapshotExpiredWhileReadingError,
     SnapshotNotFoundError,
     StorageError,
+    UnsupportedTableError,
     ValidationError,
 )
 from tableformat.lazy_module import lazy_module
@@ -33,11 +34,14 @@ from tableformat.options import PARTITION_DEFAULT_NAME
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
 from tableformat.scan.filters import RowFilter, as_expression
+from tableformat.scan.merge import PositionsOf, merge_rules
+from tableformat.scan.primary_key import PrimaryKeyScan
 from tableformat.scan.reader import DataReader
-from tableformat.scan.record_ttl import scan_record_ttl, ttl_scan
+from tableformat.scan.record_ttl import RecordTTL, scan_record_ttl, ttl_scan
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas when present: loaded where used
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.dataset as ds
 else:
     pa = lazy_module("pyarrow")
@@ -200,6 +204,8 @@ class TableReaders:
         ctx = self._ctx
         row_filter = as_expression(filter, arrow_schema_of(list(schema.fields)))
         ttl = scan_record_ttl(ctx.schema, include_expired=include_expired)
+        if schema.primary_keys:
+            return self._primary_key_scan(snapshot, schema, tag, row_filter, ttl, partition_filter)
         refs: list[ScanRef] | None = None
         entries: list[ManifestEntry] = []
         try:
@@ -216,6 +222,39 @@ class TableReaders:
             ctx.io, ctx.layout, schema, ctx.schema_by_id, entries if refs is None else refs, row_filter=row_filter,
             snapshot=snapshot, threads=resolve_parallelism(ctx.options, ctx.io, None),
         )
+
+    def _primary_key_scan(
+        self,
+        snapshot: Snapshot | None,
+        schema: TableSchema,
+        tag: str | None,
+        row_filter: pc.Expression | None,
+        ttl: RecordTTL | None,
+        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None,
+    ) -> PrimaryKeyScan:
+        """The merged read of a primary-key table (scan/primary_key.py): full entries (key statistics, levels and
+        sequence numbers decide what is merged); the record TTL is a filter on the merged rows, no file is pruned by
+        it (a newer version's file left out would bring back an older version)."""
+        ctx = self._ctx
+        merge_rules(schema)  # refuses an engine tablefmt cannot read before anything else is read
+        deletion_vectors = self._deletion_vectors(snapshot, schema)
+        try:
+            entries = self.plan_files(snapshot, partition_filter)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(snapshot, tag, exc)
+            raise
+        if ttl is not None:
+            _, row_filter = ttl_scan(ttl, [], schema, ctx.schema_by_id, row_filter)
+        return PrimaryKeyScan(
+            ctx.io, ctx.layout, schema, ctx.schema_by_id, entries, row_filter=row_filter, snapshot=snapshot,
+            threads=resolve_parallelism(ctx.options, ctx.io, None), deletion_vectors=deletion_vectors,
+        )
+
+    def _deletion_vectors(self, snapshot: Snapshot | None, schema: TableSchema) -> PositionsOf | None:
+        """The deletion vectors of a table with ``deletion-vectors.enabled`` (None: the snapshot has none)."""
+        if snapshot is None or snapshot.index_manifest is None or not merge_rules(schema).deletion_vectors:
+            return None
+        raise UnsupportedTableError("deletion vectors are not read yet")
 
     def to_arrow(
         self,

@@ -88,6 +88,17 @@ def read_parquet_source(
     return parquet.read(columns=columns, use_threads=True)
 
 
+def without_positions(table: pa.Table, positions: Any) -> pa.Table:
+    """``table`` (a whole data file, in file order) without the rows at ``positions`` (0-based row numbers, as a
+    deletion vector lists them; out-of-range positions are ignored)."""
+    import numpy as np
+
+    keep = np.ones(table.num_rows, dtype=bool)
+    marked = np.asarray(positions, dtype=np.int64)
+    keep[marked[(marked >= 0) & (marked < table.num_rows)]] = False
+    return table.filter(pa.array(keep))
+
+
 def fetch_parquet(file_io: FileIO, path: str, size: int, columns: Sequence[str] | None = None) -> pa.Table:
     """:func:`read_parquet` of a file on an object store whose ``size`` is known (from its manifest entry), without
     asking the store for it: one GET of the whole file up to :data:`WHOLE_GET_BYTES`; above, a ranged GET of the
@@ -274,6 +285,36 @@ class DataReader:
                 table = read_parquet(path, self._fs)
         table = self._keep(self._to_current(table, entry, wanted))  # dictionary columns become plain in the cast
         return table if columns is None or wanted is not None else table.select(list(columns))
+
+    def read_key_values(
+        self,
+        entry: ScanEntry,
+        columns: Sequence[str],
+        system_columns: Sequence[str],
+        deleted_positions: Any = None,
+    ) -> pa.Table:
+        """One data file of a primary-key table: the table's ``columns`` (mapped by field id, as
+        :meth:`read_entry`), then the file's ``system_columns`` (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) as stored.
+        Only those columns are read. ``deleted_positions``: the file's row positions its deletion vector marks
+        (any integer sequence or array), dropped before anything else. No record TTL: the caller merges first."""
+        stored = [*self._stored_names(entry, columns), *system_columns]
+        with self._errors(entry) as path:
+            if self.io.is_object_store:
+                table = fetch_parquet(self.io, path, entry.file.file_size, stored)
+            else:
+                with self._fs.open_input_file(path) as source:
+                    table = read_parquet_source(source, columns=stored)
+        missing = [name for name in system_columns if name not in table.column_names]
+        if missing:
+            raise CorruptMetadataError(
+                self.io.url(self.path_of(entry)), f"a primary-key data file without the column(s) {missing}"
+            )
+        if deleted_positions is not None and len(deleted_positions):
+            table = without_positions(table, deleted_positions)
+        current = self._to_current(table, entry, list(columns))
+        for name in system_columns:
+            current = current.append_column(name, table.column(name))
+        return current
 
     def _stored_names(self, entry: ScanEntry, columns: Sequence[str]) -> list[str]:
         """The names the fields called ``columns`` have in the entry's file (by field id)."""
