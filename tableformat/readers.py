@@ -237,7 +237,7 @@ class TableReaders:
         it (a newer version's file left out would bring back an older version)."""
         ctx = self._ctx
         merge_rules(schema)  # refuses an engine tablefmt cannot read before anything else is read
-        deletion_vectors = self._deletion_vectors(snapshot, schema)
+        deletion_vectors = self.deletion_vectors_of(snapshot, schema)
         try:
             entries = self.plan_files(snapshot, partition_filter)
         except (CorruptMetadataError, StorageError) as exc:
@@ -250,8 +250,9 @@ class TableReaders:
             threads=resolve_parallelism(ctx.options, ctx.io, None), deletion_vectors=deletion_vectors,
         )
 
-    def _deletion_vectors(self, snapshot: Snapshot | None, schema: TableSchema) -> PositionsOf | None:
-        """The deletion vectors of a table with ``deletion-vectors.enabled`` (None: the snapshot has none)."""
+    def deletion_vectors_of(self, snapshot: Snapshot | None, schema: TableSchema) -> PositionsOf | None:
+        """The deletion vectors of a primary-key table with ``deletion-vectors.enabled``: each data file's deleted
+        row positions (None: the snapshot has none)."""
         if snapshot is None or snapshot.index_manifest is None or not merge_rules(schema).deletion_vectors:
             return None
         raise UnsupportedTableError("deletion vectors are not read yet")
