@@ -16,6 +16,7 @@ from support.tables import rows_of
 
 from tableformat.errors import UnsupportedFormatError, UnsupportedTableError
 from tableformat.scan.primary_key import PrimaryKeyScan
+from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string()), pa.field("n", pa.int64())])
 PART_SCHEMA = pa.schema(
@@ -255,3 +256,26 @@ def test_primary_key_tables_are_not_written(tmp_path: Path) -> None:
     t = PkTable(tmp_path / "t", SCHEMA, ["id"], buckets=-1)  # dynamic bucket: the bucket check passes
     with pytest.raises(UnsupportedFormatError, match="primary key"):
         t.table.append(pa.table({"id": [1], "v": ["a"], "n": [1]}, schema=SCHEMA))
+
+
+# --- object stores -------------------------------------------------------------------------------------------------
+def test_object_store_reads_merge_as_local_reads(tmp_path: Path, s3_root: tuple[str, dict[str, Any]]) -> None:
+    """The object-store path (fetch_parquet: each file fetched by its recorded size, only the columns read) merges
+    the same rows; the table is written locally and uploaded file by file."""
+    from tableformat.io.factory import open_location
+
+    t = pk(tmp_path)
+    t.commit([t.file([row(1, "a", 1), row(2, "b", 2), row(3, "c", 3)], [0, 1, 2])])
+    t.commit([t.file([row(1, "A", 10), row(3, "c", 3)], [3, 4], [INSERT, DELETE])])
+    url, options = s3_root
+    file_io, root = open_location(url, options)
+    for path in t.root.rglob("*"):
+        if path.is_file():
+            file_io.write_bytes(f"{root}/{path.relative_to(t.root).as_posix()}", path.read_bytes())
+    remote = Table.open(url, options)
+    assert remote.context.io.is_object_store
+    expected = rows_of(t.table.to_arrow())
+    assert expected == [(1, "A", 10), (2, "b", 2)]
+    assert rows_of(remote.to_arrow()) == expected
+    assert rows_of(remote.to_batches(columns=["n", "id"]).read_all()) == [(2, 2), (10, 1)]
+    assert rows_of(remote.to_arrow(filter=pc.field("v") == "b", columns=["id"])) == [(2,)]
