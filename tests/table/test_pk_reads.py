@@ -107,6 +107,13 @@ def test_equal_sequence_numbers_newer_file_wins_and_add_beats_retract(tmp_path: 
     assert rows_of(t.table.to_arrow(columns=["id", "v"])) == [(1, "level0"), (2, "b2")]
 
 
+def test_sequence_numbers_decide_when_file_age_disagrees(tmp_path: Path) -> None:
+    """A level-0 file holding an older version than a level-1 file: the sequence numbers decide, not the levels."""
+    t = pk(tmp_path)
+    t.commit([t.file([row(1, "newer"), row(2, "b")], [10, 11], level=1), t.file([row(1, "older")], [5])])
+    assert rows_of(t.table.to_arrow(columns=["id", "v"])) == [(1, "newer"), (2, "b")]
+
+
 def test_sequence_field_orders_versions_before_the_sequence_number(tmp_path: Path) -> None:
     t = pk(tmp_path, **{"sequence.field": "n"})
     t.commit([t.file([row(1, "late", 20), row(2, "x", None)], [0, 1])])
