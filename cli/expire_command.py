@@ -8,11 +8,13 @@ from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.cli.common import (
     COUNT,
     OneLineErrorCommand,
+    dry_run_data,
     duration_flag,
     echo_json,
     handle_errors,
     open_table,
     progress,
+    quiet,
     say,
     storage_option_flag,
 )
@@ -20,6 +22,7 @@ from tableformat.cli.progress import progress_callback
 from tableformat.errors import ValidationError
 from tableformat.options import SNAPSHOT_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MIN
 from tableformat.table import Table
+from tableformat.units import human_bytes
 
 _SHOWN = 20
 """Paths printed in text mode before '... and N more'."""
@@ -54,7 +57,7 @@ def _render(result: ExpireResult) -> None:
         f"{expired} {result.expired_snapshots} snapshot(s); earliest snapshot is {result.earliest_snapshot}; "
         f"{verb} {result.deleted_data_files} data file(s), {result.deleted_manifests} manifest(s), "
         f"{result.deleted_manifest_lists} manifest list(s), {len(result.deleted_paths)} file(s) in all, "
-        f"{result.deleted_bytes} bytes"
+        f"{human_bytes(result.deleted_bytes)}"
     )
     if result.expired_tags:
         say(f"{expired} tag(s): {', '.join(result.expired_tags)}")
@@ -119,5 +122,7 @@ def expire(
             raise click.UsageError(" ".join(str(exc).split())) from None
     if as_json:
         echo_json(result.to_json())
+    elif result.dry_run and quiet():
+        dry_run_data(result.deleted_paths)
     else:
         _render(result)

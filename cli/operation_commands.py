@@ -15,8 +15,18 @@ import click
 
 from tableformat.cleanup.kernel import Operation, OperationResult
 from tableformat.cleanup.registry import OPERATIONS
-from tableformat.cli.common import OneLineErrorCommand, duration_flag, echo_json, handle_errors, open_table, say
+from tableformat.cli.common import (
+    OneLineErrorCommand,
+    dry_run_data,
+    duration_flag,
+    echo_json,
+    handle_errors,
+    open_table,
+    quiet,
+    say,
+)
 from tableformat.options import INT32_MAX
+from tableformat.units import human_bytes
 
 
 def _option(parameter: Any) -> click.Option:
@@ -40,7 +50,7 @@ def _summary(name: str, result: OperationResult) -> list[str]:
     if result.summary():
         return list(result.summary())
     verb = "would delete" if result.dry_run else "deleted"
-    lines = [f"{name}: {verb} {len(result.deleted_paths)} file(s), {result.deleted_bytes} bytes"]
+    lines = [f"{name}: {verb} {len(result.deleted_paths)} file(s), {human_bytes(result.deleted_bytes)}"]
     lines += [f"  {path}" for path in result.deleted_paths[:20]]
     if len(result.deleted_paths) > 20:
         lines.append(f"  ... and {len(result.deleted_paths) - 20} more (use --json for all)")
@@ -62,6 +72,8 @@ def operation_command(operation: Operation[Any, Any, Any]) -> click.Command:
         result = open_table(table, storage_options).maintenance.run(operation.name, dry_run=dry_run, **overrides)
         if as_json:
             echo_json(result.to_json())
+        elif dry_run and quiet():
+            dry_run_data(result.deleted_paths)
         else:
             for line in _summary(operation.name, result):
                 say(line)
