@@ -444,6 +444,7 @@ SEQUENCE_SNAPSHOT_ORDERING = _register(Option("sequence.snapshot-ordering", BOOL
 DELETION_VECTORS_ENABLED = _register(
     Option("deletion-vectors.enabled", BOOL, False, "Reads take files above level 0, less their deletion vectors.")
 )
+INDEX_FILE_IN_DATA_FILE_DIR = _register(Option("index-file-in-data-file-dir", BOOL, False, "Index files in buckets."))
 DELETION_VECTORS_MERGE_ON_READ = _register(
     Option("deletion-vectors.merge-on-read", BOOL, False, "With deletion vectors: reads also merge level-0 files.")
 )

@@ -16,26 +16,27 @@ from typing import TYPE_CHECKING, Any
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
+from tableformat.data_paths import DataPaths
 from tableformat.errors import (
     CorruptMetadataError,
     SnapshotExpiredWhileReadingError,
     SnapshotNotFoundError,
     StorageError,
-    UnsupportedTableError,
     ValidationError,
 )
 from tableformat.lazy_module import lazy_module
 from tableformat.live_set import PartitionPredicate, live_entries, live_scan_refs
+from tableformat.model.index import DELETION_VECTORS_INDEX
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import normalize_spec
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
-from tableformat.options import PARTITION_DEFAULT_NAME
+from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR, PARTITION_DEFAULT_NAME, TableOptions
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
 from tableformat.scan.filters import RowFilter, as_expression
 from tableformat.scan.merge import PositionsOf, merge_rules
-from tableformat.scan.primary_key import PrimaryKeyScan
+from tableformat.scan.primary_key import DeletionVectorIndex, PrimaryKeyScan
 from tableformat.scan.reader import DataReader
 from tableformat.scan.record_ttl import RecordTTL, scan_record_ttl, ttl_scan
 
@@ -255,7 +256,15 @@ class TableReaders:
         row positions (None: the snapshot has none)."""
         if snapshot is None or snapshot.index_manifest is None or not merge_rules(schema).deletion_vectors:
             return None
-        raise UnsupportedTableError("deletion vectors are not read yet")
+        store = self._ctx.store
+        try:
+            entries = store.read_index_manifest(snapshot.index_manifest)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(snapshot, None, exc)
+            raise
+        vectors = [e for e in entries if e.index_file.index_type == DELETION_VECTORS_INDEX]
+        in_buckets = TableOptions(schema.options).require(INDEX_FILE_IN_DATA_FILE_DIR)
+        return DeletionVectorIndex(store, vectors, DataPaths(schema) if in_buckets else None)
 
     def to_arrow(
         self,

@@ -17,14 +17,17 @@ so every reader of a table (Arrow, pandas, Polars, DuckDB, the object-store path
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tableformat.codec.avro_projection import ScanEntry
+from tableformat.data_paths import DataPaths
 from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
 from tableformat.lazy_module import lazy_module
+from tableformat.model.index import IndexManifestEntry
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
@@ -44,6 +47,7 @@ from tableformat.scan.merge import (
     unmerged,
 )
 from tableformat.scan.reader import DataReader
+from tableformat.store import MetadataStore
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,6 +58,34 @@ else:
 
 MAX_MERGE_THREADS = 8
 """Buckets merged at a time at most (Arrow's sort is single-threaded per call; buckets merge independently)."""
+
+
+class DeletionVectorIndex:
+    """The deletion vectors of one snapshot (its index manifest's DELETION_VECTORS files), as a :data:`PositionsOf`:
+    each data file's deleted row positions. An index file is read (whole, once) when a file of its bucket is first
+    asked for; safe to call from the merge threads."""
+
+    def __init__(
+        self, store: MetadataStore, index_entries: Sequence[IndexManifestEntry], paths: DataPaths | None
+    ) -> None:
+        self.store = store
+        self.paths = paths
+        """The data files' paths when the table keeps index files in the bucket directories, else None."""
+        self._files = {(e.partition, e.bucket): e.index_file for e in index_entries}
+        self._loaded: dict[tuple[bytes, int], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, entry: ManifestEntry) -> Any:
+        key = (entry.partition, entry.bucket)
+        index_file = self._files.get(key)
+        if index_file is None or entry.file.file_name not in index_file.dv_data_files():
+            return None
+        with self._lock:
+            vectors = self._loaded.get(key)
+            if vectors is None:
+                bucket_dir = None if self.paths is None else self.paths.bucket_dir(*key)
+                vectors = self._loaded[key] = self.store.read_deletion_vectors(index_file, bucket_dir)
+        return vectors.get(entry.file.file_name)
 
 
 def read_bucket(

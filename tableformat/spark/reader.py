@@ -135,9 +135,11 @@ class TablefmtSplit(InputPartition):
 class TablefmtBucketSplit(InputPartition):
     """The whole buckets of a primary-key table one Spark task reads and merges."""
 
-    def __init__(self, index: int, buckets: Sequence[BucketRead]) -> None:
+    def __init__(self, index: int, buckets: Sequence[BucketRead], deleted: Mapping[str, Any] | None = None) -> None:
         super().__init__(index)
         self.buckets = tuple(buckets)
+        self.deleted = dict(deleted or {})
+        """Data file name -> the row positions its deletion vector marks (read on the driver)."""
 
     def __repr__(self) -> str:
         return f"TablefmtBucketSplit({self.value}, buckets={len(self.buckets)})"
@@ -190,10 +192,17 @@ class TablefmtReader(DataSourceReader):
     def _bucket_splits(self, table: Table, snapshot: Snapshot | None) -> list[InputPartition]:
         """A primary-key table: its buckets (with the files a batch read takes) bin-packed into splits."""
         assert self.merge is not None
-        table.deletion_vectors_of(snapshot, self.table_schema)  # refuses what is not read yet
+        vectors = table.deletion_vectors_of(snapshot, self.table_schema)
         entries = plan_entries(table, snapshot, self.config.partition_filter)
         buckets = plan_buckets(entries, self.table_schema, self.merge)
         splits = bin_pack_buckets(buckets, self._sizing())
+        deleted: list[dict[str, Any]] = [{} for _ in splits]
+        if vectors is not None:
+            for split, marked in zip(splits, deleted):
+                for entry in (e for bucket in split for e in bucket.entries):
+                    positions = vectors(entry)
+                    if positions is not None:
+                        marked[entry.file.file_name] = positions
         log.info(
             "tablefmt read of %s snapshot %s: %d bucket(s) in %d split(s)",
             table.location,
@@ -201,7 +210,7 @@ class TablefmtReader(DataSourceReader):
             len(buckets),
             len(splits),
         )
-        return [TablefmtBucketSplit(index, split) for index, split in enumerate(splits)]
+        return [TablefmtBucketSplit(index, split, deleted[index]) for index, split in enumerate(splits)]
 
     def _sizing(self) -> SplitSizing:
         config = self.config
@@ -219,8 +228,9 @@ class TablefmtReader(DataSourceReader):
         if self.record_ttl is not None:
             wanted.add(self.record_ttl.field_name)
         read_columns = [name for name in self.table_schema.field_names if name in wanted]
+        deleted = partition.deleted
         for plan in partition.buckets:
-            table = read_bucket(reader, plan, self.merge, read_columns)
+            table = read_bucket(reader, plan, self.merge, read_columns, lambda e: deleted.get(e.file.file_name))
             if self.record_ttl is not None:
                 table = self.record_ttl.filter(table)
             yield from to_spark_batches(table, self.columns, target)

@@ -250,6 +250,37 @@ def test_deletion_vector_positions_are_dropped_before_the_merge(tmp_path: Path) 
     assert rows_of(scan.to_table(["id", "v"])) == [(2, "b")]
 
 
+def test_deletion_vectors_paimon_commits_are_applied(tmp_path: Path) -> None:
+    """Deletion vectors committed as Paimon commits them (index manifest, DV index file per bucket): the latest
+    read drops the marked rows of the level>0 files; time travel to before the DV commit does not."""
+    from support.paimon_index import PaimonIndex
+
+    t = PkTable(tmp_path / "t", SCHEMA, ["id"], options={"deletion-vectors.enabled": "true"}, buckets=2)
+    first = t.file([row(1, "a"), row(2, "b"), row(3, "c")], [0, 1, 2], level=1)
+    other = t.file([row(4, "d"), row(5, "e")], [0, 1], level=1, bucket=1)
+    before = t.commit([first, other, t.file([row(9, "level0")], [3])])
+    vectors = PaimonIndex(t.table).delete_rows({first.meta.file_name: [0, 2], other.meta.file_name: [1]})
+    table = t.table
+    assert vectors.index_manifest is not None
+    assert rows_of(table.to_arrow(columns=["id", "v"])) == [(2, "b"), (4, "d")]
+    assert rows_of(table.to_arrow(snapshot_id=before, columns=["id", "v"])) == [
+        (1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e"),
+    ]  # fmt: skip
+    assert rows_of(table.to_arrow(filter=pc.field("v") != "b", columns=["id"])) == [(4,)]
+
+
+def test_deletion_vectors_in_bucket_directories(tmp_path: Path) -> None:
+    from support.paimon_index import PaimonIndex
+
+    options = {"deletion-vectors.enabled": "true", "index-file-in-data-file-dir": "true"}
+    t = PkTable(tmp_path / "t", SCHEMA, ["id"], options=options)
+    base = t.file([row(1, "a"), row(2, "b")], [0, 1], level=2)
+    t.commit([base])
+    PaimonIndex(t.table, in_data_file_dir=True).delete_rows({base.meta.file_name: [1]})
+    assert not (t.root / "index").exists() or not any((t.root / "index").iterdir())
+    assert rows_of(t.table.to_arrow(columns=["id", "v"])) == [(1, "a")]
+
+
 # --- refused -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("engine", ["partial-update", "aggregation"])
 def test_partial_update_and_aggregation_are_refused(tmp_path: Path, engine: str) -> None:

@@ -78,3 +78,15 @@ def test_refused_engine_is_refused_on_the_driver(spark: Any, tmp_path: Path) -> 
     t = build(tmp_path, **{"merge-engine": "aggregation"})
     with pytest.raises(Exception, match="merge-engine 'aggregation'"):
         spark.read.format("tablefmt").load(str(t.root)).collect()
+
+
+def test_deletion_vectors_are_applied_on_executors(spark: Any, tmp_path: Path) -> None:
+    from support.paimon_index import PaimonIndex
+
+    t = PkTable(tmp_path / "t", SCHEMA, ["id", "dt"], ["dt"], options={"deletion-vectors.enabled": "true"})
+    base = t.file([{"id": i, "dt": "d1", "v": f"v{i}"} for i in range(4)], [0, 1, 2, 3], partition=["d1"], level=1)
+    t.commit([base])
+    PaimonIndex(t.table).delete_rows({base.meta.file_name: [1, 3]})
+    expected = [(0, "d1", "v0"), (2, "d1", "v2")]
+    assert rows_of(t.table.to_arrow()) == expected
+    assert spark_rows(spark.read.format("tablefmt").load(str(t.root))) == expected
