@@ -155,3 +155,50 @@ def _stored_kinds(root: str) -> list[Any]:
     import pyarrow.parquet as pq
 
     return [pq.ParquetFile(p).read(columns=["_VALUE_KIND"]).column(0) for p in Path(root).rglob("data-*.parquet")]
+
+
+# --- compacted tables (written in Paimon's format by tests/support/pk_tables.py), read by both ------------------
+PLAIN = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+
+
+def compacted(pp: Paimon, options: dict[str, str]) -> Any:
+    """One bucket: a level-2 file (keys 0-9), a level-1 file (keys 5-14, key 7 deleted, key 8 an UPDATE_BEFORE) and
+    a level-0 file (keys 12-16), as a compaction and later writes leave them."""
+    from support.pk_tables import DELETE, INSERT, UPDATE_BEFORE, PkTable
+
+    t = PkTable(Path(pp.path("t")), PLAIN, ["id"], options=options)
+    level1_kinds = [DELETE if i == 7 else UPDATE_BEFORE if i == 8 else INSERT for i in range(5, 15)]
+    files = [
+        t.file([{"id": i, "v": f"l2-{i}"} for i in range(10)], list(range(10)), level=2),
+        t.file([{"id": i, "v": f"l1-{i}"} for i in range(5, 15)], list(range(10, 20)), level1_kinds, level=1),
+        t.file([{"id": i, "v": f"l0-{i}"} for i in range(12, 17)], list(range(20, 25))),
+    ]
+    t.commit(files)
+    return t, files
+
+
+def assert_same_rows(pp: Paimon) -> list[tuple[Any, ...]]:
+    ours = rows_of(Table.open(pp.path("t")).to_arrow())
+    assert ours == rows_of(pypaimon_read(pp, "t"))
+    return ours
+
+
+def test_compacted_levels_with_deletes_read_as_pypaimon_reads_them(pp: Paimon, pypaimon_version: str) -> None:
+    compacted(pp, {})
+    rows = assert_same_rows(pp)
+    assert [r[0] for r in rows] == [0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16]
+
+
+def test_first_row_compacted_files_read_as_pypaimon_reads_them(pp: Paimon, pypaimon_version: str) -> None:
+    compacted(pp, {"merge-engine": "first-row", "ignore-delete": "true"})
+    rows = assert_same_rows(pp)
+    assert (5, "l2-5") in rows and not any(r[0] == 16 for r in rows)  # the oldest version; level 0 not visible
+
+
+def test_deletion_vectors_read_as_pypaimon_reads_them(pp: Paimon, pypaimon_version: str) -> None:
+    from support.paimon_index import PaimonIndex
+
+    t, files = compacted(pp, {"deletion-vectors.enabled": "true"})
+    PaimonIndex(t.table).delete_rows({files[0].meta.file_name: [0, 5, 9], files[1].meta.file_name: [0, 4]})
+    rows = assert_same_rows(pp)
+    assert (0, "l2-0") not in rows and (1, "l2-1") in rows
