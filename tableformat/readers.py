@@ -319,7 +319,9 @@ class TableReaders:
     ) -> ds.Dataset:
         """A lazy ``pyarrow.dataset.Dataset`` over exactly the snapshot's live files (typed partition columns, older
         schemas' files read as the snapshot's schema). Engines that scan Arrow datasets (DuckDB, Polars, Acero)
-        push their projections and filters into it. Expired rows are filtered out unless ``include_expired``."""
+        push their projections and filters into it. Expired rows are filtered out unless ``include_expired``. A
+        primary-key table's rows are merged on read: for one this is an in-memory dataset of the merged rows, read
+        when it is made (docs/reading.md)."""
         return self.scan(snapshot_id, tag, as_of=as_of, filter=filter, include_expired=include_expired).dataset()
 
     def to_pandas(

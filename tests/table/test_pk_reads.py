@@ -181,6 +181,18 @@ def test_key_filter_prunes_files_by_key_statistics(tmp_path: Path) -> None:
     assert rows_of(scan.to_table(["id", "v"])) == [(10, "x"), (11, "Y")]
 
 
+def test_record_ttl_filters_the_merged_rows(tmp_path: Path) -> None:
+    """An expired newest version hides its key; the older, unexpired version never comes back."""
+    t = pk(tmp_path, **{"record-level.expire-time": "30 d", "record-level.time-field": "n"})
+    future, past = 4_000_000_000_000, 1_000_000_000_000  # epoch milliseconds: 2096, 2001
+    t.commit([t.file([row(1, "kept", future), row(2, "old", future)], [0, 1])])
+    t.commit([t.file([row(2, "expired", past)], [2])])
+    table = t.table
+    assert rows_of(table.to_arrow(columns=["id", "v"])) == [(1, "kept")]
+    assert table.scan().stats().selected_files == 2  # no file is pruned by the TTL
+    assert rows_of(table.to_arrow(columns=["id", "v"], include_expired=True)) == [(1, "kept"), (2, "expired")]
+
+
 def test_projection_without_key_columns_still_merges(tmp_path: Path) -> None:
     t = pk(tmp_path)
     t.commit([t.file([row(1, "a", 1), row(2, "b", 2)], [0, 1])])
