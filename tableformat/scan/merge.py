@@ -10,7 +10,7 @@ What Paimon's batch read returns, per (partition, bucket) (Java ``MergeTreeSplit
 ``KeyValueFileStoreScan``, ``CoreOptions.batchScanSkipLevel0``; pypaimon 2.1.0 ``split_read.py``):
 
 * ``first-row`` tables, and tables with ``deletion-vectors.enabled`` (unless ``deletion-vectors.merge-on-read``),
-  skip level-0 files: only compacted files are visible.
+  skip level-0 files: only compacted files are visible. ``bucket=-2`` tables skip the files not yet in a bucket.
 * A bucket whose files are all above level 0, none with delete rows, and (deletion vectors, first-row, or all at
   one level) is read without merging ("raw convertible"). Otherwise its files are split into sections of
   overlapping key ranges (``IntervalPartition``); a section of one file is read without merging, the others merged.
@@ -37,6 +37,7 @@ from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.options import (
+    BUCKET,
     DEDUPLICATE_IGNORE_DELETE,
     DELETION_VECTORS_ENABLED,
     DELETION_VECTORS_MERGE_ON_READ,
@@ -64,6 +65,9 @@ SYSTEM_COLUMNS = (SEQUENCE_NUMBER, VALUE_KIND)
 RETRACT_KINDS = (1, 3)
 """RowKind bytes of UPDATE_BEFORE (-U) and DELETE (-D)."""
 
+POSTPONE_BUCKET = -2
+"""``bucket`` of a table whose writers leave bucket assignment to compaction."""
+
 _FILE_ORDER = "__tablefmt_file_order"
 _IS_ADD = "__tablefmt_is_add"
 
@@ -90,6 +94,8 @@ class MergeRules:
     deletion_vectors: bool
     skip_level0: bool
     """Paimon's batchScanSkipLevel0: first-row tables, and deletion-vector tables without merge-on-read."""
+    real_buckets_only: bool = False
+    """``bucket=-2`` (postponed buckets): files not yet assigned a bucket (``bucket-postpone``) are not read."""
 
     @property
     def merge_columns(self) -> tuple[str, ...]:
@@ -134,6 +140,7 @@ def merge_rules(schema: TableSchema) -> MergeRules:
         sequence_descending=order == "descending",
         deletion_vectors=dv,
         skip_level0=skip_level0,
+        real_buckets_only=options.require(BUCKET) == POSTPONE_BUCKET,
     )
 
 
@@ -180,7 +187,7 @@ def group_buckets(entries: Sequence[ManifestEntry]) -> list[list[ManifestEntry]]
 def plan_bucket(entries: Sequence[ManifestEntry], rules: MergeRules, key_types: Sequence[Any]) -> BucketRead | None:
     """How one bucket's live files are read (None: nothing visible to a batch read)."""
     files = [e for e in entries if not (rules.skip_level0 and e.file.level == 0)]
-    if not files:
+    if not files or (rules.real_buckets_only and files[0].bucket < 0):
         return None
     first = files[0]
     levels = {e.file.level for e in files}

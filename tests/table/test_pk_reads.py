@@ -128,6 +128,14 @@ def test_sequence_field_descending_keeps_the_smallest_value(tmp_path: Path) -> N
     assert rows_of(t.table.to_arrow()) == [(1, "small", 10)]
 
 
+def test_postponed_bucket_files_are_not_read(tmp_path: Path) -> None:
+    """bucket=-2: files not yet assigned a bucket (bucket-postpone/) are invisible to a batch read, as in Paimon."""
+    t = PkTable(tmp_path / "t", SCHEMA, ["id"], buckets=-2)
+    t.commit([t.file([row(1, "assigned")], [0], bucket=0, level=1), t.file([row(2, "waiting")], [0], bucket=-2)])
+    assert any(p.parent.name == "bucket-postpone" for p in t.root.rglob("data-*.parquet"))
+    assert rows_of(t.table.to_arrow(columns=["id", "v"])) == [(1, "assigned")]
+
+
 # --- first-row -----------------------------------------------------------------------------------------------------
 def test_first_row_reads_only_compacted_files_and_keeps_the_oldest(tmp_path: Path) -> None:
     t = pk(tmp_path, **{"merge-engine": "first-row", "ignore-delete": "true"})
