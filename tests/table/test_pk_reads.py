@@ -218,6 +218,8 @@ def test_time_travel_reads_each_snapshot_merged(tmp_path: Path) -> None:
     table.create_tag("before", first)
     assert rows_of(table.to_arrow(snapshot_id=first, columns=["id", "v"])) == [(1, "a"), (2, "b")]
     assert rows_of(table.to_arrow(tag="before", columns=["id", "v"])) == [(1, "a"), (2, "b")]
+    as_of = table.snapshot(second).time_millis  # the newest snapshot at or before: the second (no later one)
+    assert rows_of(table.to_arrow(as_of=as_of, columns=["id", "v"])) == [(1, "A")]
     assert rows_of(table.to_arrow(snapshot_id=second, columns=["id", "v"])) == [(1, "A")]
 
 
