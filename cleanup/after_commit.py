@@ -30,6 +30,11 @@ def run_after_commit(ctx: TableContext, now_ms: int | None = None) -> list[Opera
     errors: list[Exception] = []
     for operation in after_commit_operations():
         try:
+            reason = operation.not_applicable(ctx)
+            if reason:  # e.g. record expiration on a primary-key table: skipped, never a failure
+                if operation.enabled(ctx, now):
+                    log.info("%s after commit skipped, not applicable: %s", operation.name, reason)
+                continue
             if not operation.enabled(ctx, now):
                 continue
             result = run_operation(operation, ctx, now_ms=now)
@@ -40,13 +45,8 @@ def run_after_commit(ctx: TableContext, now_ms: int | None = None) -> list[Opera
             log.warning("%s after commit failed: %s", operation.name, exc)
             errors.append(exc)
             continue
-        if result.deleted_paths:
-            log.info(
-                "%s after commit: deleted %d file(s), %d bytes",
-                operation.name,
-                len(result.deleted_paths),
-                result.deleted_bytes,
-            )
+        if result.did_something():
+            log.info("after commit: %s", result.headline())
         results.append(result)
     if errors:
         raise errors[0]

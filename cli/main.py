@@ -115,9 +115,11 @@ def create(
     opts = table_options(options, allow_unknown_options)
     schema = pq.read_schema(schema_from).remove_metadata()
     keys = [k.strip() for k in partition_keys.split(",") if k.strip()]
-    created = Table.create(
-        table, schema, keys, opts, parse_storage_options(storage_options), allow_unknown_options=allow_unknown_options
-    )
+    storage = parse_storage_options(storage_options)
+    try:
+        created = Table.create(table, schema, keys, opts, storage, allow_unknown_options=allow_unknown_options)
+    except ValidationError as exc:  # options or partition keys that do not fit the schema: what the flags said
+        raise click.UsageError(str(exc)) from None
     say(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
 
 
@@ -158,6 +160,9 @@ def write(
         say("nothing to commit (no rows); no snapshot written")
     else:
         say(f"committed snapshot {snapshot.id} ({snapshot.commit_kind.value}, {data.num_rows} rows)")
+        for done in target.last_after_commit:
+            if done.did_something():
+                say(f"after commit: {done.headline()}")
 
 
 @cli.command("drop-partition")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult
+from tableformat.cleanup.kernel import OperationResult
 from tableformat.cleanup.orphans import OrphanResult
 from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.snapshots import ExpireResult
@@ -30,6 +31,7 @@ from tableformat.errors import (
     StorageError,
     TableAlreadyExistsError,
     TagError,
+    UnknownOptionError,
     ValidationError,
 )
 from tableformat.inspect import TableInspector
@@ -51,6 +53,8 @@ from tableformat.readers import DataFileInfo, PartitionSpec, TableReaders
 from tableformat.scan.record_ttl import resolve_record_ttl
 from tableformat.store import MetadataStore
 
+UNSET_HINT = "the table does not hold it either: nothing to unset"
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -71,6 +75,8 @@ class Table(TableReaders, RewriteMethods):
         self.commit_user = str(uuid.uuid4())
         self._identifiers = itertools.count(1)
         self._atomic_create_checked = False
+        self.last_after_commit: tuple[OperationResult, ...] = ()
+        """What the after-commit maintenance of this object's last commit did (each result's ``headline()``)."""
 
     # --- create / open ---------------------------------------------------------------------------------------
     @classmethod
@@ -294,8 +300,9 @@ class Table(TableReaders, RewriteMethods):
 
         It never fails the commit: the snapshot is durable, so problems are logged and the commit returns.
         """
+        self.last_after_commit = ()
         try:
-            run_after_commit(self._ctx)
+            self.last_after_commit = tuple(run_after_commit(self._ctx))
         except Exception as exc:
             log.warning("maintenance after commit failed (the commit itself succeeded): %s", exc)
 
@@ -420,7 +427,15 @@ class Table(TableReaders, RewriteMethods):
         return self._alter(alter_options(self._ctx.store, options, allow_unknown=allow_unknown_options))
 
     def unset_options(self, keys: Iterable[str]) -> SchemaChangeResult:
-        """``ALTER TABLE RESET``: a new schema version without these options (back to their defaults)."""
+        """``ALTER TABLE RESET``: a new schema version without these options (back to their defaults). A name the
+        table does not hold and neither tablefmt nor Paimon knows is refused as a likely typo (UnknownOptionError,
+        with the closest known name); nothing is written then."""
+        keys = list(keys)
+        held = self._ctx.store.latest_schema().options
+        try:
+            check_option_keys([key for key in keys if key not in held])
+        except UnknownOptionError as exc:
+            raise UnknownOptionError(exc.suggestions, UNSET_HINT) from None
         return self._alter(alter_options(self._ctx.store, None, keys))
 
     def _alter(self, result: SchemaChangeResult) -> SchemaChangeResult:
