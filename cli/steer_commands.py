@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Any
 
 import click
@@ -21,6 +20,7 @@ from tableformat.cli.common import (
     storage_option_flag,
 )
 from tableformat.cli.render import human_count, human_duration, iso_time, print_table, wrap
+from tableformat.clock import system_clock
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.options import check_option_values
 
@@ -271,7 +271,7 @@ def tag_list(table: str, as_json: bool, storage_options: tuple[str, ...]) -> Non
     """List the tags of TABLE: snapshot, commit time, records, retention and when it ends (an expired tag is
     deleted by the next snapshot expiration)."""
     items = open_table(table, storage_options).inspect.tags().to_pylist()
-    now = int(time.time() * 1000)
+    now = system_clock()
     if as_json:
         echo_json([_tag_json(t, now) for t in items])
         return
