@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tableformat.durations",
         "tableformat.units",
         "tableformat.clock",
+        "tableformat.threads",
         "tableformat.paimon_option_keys",
         "tableformat.gc_pause",
         "tableformat.lazy_module",
@@ -202,3 +203,23 @@ def test_one_clock() -> None:
         if module != CLOCK_HOME and any(map(_reads_system_time, ast.walk(ast.parse(path.read_text(), str(path)))))
     )
     assert readers == [], f"only {CLOCK_HOME} reads the system time; these do too: {readers}"
+
+
+POOL_HOME = "tableformat.threads"
+"""The one module that builds thread pools."""
+
+
+def test_one_thread_pool_module() -> None:
+    def builds_pool(node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return name == "ThreadPoolExecutor"
+
+    builders = sorted(
+        module
+        for module, path in modules().items()
+        if module != POOL_HOME and any(map(builds_pool, ast.walk(ast.parse(path.read_text(), str(path)))))
+    )
+    assert builders == [], f"only {POOL_HOME} builds thread pools; these do too: {builders}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -37,6 +37,7 @@ from tableformat.spark.schema import arrow_schema_for_spark, resolve_columns, to
 from tableformat.spark.worker_gc import freeze_worker_heap
 from tableformat.store import MetadataStore
 from tableformat.table import Table
+from tableformat.threads import thread_pool
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +248,7 @@ class TablefmtReader(DataSourceReader):
         target = arrow_schema_for_spark(self.spark_schema)
         entries = partition.entries
         # Read the next file in the background while Spark consumes the current one (pyarrow releases the GIL).
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with thread_pool(1, "tablefmt-spark-read") as pool:
             pending: Future[pa.Table] = pool.submit(reader.read_entry, entries[0])
             for index in range(len(entries)):
                 table = pending.result()
