@@ -1,5 +1,6 @@
-"""How many threads a piece of work uses (pools themselves come from tableformat/threads.py), an executor that runs inline when one is enough, an ordered map
-with a bounded number of calls in flight (bounded_map), and a lazily started pool for a whole run (Workers).
+"""How many threads a piece of work uses (the pools themselves come from tableformat/threads.py), an executor that
+runs inline when one is enough, an ordered map with a bounded number of calls in flight (bounded_map), and a lazily
+started pool for a whole run (Workers).
 
 On the local filesystem, metadata reads come from the page cache and decoding them is CPU work that holds the GIL:
 threads there make a run slower (each result costs a thread switch), so unless asked for a thread count, work on a
