@@ -138,7 +138,7 @@ class Table(TableReaders, RewriteMethods):
         resolve_record_ttl(table_schema, 0)  # a TTL on a missing or non-time column is refused before creating
         if not store.write_schema_if_absent(table_schema):
             raise TableAlreadyExistsError(f"a table already exists at {file_io.url(root)}")
-        return cls(TableContext(location=path, io=file_io, layout=layout, store=store, schema=table_schema))
+        return cls(TableContext.of(path, file_io, layout, table_schema))
 
     @classmethod
     def open(cls, path: str, storage_options: Mapping[str, Any] | None = None) -> Table:

@@ -223,3 +223,19 @@ def test_one_thread_pool_module() -> None:
         if module != POOL_HOME and any(map(builds_pool, ast.walk(ast.parse(path.read_text(), str(path)))))
     )
     assert builders == [], f"only {POOL_HOME} builds thread pools; these do too: {builders}"
+
+
+CONTEXT_HOME = "tableformat.context"
+"""Where a TableContext is made: ``load``, ``of`` and the ``with_io`` / ``with_store`` / ``with_options`` derivations."""
+
+
+def test_one_way_to_derive_a_table_context() -> None:
+    def builds_context(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TableContext"
+
+    builders = sorted(
+        module
+        for module, path in modules().items()
+        if module != CONTEXT_HOME and any(map(builds_context, ast.walk(ast.parse(path.read_text(), str(path)))))
+    )
+    assert builders == [], f"contexts are made in {CONTEXT_HOME} only (of, with_io, ...); also in: {builders}"

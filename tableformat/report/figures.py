@@ -201,7 +201,7 @@ def table_report(
     now = resolve_now(now_ms)
     window_ms = settings.keep_up_window_ms if since_ms is None else max(1, now - since_ms)
     store = CachingStore(ctx.io, ctx.layout)
-    ctx = TableContext(location=ctx.location, io=ctx.io, layout=ctx.layout, store=store, schema=ctx.schema)
+    ctx = ctx.with_store(store)
     errors: list[str] = []
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     try:
@@ -261,7 +261,4 @@ def failed_report(name: str, location: str, now_ms: int, since_ms: int | None, e
 
 def options_with(ctx: TableContext, overrides: Mapping[str, str]) -> TableContext:
     """The context with option overrides applied in memory (the maintainer's ``[tables]`` settings)."""
-    if not overrides:
-        return ctx
-    schema = replace(ctx.schema, options={**ctx.schema.options, **overrides})
-    return TableContext(location=ctx.location, io=ctx.io, layout=ctx.layout, store=ctx.store, schema=schema)
+    return ctx.with_options(overrides)
