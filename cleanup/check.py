@@ -2,23 +2,26 @@
 
 Referenced files are those of every root (snapshots, tags and changelogs of the main table and of every branch):
 their manifest lists (sizes from the snapshot where it records them), index manifests and statistics files, the
-manifests of the lists (``_FILE_SIZE`` of the list rows) and each root's **live** data files (ADD and DELETE entries
-merged; ``_FILE_SIZE`` of the entry). A file DELETEd by a root may be gone legitimately (expiration removed it), so
-only live files must exist. Data files are looked for where :class:`tableformat.data_paths.DataPaths` puts them
+manifests of the lists (``_FILE_SIZE`` of the list rows), each root's **live** data files (the ADD and DELETE entries
+of its base and delta lists merged; ``_FILE_SIZE`` of the entry) and its changelog files (the ADD entries of its
+changelog list). A file DELETEd by a root may be gone legitimately (expiration removed it), so only live files must
+exist. Data files are looked for where :class:`tableformat.data_paths.DataPaths` puts them
 (``data-file.path-directory`` included); those with an external path are outside the table root and are not
 checked. On a table whose options put files outside the root, orphans and reclaimable bytes are not counted
 (tablefmt does not clean or expire such tables).
 
-Orphans are counted with the cleaner's own planner (same classification and references, the table's default
-cutoff), so ``check`` and ``remove-orphans`` agree.
+Orphans are counted with the cleaner's own planner (same classification and references; the table's default cutoff
+unless ``older_than`` is given), so ``check`` lists exactly the orphans a ``remove-orphans`` dry run with the same
+cutoff lists.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TypeVar
 
 from tableformat.context import TableContext
@@ -34,10 +37,10 @@ from tableformat.errors import (
 )
 from tableformat.layout import STATISTICS_DIR, TableLayout, check_file_name
 from tableformat.live_set import merge_entries
-from tableformat.model.manifest import ManifestEntry
+from tableformat.model.manifest import FileKind, ManifestEntry
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 
-from .orphans import plan_orphan_removal
+from .orphans import OrphanPlan, plan_orphan_removal
 from .orphans.census import DirKind, walk_table
 from .roots import References, Root
 from .snapshots import expire_snapshots
@@ -56,7 +59,7 @@ class FileProblem:
     path: str
     """Relative to the table root."""
     kind: str
-    """'data', 'manifest', 'manifest-list', 'index-manifest' or 'statistics'."""
+    """'data', 'changelog', 'manifest', 'manifest-list', 'index-manifest' or 'statistics'."""
     referenced_by: str
     expected_size: int | None
     actual_size: int | None
@@ -93,6 +96,11 @@ class CheckResult:
     external_files_skipped: int = 0
     skipped_nested_tables: tuple[str, ...] = ()
     """Roots of other tables inside this one's data directories: not checked, never entered by orphan cleanup."""
+    orphan_paths: tuple[str, ...] = ()
+    """The orphans counted, relative to the root: exactly what a ``remove-orphans`` dry run with the same cutoff
+    lists."""
+    skipped_unknown: tuple[str, ...] = ()
+    """Files whose names the format does not produce there (or whose kind cannot be decided): never orphans."""
 
     @property
     def ok(self) -> bool:
@@ -117,6 +125,8 @@ class CheckResult:
             "reclaimable_note": self.reclaimable_note,
             "external_files_skipped": self.external_files_skipped,
             "skipped_nested_tables": list(self.skipped_nested_tables),
+            "orphan_paths": list(self.orphan_paths),
+            "skipped_unknown": list(self.skipped_unknown),
         }
 
 
@@ -179,21 +189,35 @@ def _collect_references(
     for name, entries in read_manifests:
         if entries is not None:
             entries_of[name] = entries
-    if paths is None:
-        return
-    for root in roots:
-        live = merge_entries(
-            entries_of.get(manifest, ())
-            for list_name in root.snapshot.manifest_lists()
-            for manifest in lists.get(list_name, ())
-        )
-        for entry in live.values():
+    if paths is not None:
+        for root in roots:
+            _collect_files_of(root, lists, entries_of, collector, paths)
+
+
+def _collect_files_of(
+    root: Root,
+    lists: dict[str, list[str]],
+    entries_of: dict[str, list[ManifestEntry]],
+    collector: _Collector,
+    paths: DataPaths,
+) -> None:
+    """The live data files of a root (its base and delta lists merged) and its changelog files (the ADD entries of
+    its changelog list: a changelog file is never DELETEd, it goes when its snapshot or changelog expires)."""
+    snapshot = root.snapshot
+
+    def entries(*list_names: str) -> Iterator[list[ManifestEntry]]:
+        return (entries_of.get(m, []) for name in list_names if name for m in lists.get(name, ()))
+
+    live = merge_entries(entries(snapshot.base_manifest_list, snapshot.delta_manifest_list)).values()
+    changelog = (e for es in entries(snapshot.changelog_manifest_list or "") for e in es if e.kind is FileKind.ADD)
+    for kind, files in (("data", live), ("changelog", changelog)):
+        for entry in files:
             if entry.file.external_path:
                 collector.external += 1
                 continue
-            collector.add(paths.of_entry(entry), "data", entry.file.file_size, root.label)
+            collector.add(paths.of_entry(entry), kind, entry.file.file_size, root.label)
             for extra in paths.extras_of(entry.partition, entry.bucket, entry.file.extra_files):
-                collector.add(extra, "data", None, root.label)
+                collector.add(extra, kind, None, root.label)
 
 
 def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) -> list[T] | None:
@@ -243,8 +267,35 @@ def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
     )
 
 
-def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckResult:
-    """Verify every referenced file; count orphans and reclaimable bytes. Never deletes anything."""
+def _plan_orphans(
+    ctx: TableContext,
+    collector: _Collector,
+    workers: int,
+    older_than: timedelta | None,
+    force: bool,
+    now_ms: int | None,
+) -> OrphanPlan | None:
+    """The cleaner's own dry-run plan (the table's default cutoff is taken as given: forced, as before); None, with
+    the reason in the collector's errors, when it cannot be made."""
+    try:
+        return plan_orphan_removal(
+            ctx, older_than=older_than, force=older_than is None or force, parallelism=workers, now_ms=now_ms
+        )
+    except (MaintenanceError, ValidationError) as exc:
+        collector.errors.append(f"orphans not counted: {exc}")
+        return None
+
+
+def check_table(
+    ctx: TableContext,
+    *,
+    parallelism: int | None = None,
+    older_than: timedelta | None = None,
+    force: bool = False,
+    now_ms: int | None = None,
+) -> CheckResult:
+    """Verify every referenced file; count orphans (cutoff as remove-orphans takes it) and reclaimable bytes. Never
+    deletes anything."""
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     collector = _Collector()
     roots: list[Root] = []
@@ -271,17 +322,11 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
             if size is not None:
                 sizes[rel] = size
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
-    orphan_files: int | None = None
-    orphan_bytes = 0
     if outside is not None:  # tablefmt neither cleans nor expires such tables: nothing to count or estimate
-        reclaimable, note = 0, f"orphans and reclaimable bytes not counted: {outside}"
+        plan, reclaimable, note = None, 0, f"orphans and reclaimable bytes not counted: {outside}"
     else:
-        try:
-            plan = plan_orphan_removal(ctx, force=True, parallelism=workers)
-            orphan_files, orphan_bytes = len(plan.orphans), plan.orphan_bytes
-        except (MaintenanceError, ValidationError) as exc:
-            collector.errors.append(f"orphans not counted: {exc}")
-        reclaimable, note = _reclaimable(ctx, orphan_bytes)
+        plan = _plan_orphans(ctx, collector, workers, older_than, force, now_ms)
+        reclaimable, note = _reclaimable(ctx, 0 if plan is None else plan.orphan_bytes)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
@@ -291,12 +336,14 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
         missing_files=tuple(missing),
         size_mismatches=tuple(mismatched),
         errors=tuple(collector.errors),
-        orphan_files=orphan_files,
-        orphan_bytes=orphan_bytes,
+        orphan_files=None if plan is None else len(plan.orphans),
+        orphan_bytes=0 if plan is None else plan.orphan_bytes,
         reclaimable_bytes=reclaimable,
         reclaimable_note=note,
         external_files_skipped=collector.external,
         skipped_nested_tables=tuple(sorted(nested)),
+        orphan_paths=() if plan is None else tuple(orphan.path for orphan in plan.orphans),
+        skipped_unknown=() if plan is None else plan.skipped_unknown,
     )
 
 

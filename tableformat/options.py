@@ -169,6 +169,15 @@ FILE_COMPRESSION_ZSTD_LEVEL = _register(
     )
 )
 DATA_FILE_PREFIX = _register(Option("data-file.prefix", STRING, "data-", "Prefix of data file names."))
+CHANGELOG_FILE_PREFIX = _register(
+    Option(
+        "changelog-file.prefix",
+        STRING,
+        "changelog-",
+        "Prefix of changelog file names (the changelog data files a primary-key table's writers produce; tablefmt "
+        "only reads and cleans them).",
+    )
+)
 DATA_FILE_PATH_DIRECTORY = _register(
     Option(
         "data-file.path-directory",
