@@ -29,7 +29,7 @@ from tableformat.cleanup.registry import OPERATIONS
 from tableformat.context import TableContext
 from tableformat.durations import duration_arg_ms
 from tableformat.errors import CorruptMetadataError, TableFormatError, ValidationError
-from tableformat.inspect import TableInspector
+from tableformat.inspect import TableInspector, row_count_kind
 from tableformat.model.maintain import MaintainState, OperationState
 from tableformat.options import PARTITION_DEFAULT_NAME
 from tableformat.parallel import resolve_parallelism
@@ -58,9 +58,7 @@ def _marks(result: OperationResult) -> tuple[int, int]:
     return 0, 0
 
 
-def _rule(
-    op: Operation[Any, Any, Any], ctx: TableContext, state: MaintainState | None, now_ms: int
-) -> RuleFigures:
+def _rule(op: Operation[Any, Any, Any], ctx: TableContext, state: MaintainState | None, now_ms: int) -> RuleFigures:
     try:
         configured = op.configured(ctx)
         cadence = op.cadence(ctx)
@@ -236,6 +234,7 @@ def table_report(
         orphan_files=orphan_result.orphan_files if isinstance(orphan_result, OrphanResult) else None,
         errors=tuple(errors),
         seconds=time.perf_counter() - started,
+        row_count_kind=row_count_kind(ctx.schema),
     )
 
 
