@@ -13,7 +13,7 @@ dropped after commit 250, then expire all but the newest 10 snapshots:
 with the metadata store directly), drops them all, and measures the peak RSS of a child process that expires it.
 
 ``--history N`` (repeatable) instead builds a table of N one-row appends and times expiring its oldest 10
-snapshots, ``--repeat`` times in a row, with the metadata calls of one run counted (issue 14: the cost must follow
+snapshots, ``--repeat`` times in a row, with the metadata calls of one run counted (the cost must follow
 what expires, not the length of the history): once with ``limit=10`` deciding the range (the result then reports
 the backlog, which lists ``snapshot/`` and reads O(log N) snapshots), once with ``snapshot.num-retained.max``
 deciding it.

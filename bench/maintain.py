@@ -1,4 +1,4 @@
-"""Benchmark ``tablefmt maintain`` over warehouses (issue 13), side by side with what a cron job does without it.
+"""Benchmark ``tablefmt maintain`` over warehouses, side by side with what a cron job does without it.
 
 1. **Idle warehouse**: 1,000 small tables (3 snapshots each), already maintained once, nothing due. One
    ``tablefmt maintain --once`` pass, timed as a whole process (start-up included), and the metadata requests per

@@ -1,4 +1,4 @@
-"""Benchmark ``tablefmt report`` (issue 17) against running the commands whose figures it gathers, side by side.
+"""Benchmark ``tablefmt report`` against running the commands whose figures it gathers, side by side.
 
 1. **The 500-commit table** of bench/expire.py (500 commits of 1,000 rows over 4 partitions, partition 0 dropped
    after commit 250; nothing expired, so the history is 501 snapshots):

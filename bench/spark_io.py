@@ -14,7 +14,7 @@ Beside each read's wall time, the CPU time it took in the JVM and in the Python 
 Python workers: planners and tasks), from /proc (Linux; omitted elsewhere): on two shared cores CPU time is what a read
 costs once the cores are busy, and it says where the time goes.
 
-Targets (issue 5): write <= 1.2x native, full read <= 1.5x native; issue 14: data-source read <= 1.2x. Usage::
+Targets: write <= 1.2x native, full read <= 1.5x native, data-source read <= 1.2x. Usage::
 
     python bench/spark_io.py [--rows 1000000] [--reps 5] [--compression zstd|snappy] [--master local[2]]
 """

@@ -14,6 +14,7 @@ import click
 from tableformat.cli.common import OneLineErrorCommand, handle_errors
 from tableformat.lazy_module import lazy_module
 from tableformat.table import Table
+from tableformat.units import human_bytes
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -112,7 +113,7 @@ def demo(directory: str | None) -> None:
     table = build_history(path)
     describe(table)
     files, size = count_files(path)
-    click.echo(f"  on disk: {files} files, {size} bytes")
+    click.echo(f"  on disk: {files} files, {human_bytes(size)}")
     run_maintenance_demo(table, path)
     click.echo(f"\nexplore it: tablefmt snapshots {path}   |   tablefmt files {path}   |   tablefmt check {path}")
 
@@ -127,8 +128,8 @@ def show_partition_expiration(table: Table) -> None:
     done = table.maintenance.expire_partitions("4d", now_ms=week_end_ms)
     click.echo(
         f"  dropped {[p['day'] for p in done.expired_partitions]} in snapshot(s) {list(done.snapshot_ids)}; "
-        f"latest reads {table.to_arrow().num_rows} rows; their {done.bytes} bytes are freed by expiration once no "
-        "snapshot or tag holds them (the end-of-week tag still does)"
+        f"latest reads {table.to_arrow().num_rows} rows; their {human_bytes(done.bytes)} are freed by expiration "
+        "once no snapshot or tag holds them (the end-of-week tag still does)"
     )
 
 
@@ -145,14 +146,14 @@ def run_maintenance_demo(table: Table, path: str) -> None:
     click.echo(
         f"  expired {done.expired_snapshots} snapshots (earliest is now {done.earliest_snapshot}); deleted "
         f"{done.deleted_data_files} data files, {done.deleted_manifests} manifests, "
-        f"{done.deleted_manifest_lists} manifest lists, {done.deleted_bytes} bytes"
+        f"{done.deleted_manifest_lists} manifest lists, {human_bytes(done.deleted_bytes)}"
     )
     click.echo(
         f"  the tag still protects its files: end-of-week reads {table.to_arrow(tag='end-of-week').num_rows} rows, "
         f"latest reads {table.to_arrow().num_rows} rows"
     )
     files, size = count_files(path)
-    click.echo(f"  on disk: {files} files, {size} bytes")
+    click.echo(f"  on disk: {files} files, {human_bytes(size)}")
     show_crash_leftover_cleanup(table)
 
 
@@ -164,12 +165,12 @@ def show_crash_leftover_cleanup(table: Table) -> None:
     for leftover in leftovers:  # age them past the 1-day guard, as if the crash happened two days ago
         os.utime(leftover.path, (two_days_ago, two_days_ago))
     report = table.check()
-    click.echo(f"  check: ok={report.ok}, {report.orphan_files} orphan file(s), {report.orphan_bytes} bytes")
+    click.echo(f"  check: ok={report.ok}, {report.orphan_files} orphan file(s), {human_bytes(report.orphan_bytes)}")
     planned = table.remove_orphan_files(dry_run=True)
     click.echo(f"  dry run would delete: {list(planned.deleted_paths)}")
     done = table.remove_orphan_files()
     click.echo(
-        f"  deleted {len(done.deleted_paths)} file(s), {done.deleted_bytes} bytes; "
+        f"  deleted {len(done.deleted_paths)} file(s), {human_bytes(done.deleted_bytes)}; "
         f"unknown files left alone: {len(done.skipped_unknown)}"
     )
     after = table.check()

@@ -20,6 +20,7 @@ from tableformat.cli.progress import progress_callback
 from tableformat.errors import ValidationError
 from tableformat.options import SNAPSHOT_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MIN
 from tableformat.table import Table
+from tableformat.units import human_bytes
 
 _SHOWN = 20
 """Paths printed in text mode before '... and N more'."""
@@ -54,7 +55,7 @@ def _render(result: ExpireResult) -> None:
         f"{expired} {result.expired_snapshots} snapshot(s); earliest snapshot is {result.earliest_snapshot}; "
         f"{verb} {result.deleted_data_files} data file(s), {result.deleted_manifests} manifest(s), "
         f"{result.deleted_manifest_lists} manifest list(s), {len(result.deleted_paths)} file(s) in all, "
-        f"{result.deleted_bytes} bytes"
+        f"{human_bytes(result.deleted_bytes)}"
     )
     if result.expired_tags:
         say(f"{expired} tag(s): {', '.join(result.expired_tags)}")

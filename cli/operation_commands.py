@@ -17,6 +17,7 @@ from tableformat.cleanup.kernel import Operation, OperationResult
 from tableformat.cleanup.registry import OPERATIONS
 from tableformat.cli.common import OneLineErrorCommand, duration_flag, echo_json, handle_errors, open_table, say
 from tableformat.options import INT32_MAX
+from tableformat.units import human_bytes
 
 
 def _option(parameter: Any) -> click.Option:
@@ -40,7 +41,7 @@ def _summary(name: str, result: OperationResult) -> list[str]:
     if result.summary():
         return list(result.summary())
     verb = "would delete" if result.dry_run else "deleted"
-    lines = [f"{name}: {verb} {len(result.deleted_paths)} file(s), {result.deleted_bytes} bytes"]
+    lines = [f"{name}: {verb} {len(result.deleted_paths)} file(s), {human_bytes(result.deleted_bytes)}"]
     lines += [f"  {path}" for path in result.deleted_paths[:20]]
     if len(result.deleted_paths) > 20:
         lines.append(f"  ... and {len(result.deleted_paths) - 20} more (use --json for all)")

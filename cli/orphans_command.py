@@ -24,6 +24,7 @@ from tableformat.cli.common import (
 )
 from tableformat.durations import format_duration_ms
 from tableformat.errors import TableFormatError
+from tableformat.units import human_bytes
 
 _SHOWN = 20
 """Paths printed in text mode before '... and N more'."""
@@ -96,8 +97,8 @@ def remove_orphans(
         count = len(result.deleted_paths)
         older = "the table default" if guard is None else format_duration_ms(guard // timedelta(milliseconds=1))
         say(
-            f"{result.orphan_files} orphan file(s), {result.orphan_bytes} bytes, older than {older}; "
-            f"{verb} {count} file(s), {result.deleted_bytes} bytes"
+            f"{result.orphan_files} orphan file(s), {human_bytes(result.orphan_bytes)}, older than {older}; "
+            f"{verb} {count} file(s), {human_bytes(result.deleted_bytes)}"
         )
         _echo_paths("would delete" if dry_run else "deleted", result.deleted_paths)
         _echo_paths("unknown files (never deleted)", result.skipped_unknown)
@@ -183,7 +184,7 @@ def check(
     else:
         say(
             f"{'ok' if result.ok else 'NOT OK'}: {result.snapshots} snapshot(s), {result.tags} tag(s), "
-            f"{result.referenced_files} referenced file(s), {result.referenced_bytes} bytes"
+            f"{result.referenced_files} referenced file(s), {human_bytes(result.referenced_bytes)}"
         )
         for problem in result.missing_files[:_SHOWN]:
             say(f"  missing {problem.kind} {problem.path} (referenced by {problem.referenced_by})")
@@ -195,8 +196,8 @@ def check(
             say(f"external data files not checked: {result.external_files_skipped}")
         _echo_paths("nested tables (not checked, never cleaned)", result.skipped_nested_tables)
         orphans = "not counted" if result.orphan_files is None else f"{result.orphan_files}"
-        say(f"orphan files: {orphans} ({result.orphan_bytes} bytes)")
+        say(f"orphan files: {orphans} ({human_bytes(result.orphan_bytes)})")
         _echo_paths("orphans", result.orphan_paths)
-        say(f"reclaimable: {result.reclaimable_bytes} bytes ({result.reclaimable_note})")
+        say(f"reclaimable: {human_bytes(result.reclaimable_bytes)} ({result.reclaimable_note})")
     if not result.ok:
         sys.exit(1)

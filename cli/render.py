@@ -16,27 +16,9 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from tableformat.durations import format_duration_ms
+from tableformat.units import human_bytes, human_count
 
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-def human_bytes(count: int | None) -> str:
-    """``0 B``, ``512 B``, ``1.5 KiB``, ``12.3 MiB``, ``1.02 GiB``: three significant digits from KiB up."""
-    if count is None:
-        return "-"
-    value = float(count)
-    for unit in _UNITS:
-        if abs(value) < 1024 or unit == _UNITS[-1]:
-            if unit == "B":
-                return f"{int(value)} B"
-            digits = 2 if abs(value) < 10 else 1 if abs(value) < 100 else 0
-            return f"{value:.{digits}f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
-def human_count(count: int | None) -> str:
-    return "-" if count is None else f"{count:,}"
+__all__ = ["human_bytes", "human_count"]
 
 
 def human_duration(millis: int | None) -> str:

@@ -14,7 +14,7 @@ import click
 from tableformat.cleanup.maintainer import load_settings
 from tableformat.errors import ValidationError
 from tableformat.report import TableRetentionReport, since_cutoff, warehouse_report, write_html
-from tableformat.report.charts import size_text
+from tableformat.units import human_bytes
 
 from .common import COUNT, handle_errors, parse_storage_options, quiet, storage_option_flag
 
@@ -23,8 +23,8 @@ def _line(report: TableRetentionReport) -> str:
     if report.errors and not report.rules:
         return f"FAILED {report.name}: {'; '.join(report.errors)}"
     head = (
-        f"{report.name}: {size_text(report.live_bytes)} live, {size_text(report.reclaimable_bytes)} reclaimable now, "
-        f"{size_text(report.growth_bytes_per_day())}/day"
+        f"{report.name}: {human_bytes(report.live_bytes)} live, "
+        f"{human_bytes(report.reclaimable_bytes)} reclaimable now, {human_bytes(report.growth_bytes_per_day())}/day"
     )
     return "\n".join([head, *[f"  warning: {w}" for w in report.warnings]])
 

@@ -22,7 +22,13 @@ SOURCES = {
 
 LAYERS: list[tuple[str, ...]] = [
     ("tableformat.errors",),
-    ("tableformat.durations", "tableformat.paimon_option_keys", "tableformat.gc_pause", "tableformat.lazy_module"),
+    (
+        "tableformat.durations",
+        "tableformat.units",
+        "tableformat.paimon_option_keys",
+        "tableformat.gc_pause",
+        "tableformat.lazy_module",
+    ),
     ("tableformat.model", "tableformat.layout", "tableformat.options"),
     ("tableformat.codec", "tableformat.data_paths"),
     ("tableformat.io",),

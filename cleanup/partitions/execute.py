@@ -17,6 +17,7 @@ from typing import Any
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer, PlannedDrop
 from tableformat.context import TableContext
 from tableformat.options import PARTITION_DEFAULT_NAME
+from tableformat.units import human_bytes
 
 from ..kernel import OperationResult
 from .plan import PartitionExpirePlan, PlannedPartition, SkippedPartition, display_values
@@ -59,7 +60,7 @@ class PartitionExpireResult(OperationResult):
         verb = "would drop" if self.dry_run else "dropped"
         lines = [
             f"expire-partitions: {verb} {len(self.expired_partitions)} partition(s): {self.files} file(s), "
-            f"{self.rows} row(s), {self.bytes} bytes marked deleted"
+            f"{self.rows} row(s), {human_bytes(self.bytes)} marked deleted"
             + (f" in snapshot(s) {', '.join(map(str, self.snapshot_ids))}" if self.snapshot_ids else "")
         ]
         lines += [f"  {_spec_text(p)}" for p in self.expired_partitions]

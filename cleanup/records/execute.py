@@ -11,6 +11,7 @@ from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.model.snapshot import CommitKind
+from tableformat.units import human_bytes
 
 from ..kernel import OperationResult
 from ..rewrite import (
@@ -69,7 +70,7 @@ class RecordExpireResult(OperationResult):
         lines = [
             f"expire-records: {verb} {len(self.dropped_files)} file(s), "
             f"{'would rewrite' if self.dry_run else 'rewrote'} {len(self.rewritten_files)} file(s) into "
-            f"{len(self.written_files)}: {self.expired_rows} expired row(s), {self.bytes_reclaimable} bytes "
+            f"{len(self.written_files)}: {self.expired_rows} expired row(s), {human_bytes(self.bytes_reclaimable)} "
             "reclaimable" + (f" (snapshot(s) {', '.join(map(str, self.snapshot_ids))})" if self.snapshot_ids else "")
         ]
         lines += [f"skipped {path}: {reason}" for path, reason in self.skipped_files]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tableformat.errors import ValidationError
+from tableformat.units import human_bytes
 
 from .model import KeepUpFigures, PartitionFigures, StorageHistory
 
@@ -69,18 +70,9 @@ def _svg(fig: Any) -> str:
     return out.getvalue()
 
 
-def size_text(num: float) -> str:
-    """Bytes for people: 1.5 MiB."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(num) < 1024 or unit == "PiB":
-            return f"{num:.0f} {unit}" if unit == "B" else f"{num:.1f} {unit}"
-        num /= 1024
-    return f"{num:.1f} PiB"
-
-
 def _bytes_axis(ax: Any) -> None:
     ticker = _matplotlib()[0].ticker
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: size_text(v)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: human_bytes(v)))
 
 
 def _times(values_ms: Sequence[int]) -> list[dt.datetime]:
@@ -186,7 +178,7 @@ def keep_up_chart(keep_up: KeepUpFigures, history: StorageHistory, now_ms: int) 
     ax.axhline(0, color="#555555", lw=0.8)
     ax.set_xlim(*_times([min(hours[0], now_ms - keep_up.window_ms), max(now_ms, hours[-1] + hour)]))
     ticker = _matplotlib()[0].ticker
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: size_text(abs(v))))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: human_bytes(abs(v))))
     _time_axis(ax)
     ax.legend(loc="upper left", fontsize=8, frameon=False, ncols=3)
     ax.set_title("Ingest against retention, bytes per hour (UTC)", loc="left", fontsize=10)
@@ -206,6 +198,6 @@ def ranking_chart(names: Sequence[str], reclaimable: Sequence[int], growth: Sequ
     right.set_title("growth per day", loc="left", fontsize=9)
     ticker = _matplotlib()[0].ticker
     for ax in (left, right):
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: size_text(v)))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: human_bytes(v)))
         ax.tick_params(axis="x", labelsize=7)
     return _svg(fig)

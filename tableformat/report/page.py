@@ -9,6 +9,7 @@ import html
 from collections.abc import Sequence
 
 from tableformat.io.local import replace_text_file
+from tableformat.units import human_bytes
 
 from . import charts
 from .model import (
@@ -94,10 +95,10 @@ def _rule_row(rule: RuleFigures, now_ms: int) -> str:
     if not rule.configured:
         frees, outcome = "-", "not configured by the table's options"
     else:
-        frees = charts.size_text(rule.frees_bytes) if rule.result is not None else "-"
+        frees = human_bytes(rule.frees_bytes) if rule.result is not None else "-"
         outcome = rule.outcome()
         if rule.marks_bytes:
-            outcome += f" ({charts.size_text(rule.marks_bytes)} freed later by snapshot expiration)"
+            outcome += f" ({human_bytes(rule.marks_bytes)} freed later by snapshot expiration)"
     if rule.next_due_ms is not None:
         due = "now" if rule.next_due_ms <= now_ms else _when(rule.next_due_ms)
     elif rule.configured:
@@ -149,7 +150,7 @@ def _partition_rows(partitions: Sequence[PartitionFigures], rows_header: str = "
         mark = ", ".join([f"dropped by {r}" for r in p.dropped_by] + [f"trimmed by {r}" for r in p.trimmed_by])
         body.append(
             f"<tr{css}><td class=mono>{_e(p.partition or '(unpartitioned)')}</td>"
-            f'<td class="num">{p.record_count:,}</td><td class="num">{_e(charts.size_text(p.file_size_in_bytes))}</td>'
+            f'<td class="num">{p.record_count:,}</td><td class="num">{_e(human_bytes(p.file_size_in_bytes))}</td>'
             f'<td class="num">{p.file_size_in_bytes:,}</td><td class="num">{p.file_count}</td><td>{_e(mark)}</td></tr>'
         )
     more = len(partitions) - len(shown)
@@ -166,9 +167,9 @@ def _keep_up_text(figures: KeepUpFigures) -> str:
     lines = [
         f"window: {k.window_hours:.1f} h ({_e(figures.source)})",
         f"commits/h: {k.commits_per_hour:.2f}",
-        f"ingest/h: {charts.size_text(k.ingest_bytes_per_hour)}, {k.ingest_rows_per_hour:,.0f} rows",
+        f"ingest/h: {human_bytes(k.ingest_bytes_per_hour)}, {k.ingest_rows_per_hour:,.0f} rows",
         f"dropped rows/h: {k.dropped_rows_per_hour:,.0f}",
-        f"reclaimed/h: {charts.size_text(k.reclaimed_bytes_per_hour)}",
+        f"reclaimed/h: {human_bytes(k.reclaimed_bytes_per_hour)}",
     ]
     if k.backlog:
         lines.append("backlog: " + ", ".join(f"{name} {left}" for name, left in k.backlog.items()))
@@ -189,15 +190,12 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
     if report.errors and not report.rules:  # the table could not be read at all
         return "".join(parts) + "</section>"
     tiles = [
-        _tile("live data", charts.size_text(report.live_bytes)),
+        _tile("live data", human_bytes(report.live_bytes)),
         _rows_tile(report, latest),
-        _tile("held only by older snapshots/tags", charts.size_text(0 if latest is None else latest.older_only_bytes)),
-        _tile(
-            "orphans",
-            "-" if report.orphan_bytes is None else charts.size_text(report.orphan_bytes),
-            "found by the orphan cleanup dry run (files older than orphan-files.older-than)",
-        ),
-        _tile("reclaimable now", charts.size_text(report.reclaimable_bytes), "sum of the rules' dry runs"),
+        _tile("held only by older snapshots/tags", human_bytes(0 if latest is None else latest.older_only_bytes)),
+        _tile("orphans", "-" if report.orphan_bytes is None else human_bytes(report.orphan_bytes),
+              "found by the orphan cleanup dry run (files older than orphan-files.older-than)"),
+        _tile("reclaimable now", human_bytes(report.reclaimable_bytes), "sum of the rules' dry runs"),
         _tile("snapshots", "-" if latest is None else f"{report.storage.earliest_snapshot}..{latest.snapshot_id}"),
     ]
     parts.append(f'<div class="tiles">{"".join(tiles)}</div>')
@@ -231,9 +229,9 @@ def _ranking_rows(tables: Sequence[TableRetentionReport], detailed: dict[str, in
         state = "error" if t.errors and not t.rules else "falling behind" if t.warnings else "ok"
         rows.append(
             f'<tr><td class="num">{rank}</td><td>{name}</td>'
-            f'<td class="num">{_e(charts.size_text(t.reclaimable_bytes))}</td>'
-            f'<td class="num">{_e(charts.size_text(t.growth_bytes_per_day()))}/d</td>'
-            f'<td class="num">{_e(charts.size_text(t.live_bytes))}</td><td>{_e(state)}</td></tr>'
+            f'<td class="num">{_e(human_bytes(t.reclaimable_bytes))}</td>'
+            f'<td class="num">{_e(human_bytes(t.growth_bytes_per_day()))}/d</td>'
+            f'<td class="num">{_e(human_bytes(t.live_bytes))}</td><td>{_e(state)}</td></tr>'
         )
     return (
         "<table><thead><tr><th class=num>#</th><th>table</th><th class=num>reclaimable now</th>"
@@ -250,7 +248,7 @@ def _ranking(report: WarehouseReport, detailed: dict[str, int]) -> str:
     )
     total = sum(t.reclaimable_bytes for t in report.tables)
     return (
-        f'<section class="ranking"><h2>{len(report.tables)} tables, {_e(charts.size_text(total))} reclaimable now</h2>'
+        f'<section class="ranking"><h2>{len(report.tables)} tables, {_e(human_bytes(total))} reclaimable now</h2>'
         f'<div class="chart">{_image(chart, "tables by reclaimable bytes and growth")}</div>'
         f"<h3>By reclaimable bytes</h3>{_ranking_rows(by_reclaimable, detailed)}"
         f"<h3>By growth</h3>{_ranking_rows(report.by_growth()[:DETAILED_TABLES], detailed)}</section>"
