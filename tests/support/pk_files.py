@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from tableformat.data_paths import DataPaths
 from tableformat.layout import NameFactory
@@ -22,9 +23,9 @@ from tableformat.table import Table
 from .manifests import Manifests
 
 
-def _rewrite_snapshot(table: Table, snapshot_id: int, **fields: object) -> None:
+def _rewrite_snapshot(table: Table, snapshot_id: int, **fields: Any) -> None:
     store, layout = table.context.store, table.context.layout
-    snapshot = replace(store.read_snapshot(snapshot_id), **fields)  # type: ignore[arg-type]
+    snapshot = replace(store.read_snapshot(snapshot_id), **fields)
     Path(layout.snapshot_file(snapshot_id)).write_bytes(store.snapshot_bytes(snapshot))
 
 
