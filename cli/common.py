@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -15,7 +17,7 @@ import click
 from tableformat.cli.progress import Activity, activity, counting
 from tableformat.context import TableContext
 from tableformat.durations import MAX_DURATION_MS, duration_range, parse_duration_ms
-from tableformat.errors import TableFormatError, ValidationError
+from tableformat.errors import ArgumentError, TableFormatError, ValidationError
 from tableformat.io.factory import open_location
 from tableformat.io.storage_options import parse_storage_options as parse_storage_option_pairs
 from tableformat.layout import TableLayout
@@ -90,6 +92,13 @@ def say(message: str = "") -> None:
         click.echo(message)
 
 
+def dry_run_data(paths: Sequence[str]) -> None:
+    """Under ``-q``: a dry run's list is data, printed whole, one path per line (relative to the table root)."""
+    if quiet():
+        for path in paths:
+            click.echo(path)
+
+
 @contextmanager
 def progress(label: str) -> Iterator[Activity | None]:
     """A progress line for a long command (on a terminal, unless -q); see tableformat.cli.progress."""
@@ -118,6 +127,24 @@ def fail(message: str, exit_code: int, kind: str = "Error") -> NoReturn:
     raise click.exceptions.Exit(exit_code)
 
 
+def reader_went_away() -> NoReturn:
+    """The reader of stdout closed it (``tablefmt ... | head -1``): end with exit 0 and no error line, whatever
+    was left to print (the command's work is done or stopped; the reader chose to stop reading). stdout is pointed
+    at /dev/null first, so flushing it at exit cannot fail again and turn the status into 120."""
+    silence_stdout()
+    raise click.exceptions.Exit(0)
+
+
+def silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null (after the reader closed the pipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real descriptor (a test runner's capture): nothing to flush later
+        pass
+
+
 @contextmanager
 def one_line_errors() -> Iterator[None]:
     """Every error as one ``error: ...`` line: click usage errors exit 2, everything else 1; never a traceback."""
@@ -132,7 +159,9 @@ def one_line_errors() -> Iterator[None]:
     except click.Abort:
         fail("aborted", 1, "Aborted")
     except BrokenPipeError:
-        raise  # the reader went away (`| head`): click ends quietly, no error line
+        reader_went_away()
+    except ArgumentError as exc:  # arguments are checked before any work: a usage error, in the CLI's words
+        fail(exc.command_line(), 2, "UsageError")
     except (TableFormatError, OSError, ValueError) as exc:
         fail(one_line(exc), 1, type(exc).__name__)
     except Exception as exc:
@@ -166,6 +195,19 @@ class OneLineErrorGroup(_OneLineErrors, click.Group):
 
     command_class = OneLineErrorCommand
     group_class = type
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """The top group takes ``-q``/``--quiet`` anywhere before ``--``: ``tablefmt expire T -q`` as ``tablefmt -q
+        expire T`` (no subcommand has a -q of its own)."""
+        if ctx.parent is None:
+            end = args.index("--") if "--" in args else len(args)
+            quiet_flags = [a for a in args[:end] if a in QUIET_FLAGS]
+            if quiet_flags:
+                args = ["-q"] + [a for a in args[:end] if a not in QUIET_FLAGS] + args[end:]
+        return super().parse_args(ctx, args)
+
+
+QUIET_FLAGS = ("-q", "--quiet")
 
 
 def handle_errors(func: F) -> F:

@@ -8,11 +8,13 @@ from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.cli.common import (
     COUNT,
     OneLineErrorCommand,
+    dry_run_data,
     duration_flag,
     echo_json,
     handle_errors,
     open_table,
     progress,
+    quiet,
     say,
     storage_option_flag,
 )
@@ -120,5 +122,7 @@ def expire(
             raise click.UsageError(" ".join(str(exc).split())) from None
     if as_json:
         echo_json(result.to_json())
+    elif result.dry_run and quiet():
+        dry_run_data(result.deleted_paths)
     else:
         _render(result)

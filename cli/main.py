@@ -19,6 +19,7 @@ from tableformat.cli.common import (
     open_table,
     parse_storage_options,
     say,
+    silence_stdout,
     storage_option_flag,
 )
 from tableformat.cli.demo_command import demo
@@ -204,8 +205,14 @@ add_operation_commands(cli)  # every other registered maintenance operation
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="tablefmt")
+    """Console-script entry point. A reader that closes stdout early (``| head``) never changes the exit status."""
+    try:
+        cli(prog_name="tablefmt")
+    finally:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # the last buffered lines met a closed pipe after the command ended
+            silence_stdout()
 
 
 if __name__ == "__main__":

@@ -100,8 +100,8 @@ def _settings(config: str | None, storage: dict[str, Any], parallel: int | None)
 
 @click.command("maintain")
 @click.argument("targets", nargs=-1, required=True)
-@click.option("--once", "mode", flag_value="once", default=True, help="Run what is due on every table, then exit.")
-@click.option("--watch", "mode", flag_value="watch", help="Keep running: visit each table when it is next due.")
+@click.option("--once", is_flag=True, help="Run what is due on every table, then exit (the default).")
+@click.option("--watch", is_flag=True, help="Keep running: visit each table when it is next due.")
 @click.option("--config", type=click.Path(dir_okay=False), help="TOML settings (default: $TABLEFMT_MAINTAIN_CONFIG).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per table per pass on stdout.")
 @click.option("--metrics-file", type=click.Path(dir_okay=False), help="Write Prometheus text format here.")
@@ -111,7 +111,8 @@ def _settings(config: str | None, storage: dict[str, Any], parallel: int | None)
 @handle_errors
 def maintain(
     targets: tuple[str, ...],
-    mode: str,
+    once: bool,
+    watch: bool,
     config: str | None,
     as_json: bool,
     metrics_file: str | None,
@@ -131,6 +132,8 @@ def maintain(
     --watch runs until SIGTERM or SIGINT, lets the running passes finish, then exits 1 if the last pass of any table
     failed, else 0.
     """
+    if once and watch:
+        raise click.UsageError("give --once or --watch, not both")
     try:
         settings = _settings(config, parse_storage_options(storage_options), parallel)
         maintainer = Maintainer(targets, settings, dry_run=dry_run)
@@ -138,7 +141,7 @@ def maintain(
     except ValidationError as exc:
         raise click.UsageError(str(exc)) from None
     output = _Output(as_json, metrics_file)
-    if mode == "once":
+    if not watch:
         _run_once(maintainer, tables, output)
     else:
         stop = threading.Event()

@@ -15,7 +15,16 @@ import click
 
 from tableformat.cleanup.kernel import Operation, OperationResult
 from tableformat.cleanup.registry import OPERATIONS
-from tableformat.cli.common import OneLineErrorCommand, duration_flag, echo_json, handle_errors, open_table, say
+from tableformat.cli.common import (
+    OneLineErrorCommand,
+    dry_run_data,
+    duration_flag,
+    echo_json,
+    handle_errors,
+    open_table,
+    quiet,
+    say,
+)
 from tableformat.options import INT32_MAX
 from tableformat.units import human_bytes
 
@@ -63,6 +72,8 @@ def operation_command(operation: Operation[Any, Any, Any]) -> click.Command:
         result = open_table(table, storage_options).maintenance.run(operation.name, dry_run=dry_run, **overrides)
         if as_json:
             echo_json(result.to_json())
+        elif dry_run and quiet():
+            dry_run_data(result.deleted_paths)
         else:
             for line in _summary(operation.name, result):
                 say(line)

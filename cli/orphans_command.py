@@ -13,12 +13,14 @@ from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
 from tableformat.cli.common import (
     COUNT,
     OneLineErrorCommand,
+    dry_run_data,
     duration_flag,
     echo_json,
     handle_errors,
     open_table,
     parse_storage_options,
     progress,
+    quiet,
     say,
     storage_option_flag,
 )
@@ -92,6 +94,8 @@ def remove_orphans(
             )
     if as_json:
         echo_json(result.to_json())
+    elif dry_run and quiet():
+        dry_run_data(result.deleted_paths)
     else:
         verb = "would delete" if dry_run else "deleted"
         count = len(result.deleted_paths)

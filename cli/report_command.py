@@ -1,4 +1,5 @@
-"""``tablefmt report TARGET... --html FILE``: one self-contained HTML page (and/or ``--json``) showing, per table,
+"""``tablefmt report TARGET... [--html FILE] [--json]``: a line per table (text), one self-contained HTML page and/or
+JSON showing, per table,
 storage over time, bytes and rows by partition, what each retention rule would free now and when it is next due,
 and whether retention keeps up with ingest; a warehouse's tables ranked first."""
 
@@ -14,6 +15,7 @@ import click
 from tableformat.cleanup.maintainer import load_settings
 from tableformat.errors import ValidationError
 from tableformat.report import TableRetentionReport, since_cutoff, warehouse_report, write_html
+from tableformat.report.charts import require_matplotlib
 from tableformat.units import human_bytes
 
 from .common import COUNT, handle_errors, parse_storage_options, quiet, storage_option_flag
@@ -55,16 +57,18 @@ def report(
     storage_options: tuple[str, ...],
 ) -> None:
     """Report on the retention of TARGETS (tables, <db>.db directories or Paimon filesystem warehouses, as for
-    tablefmt maintain). Nothing is changed: every figure comes from dry runs and metadata reads.
+    tablefmt maintain): a line per table, --html for the page with charts, --json for every figure. Nothing is
+    changed: every figure comes from dry runs and metadata reads.
 
     \b
+    tablefmt report /data/warehouse
     tablefmt report /data/warehouse --html retention.html
     tablefmt report s3://lake/wh/sales.db/orders --since 7d --html orders.html
     """
-    if html_file is None and not as_json:
-        raise click.UsageError("give --html FILE, --json, or both")
     now = int(time.time() * 1000)
     try:
+        if html_file is not None:
+            require_matplotlib()
         settings = load_settings(config)
         storage = parse_storage_options(storage_options)
         if storage:

@@ -34,6 +34,29 @@ class UnknownOptionError(ValidationError):
         return f"unknown table option{'s' if len(self.suggestions) > 1 else ''} {names}; {hint}"
 
 
+class ArgumentError(ValidationError):
+    """A call's arguments are wrong or missing, told in the words of the interface the call came through.
+
+    ``template`` names arguments as ``{name}`` placeholders; ``arguments`` gives each one as a pair (its Python
+    value, its command-line value: ``""`` for a bare flag, a whole ``--flag value`` when the flag is not the
+    argument's name in dashes). ``str()`` says them as Python keywords
+    (``expiration_time=datetime.timedelta(days=30)``), :meth:`command_line` as flags (``--expiration-time 30d``,
+    ``--force``). The CLI reports it as a usage error (exit 2)."""
+
+    def __init__(self, template: str, **arguments: tuple[str, str]) -> None:
+        self.template = template
+        self.arguments = dict(arguments)
+        super().__init__(template.format(**{name: f"{name}={py}" for name, (py, _) in self.arguments.items()}))
+
+    def command_line(self) -> str:
+        """The message with every argument said as the command-line flag that sets it."""
+        flags = {}
+        for name, (_, value) in self.arguments.items():
+            flag = "--" + name.replace("_", "-")
+            flags[name] = value if value.startswith("--") else f"{flag} {value}" if value else flag
+        return self.template.format(**flags)
+
+
 class TableNotFoundError(TableFormatError, FileNotFoundError):
     """No table (no schema file) at the given location."""
 

@@ -25,7 +25,7 @@ from tableformat.cleanup.check import check_table
 from tableformat.codec.arrow_schema import arrow_type_of
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
-from tableformat.errors import ValidationError
+from tableformat.errors import ArgumentError
 from tableformat.lazy_module import lazy_module
 from tableformat.live_set import live_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
@@ -145,7 +145,11 @@ class TableInspector:
     def _snapshot(self, snapshot_id: int | None, tag: str | None) -> Snapshot | None:
         store = self._ctx.store
         if snapshot_id is not None and tag is not None:
-            raise ValidationError("give a snapshot id or a tag, not both")
+            raise ArgumentError(
+                "give {snapshot_id} or {tag}, not both",
+                snapshot_id=(str(snapshot_id), f"--snapshot {snapshot_id}"),
+                tag=(repr(tag), tag),
+            )
         if tag is not None:
             return store.read_tag(tag).snapshot
         if snapshot_id is not None:

@@ -28,7 +28,11 @@ METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
 TABLE_DIRS = frozenset({*METADATA_DIRS, MANIFEST_DIR, STATISTICS_DIR, INDEX_DIR, BRANCH_DIR})
 """Every directory of the table root that holds metadata (data directories are everything else the format makes)."""
 INDEX_MANIFEST_PREFIX = "index-manifest-"
+"""Index manifests: ``manifest/index-manifest-<uuid>-<n>`` (a snapshot's ``indexManifest``)."""
+INDEX_FILE_PREFIX = "index-"
+"""Index files (deletion vectors, hash indexes): ``index/index-<uuid>-<n>`` (``FileStorePathFactory.INDEX_PREFIX``)."""
 STATISTICS_PREFIX = "stat-"
+"""Statistics files: ``statistics/stat-<uuid>-<n>`` (a snapshot's ``statistics``)."""
 CHANGELOG_PREFIX = "changelog-"
 EXPIRE_JOURNAL_PREFIX = ".expire-journal-"
 """Expiration journals: ``snapshot/.expire-journal-<plan id>`` (cleanup/snapshots/journal.py)."""
@@ -128,6 +132,35 @@ class TableLayout:
     def manifest_rel(name: str) -> str:
         """``manifest/<name>`` relative to the table root (the name checked)."""
         return f"{MANIFEST_DIR}/{check_file_name(name, what='manifest name')}"
+
+    def index_manifest_file(self, name: str) -> str:
+        """``manifest/<name>``: index manifests share the manifest directory."""
+        return self.join(MANIFEST_DIR, check_file_name(name, what="index manifest name"))
+
+    def index_file(self, name: str, bucket_dir: str | None = None) -> str:
+        """Where an index file without an external path lives: ``index/<name>`` (Paimon's default), or
+        ``<bucket_dir>/<name>`` for a table with ``index-file-in-data-file-dir`` (``bucket_dir``: the data files'
+        bucket directory relative to the root, e.g. ``dt=1/bucket-0``; ``IndexInDataFileDirPathFactory``)."""
+        checked = check_file_name(name, what="index file name")
+        if bucket_dir is None:
+            return self.join(INDEX_DIR, checked)
+        if any(part in ("", ".", "..") for part in bucket_dir.split("/")):
+            raise UnsafePathError(f"refusing bucket directory {bucket_dir!r}: not a relative path inside the table")
+        return self.join(bucket_dir, checked)
+
+    @staticmethod
+    def index_file_rel(name: str) -> str:
+        """``index/<name>`` relative to the table root (the name checked)."""
+        return f"{INDEX_DIR}/{check_file_name(name, what='index file name')}"
+
+    def statistics_file(self, name: str) -> str:
+        """``statistics/<name>`` (``FileStorePathFactory.statsFileFactory``)."""
+        return self.join(STATISTICS_DIR, check_file_name(name, what="statistics file name"))
+
+    @staticmethod
+    def statistics_rel(name: str) -> str:
+        """``statistics/<name>`` relative to the table root (the name checked)."""
+        return f"{STATISTICS_DIR}/{check_file_name(name, what='statistics file name')}"
 
     def tag_file(self, name: str) -> str:
         return self.join("tag", TAG_PREFIX + check_tag_name(name))

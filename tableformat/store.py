@@ -1,7 +1,6 @@
-"""Read and write a table's metadata files through its FileIO: schemas, snapshots, hints, manifests, tags.
-
-This is the only module that turns metadata paths into bytes and bytes into models (through the codecs).
-"""
+"""Read and write a table's metadata files through its FileIO (schemas, snapshots, hints, manifests, tags; index
+manifests, index files and statistics in its mixin :class:`tableformat.index_store.IndexFileStore`): the only module
+that turns metadata paths into bytes and bytes into models (through the codecs)."""
 
 from __future__ import annotations
 
@@ -24,6 +23,7 @@ from tableformat.errors import (
     StorageError,
     TableNotFoundError,
 )
+from tableformat.index_store import IndexFileStore
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.layout import (
     BRANCH_DIR,
@@ -64,7 +64,7 @@ class WrittenFile:
 _T = TypeVar("_T")
 
 
-class MetadataStore:
+class MetadataStore(IndexFileStore):
     """Metadata access for one table (one FileIO, one root)."""
 
     def __init__(self, file_io: FileIO, layout: TableLayout) -> None:

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tableformat.model", "tableformat.layout", "tableformat.options"),
     ("tableformat.codec", "tableformat.data_paths"),
     ("tableformat.io",),
-    ("tableformat.store", "tableformat.parallel", "tableformat.options_doc"),
+    ("tableformat.store", "tableformat.index_store", "tableformat.parallel", "tableformat.options_doc"),
     ("tableformat.live_set", "tableformat.context", "tableformat.claims"),
     ("tableformat.commit", "tableformat.scan"),
     ("tableformat.cleanup",),
@@ -45,16 +45,27 @@ LAYERS: list[tuple[str, ...]] = [
 SIDEWAYS = {
     ("tableformat.cli", "tableformat.spark"),
     ("tableformat.data_paths", "tableformat.codec"),
+    ("tableformat.store", "tableformat.index_store"),
     ("tableformat.report", "tableformat.inspect"),
 }
 """Same-layer imports that are allowed (importer, imported)."""
 
 FORBIDDEN = {("tableformat.commit", "tableformat.scan")}
 
-METADATA_CODECS = ("tableformat.codec.json_codec", "tableformat.codec.avro_codec")
-METADATA_CODEC_USERS = ("tableformat.codec", "tableformat.store", "tableformat.commit.committer")
-"""The store alone turns metadata files into models; the committer also encodes its commit log into a snapshot
-property (a value, not a file)."""
+METADATA_CODECS = (
+    "tableformat.codec.json_codec",
+    "tableformat.codec.avro_codec",
+    "tableformat.codec.index_manifest_codec",
+    "tableformat.codec.deletion_vector_codec",
+)
+METADATA_CODEC_USERS = (
+    "tableformat.codec",
+    "tableformat.store",
+    "tableformat.index_store",
+    "tableformat.commit.committer",
+)
+"""The store (with its mixin for index files) alone turns metadata files into models; the committer also encodes its
+commit log into a snapshot property (a value, not a file)."""
 
 SERIALISERS = ("json", "fastavro", "avro")
 SERIALISER_HOMES = ("tableformat.codec", "tableformat.cli", "tableformat.spark")

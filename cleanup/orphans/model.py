@@ -8,7 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 from tableformat.context import TableContext
-from tableformat.errors import ValidationError
+from tableformat.durations import format_duration_ms
+from tableformat.errors import ArgumentError, ValidationError
 from tableformat.options import ORPHAN_OLDER_THAN
 
 from ..kernel import OperationResult
@@ -117,8 +118,10 @@ def resolve_older_than_ms(ctx: TableContext, older_than: timedelta | None, *, fo
     if older_than is not None:
         ORPHAN_OLDER_THAN.argument(older_than, "older_than")  # at most 36500 d
     if older_ms < MIN_OLDER_THAN_MS and not force:
-        raise ValidationError(
-            f"older_than {older_ms / 60_000:g} min is under the 1 h minimum: files of writers still running would be "
-            "deleted; pass force=True (--force) if no writer is running"
+        raise ArgumentError(
+            "{older_than} is under the 1 h minimum: files of writers still running would be deleted; pass "
+            "{force} if no writer is running",
+            older_than=(repr(timedelta(milliseconds=older_ms)), format_duration_ms(older_ms)),
+            force=("True", ""),
         )
     return older_ms

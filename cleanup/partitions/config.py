@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tableformat.context import TableContext
-from tableformat.errors import ValidationError
+from tableformat.errors import ArgumentError, ValidationError
 from tableformat.model.partition_time import PartitionTimeExtractor
 from tableformat.options import (
     PARTITION_DEFAULT_NAME,
@@ -54,9 +54,9 @@ class PartitionExpireConfig:
         options = ctx.options
         expiration_ms = options.get_or(PARTITION_EXPIRATION_TIME, given.get("expiration_time"), "expiration_time")
         if expiration_ms is None:
-            raise ValidationError(
-                "no expiration time: set the table option partition.expiration-time or pass an expiration time "
-                "(--expiration-time 30d, expiration_time=...)"
+            raise ArgumentError(
+                "no expiration time: set the table option partition.expiration-time or pass {expiration_time}",
+                expiration_time=("datetime.timedelta(days=30)", "30d"),
             )
         strategy = str(given.get("strategy", options.require(PARTITION_EXPIRATION_STRATEGY)))
         if strategy not in STRATEGIES:

@@ -274,6 +274,18 @@ def _read(data: bytes, path: str) -> Iterator[dict[str, Any]]:
         raise CorruptMetadataError(path, f"unreadable Avro ({type(exc).__name__}: {exc})") from None
 
 
+def write_records(
+    schema: Any, records: Iterable[dict[str, Any]], sync_marker: bytes | None = None, level: int | None = None
+) -> bytes:
+    """An Avro container of ``records`` under ``schema`` with Paimon's manifest codec (other metadata codecs)."""
+    return _write(schema, records, sync_marker, level)
+
+
+def read_records(data: bytes, path: str) -> Iterator[dict[str, Any]]:
+    """The records of an Avro container; CorruptMetadataError naming ``path`` when it is not readable Avro."""
+    return _read(data, path)
+
+
 def write_manifest(
     entries: Iterable[ManifestEntry], *, sync_marker: bytes | None = None, level: int | None = None
 ) -> bytes:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tableformat.errors import CorruptMetadataError, UnsupportedFormatError
+from tableformat.model.index import Statistics
 from tableformat.model.schema import DataField, TableSchema
 from tableformat.model.snapshot import CommitKind, Consumer, Snapshot, Tag
 from tableformat.model.types import DataType
@@ -234,6 +235,34 @@ def consumer_from_json(consumer_id: str, data: bytes, path: str, modified_ms: in
         return Consumer(consumer_id=consumer_id, next_snapshot=int(doc["nextSnapshot"]), modified_ms=modified_ms)
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise CorruptMetadataError(path, f"missing or invalid nextSnapshot ({exc})") from None
+
+
+# --- statistics (statistics/stat-<uuid>-<n>) ---------------------------------------------------------------------
+def statistics_to_json(statistics: Statistics) -> bytes:
+    """A statistics file as Paimon's ``Statistics.toJson`` writes it (null record count and size left out)."""
+    doc: dict[str, Any] = {"snapshotId": statistics.snapshot_id, "schemaId": statistics.schema_id}
+    if statistics.merged_record_count is not None:
+        doc["mergedRecordCount"] = statistics.merged_record_count
+    if statistics.merged_record_size is not None:
+        doc["mergedRecordSize"] = statistics.merged_record_size
+    doc["colStats"] = {name: dict(stats) for name, stats in statistics.col_stats.items()}
+    return dumps(doc)
+
+
+def statistics_from_json(data: bytes, path: str) -> Statistics:
+    """Parse a statistics file (unknown keys ignored, as Paimon's reader does)."""
+    doc = _load_object(data, path)
+    try:
+        count, size, columns = doc.get("mergedRecordCount"), doc.get("mergedRecordSize"), doc.get("colStats") or {}
+        return Statistics(
+            snapshot_id=int(doc["snapshotId"]),
+            schema_id=int(doc["schemaId"]),
+            merged_record_count=None if count is None else int(count),
+            merged_record_size=None if size is None else int(size),
+            col_stats={str(name): dict(stats) for name, stats in columns.items()},
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptMetadataError(path, f"invalid statistics ({exc})") from None
 
 
 # --- commit log (a snapshot property) ----------------------------------------------------------------------------

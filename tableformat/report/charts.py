@@ -28,6 +28,11 @@ MAX_PARTITION_BARS = 120
 _MPL: Any = None
 
 
+def require_matplotlib() -> None:
+    """Fail now (ValidationError naming the extra) when the charts could not be drawn, before any table is read."""
+    _matplotlib()
+
+
 def _matplotlib() -> Any:
     """matplotlib, imported once with the non-interactive SVG setup; a one-line error naming the extra if missing."""
     global _MPL

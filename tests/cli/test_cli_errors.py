@@ -107,6 +107,13 @@ USAGE_ERRORS: list[tuple[list[str], str]] = [
     (["files", "{table}", "--snapshot", "abc"], "error: Invalid value for '--snapshot': 'abc' is not a valid integer."),
     (["drop-partition", "{table}"], "error: Missing argument 'K=V[,K=V] ...'."),
     (["tag", "create", "{table}"], "error: Missing argument 'NAME'."),
+    (["files", "{table}", "--snapshot", "2", "--tag", "v1"], "error: give --snapshot 2 or --tag v1, not both"),
+    (["partitions", "{table}", "--snapshot", "2", "--tag", "v1"], "error: give --snapshot 2 or --tag v1, not both"),
+    (
+        ["remove-orphans", "{table}", "--older-than", "10min"],
+        "error: --older-than 10 min is under the 1 h minimum: files of writers still running would be deleted; "
+        "pass --force if no writer is running",
+    ),
     (["tag", "rename", "{table}"], "error: No such command 'rename'. Did you mean 'create'?"),
     (
         ["check", "{table}", "--parallelism", "0"],
@@ -157,8 +164,8 @@ def test_failures_are_one_line_and_exit_1(tmp_path: Path, table: str, argv: list
         (expire, ["{table}", "--retain-max", "3"], 2, "error: --retain-max 3 is below the table's "
          "snapshot.num-retained.min (10, the default); also pass --retain-min 3 or lower"),
         (expire, [], 2, "error: Missing argument 'TABLE'."),
-        (remove_orphans, ["{table}", "--older-than", "59min"], 1, "error: older_than 59 min is under the 1 h "
-         "minimum: files of writers still running would be deleted; pass force=True (--force) if no writer is running"),
+        (remove_orphans, ["{table}", "--older-than", "59min"], 2, "error: --older-than 59 min is under the 1 h "
+         "minimum: files of writers still running would be deleted; pass --force if no writer is running"),
         (check, ["{tmp}/none"], 1, "error: no table at {tmp}/none (no schema/schema-0)"),
     ],
 )

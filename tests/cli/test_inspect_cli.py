@@ -264,7 +264,12 @@ def test_quiet_prints_data_and_errors_only(table: str, tmp_path: Path) -> None:
     assert run("-q", "tag", "create", table, "q1").stdout == ""
     assert run("-q", "options", "set", table, "snapshot.expire.limit=5").stdout == ""
     assert run("-q", "rollback", table, "--to-snapshot", "4").stdout == ""
-    assert run("-q", "expire", table, "--dry-run").stdout == ""
+    assert run("-q", "expire", table, "--dry-run").stdout == ""  # nothing would be deleted: no data
+    planned = json.loads(run("expire", table, "--dry-run", "--time-retained", "0s", "--json").stdout)["deleted_paths"]
+    assert len(planned) == 4  # snapshots 1-2 and their delta lists (after the rollback to 4; the tag keeps the rest)
+    for argv in (["-q", "expire", table], ["expire", table, "-q"], ["expire", "--quiet", table]):
+        result = run(*argv, "--dry-run", "--time-retained", "0s")  # a dry run's list is data: every path, one a line
+        assert (result.exit_code, result.stdout) == (0, "".join(f"{path}\n" for path in planned))
     assert run("-q", "snapshots", table).stdout.startswith("id  kind")  # data is still printed
     result = run("-q", "rollback", table, "--to-snapshot", "99")
     assert result.exit_code == 1 and result.output.startswith("error: snapshot 99 does not exist")

@@ -207,3 +207,11 @@ def test_watch_exit_status_on_sigterm_follows_the_last_pass_of_each_table(tmp_pa
             assert report["operations"]["expire"]["expired_snapshot_ids"] == [1, 2, 3]
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == (0 if repaired else 1), process.stderr.read()  # type: ignore[union-attr]
+
+
+def test_once_and_watch_together_is_a_usage_error_before_any_table_is_touched(tmp_path: Path) -> None:
+    tables = make_warehouse(tmp_path / "wh", {"sales": ["orders"]}, commits=5)
+    code, out, err = _run("--once", "--watch", str(tmp_path / "wh"))
+    assert (code, out, err) == (2, "", "error: give --once or --watch, not both\n")
+    assert snapshot_ids(tables["sales.orders"]) == [1, 2, 3, 4, 5]
+    assert not (tables["sales.orders"] / ".tablefmt").exists()

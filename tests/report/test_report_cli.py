@@ -4,8 +4,10 @@ maintain config's include/exclude and overrides, exit codes (0 ok, 1 a table fai
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from support.events import build_events
 from support.tables import tree_bytes
@@ -72,8 +74,6 @@ def test_usage_errors_exit_2_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     code, _, err = _run(str(tmp_path / "missing"), "--html", str(tmp_path / "x.html"))
     assert (code, err) == (2, f"error: {tmp_path / 'missing'}: does not exist\n")
-    code, _, err = _run(str(tmp_path / "empty"))
-    assert code == 2 and "give --html FILE, --json, or both" in err
     table = build_events(tmp_path / "t", days=3, orphans=False)
     code, _, err = _run(table.location, "--json", "--since", "soon")
     assert code == 2 and "soon" in err and len(err.strip().splitlines()) == 1
@@ -90,3 +90,31 @@ def test_a_table_that_cannot_be_read_exits_1_after_the_others(tmp_path: Path) ->
     assert out.splitlines()[0].startswith("FAILED sales.orders: ")
     assert out.splitlines()[1].startswith("sales.returns: ")
     assert "sales.returns" in html.read_text()
+
+
+def test_text_mode_is_a_line_per_table(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    make_warehouse(wh, {"sales": ["orders", "returns"]}, commits=3)
+    before = tree_bytes(wh)
+    code, out, err = _run(str(wh))
+    assert (code, err) == (0, "")
+    lines = [line for line in out.splitlines() if not line.startswith("  ")]
+    assert [line.split(":")[0] for line in lines] == ["sales.orders", "sales.returns"]
+    assert all(" live, " in line and " reclaimable now, " in line and line.endswith("/day") for line in lines)
+    assert tree_bytes(wh) == before
+
+
+def test_html_without_matplotlib_is_a_usage_error_before_any_table_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tableformat.report import charts
+
+    monkeypatch.setattr(charts, "_MPL", None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    read: list[str] = []
+    monkeypatch.setattr("tableformat.cli.report_command.warehouse_report", lambda *a, **k: read.append("read"))
+    html = tmp_path / "r.html"
+    code, out, err = _run(str(tmp_path), "--html", str(html))
+    assert (code, out) == (2, "")
+    assert err == "error: the HTML report draws its charts with matplotlib: pip install 'tablefmt[report]'\n"
+    assert read == [] and not html.exists()

@@ -64,7 +64,7 @@ def test_text_output(root: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["--older-than", "30min"], 1, "1 h minimum"),
+        (["--older-than", "30min"], 2, "1 h minimum"),
         (["--older-than", "soon"], 2, "invalid duration"),
         (["--parallelism", "0"], 2, "parallelism"),
         (["--storage-option", "novalue"], 2, "KEY=VALUE"),

@@ -186,7 +186,11 @@ def test_overrides_beat_table_options(tmp_path: Path) -> None:
 def test_misconfiguration_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     table = make_table(tmp_path / "t", [("dt", pa.string())], ["dt"], **{"partition.timestamp-pattern": "$day"})
     fill(table, [{"dt": "2026-01-01"}])
-    with pytest.raises(ValidationError, match=r"^no expiration time"):
+    with pytest.raises(
+        ValidationError,
+        match=r"^no expiration time: set the table option partition\.expiration-time or pass "
+        r"expiration_time=datetime\.timedelta\(days=30\)$",
+    ):
         table.expire_partitions()
     with pytest.raises(ValidationError, match=r"\$day, which is not a partition column"):
         table.expire_partitions("1d")
