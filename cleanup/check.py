@@ -40,7 +40,7 @@ from tableformat.live_set import merge_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 
-from .orphans import OrphanPlan, plan_orphan_removal
+from .orphans import OrphanPlan, plan_orphan_removal, resolve_older_than_ms
 from .orphans.census import DirKind, walk_table
 from .roots import References, Root
 from .snapshots import expire_snapshots
@@ -267,23 +267,28 @@ def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
     )
 
 
-def _plan_orphans(
+def _orphans(
     ctx: TableContext,
     collector: _Collector,
     workers: int,
     older_than: timedelta | None,
     force: bool,
     now_ms: int | None,
-) -> OrphanPlan | None:
-    """The cleaner's own dry-run plan (the table's default cutoff is taken as given: forced, as before); None, with
-    the reason in the collector's errors, when it cannot be made."""
+) -> tuple[OrphanPlan | None, int, str]:
+    """The cleaner's own dry-run plan (the table's default cutoff is taken as given: forced, as before), the
+    reclaimable bytes and their note; no plan (the reason in the collector's errors) when it cannot be made, nor on
+    a table whose options put files outside the root (tablefmt neither cleans nor expires those)."""
+    outside = outside_root_reason(ctx.options)
+    if outside is not None:
+        return None, 0, f"orphans and reclaimable bytes not counted: {outside}"
+    plan: OrphanPlan | None = None
     try:
-        return plan_orphan_removal(
+        plan = plan_orphan_removal(
             ctx, older_than=older_than, force=older_than is None or force, parallelism=workers, now_ms=now_ms
         )
     except (MaintenanceError, ValidationError) as exc:
         collector.errors.append(f"orphans not counted: {exc}")
-        return None
+    return (plan, *_reclaimable(ctx, 0 if plan is None else plan.orphan_bytes))
 
 
 def check_table(
@@ -296,10 +301,11 @@ def check_table(
 ) -> CheckResult:
     """Verify every referenced file; count orphans (cutoff as remove-orphans takes it) and reclaimable bytes. Never
     deletes anything."""
+    if older_than is not None:  # a refused cutoff is the caller's error, said before any work (not a check result)
+        resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     collector = _Collector()
     roots: list[Root] = []
-    outside = outside_root_reason(ctx.options)
     data_dir: str | None = None
     try:
         data_dir = data_directory(ctx.options)
@@ -322,11 +328,7 @@ def check_table(
             if size is not None:
                 sizes[rel] = size
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
-    if outside is not None:  # tablefmt neither cleans nor expires such tables: nothing to count or estimate
-        plan, reclaimable, note = None, 0, f"orphans and reclaimable bytes not counted: {outside}"
-    else:
-        plan = _plan_orphans(ctx, collector, workers, older_than, force, now_ms)
-        reclaimable, note = _reclaimable(ctx, 0 if plan is None else plan.orphan_bytes)
+    plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),

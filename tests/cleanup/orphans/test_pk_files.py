@@ -4,6 +4,7 @@ enough, a referenced one is never proposed, and ``check`` lists exactly the orph
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -217,3 +218,22 @@ def test_statistics_of_an_expired_snapshot_become_an_orphan(table: Table) -> Non
 
     assert (old in proposed(plan)) == (root / old).exists()
     assert kept not in proposed(plan)
+
+
+def test_check_cli_takes_older_than_as_remove_orphans_does(table: Table) -> None:
+    from click.testing import CliRunner
+
+    from tableformat.cli.main import cli
+
+    root = root_of(table)
+    fresh = plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet", days=0.5)
+    runner = CliRunner()
+    refused = runner.invoke(cli, ["check", str(root), "--older-than", "10m"])
+    assert refused.exit_code == 2 and "--force" in refused.output
+    checked = json.loads(runner.invoke(cli, ["check", str(root), "--older-than", "1h", "--json"]).stdout)
+    dry = json.loads(
+        runner.invoke(cli, ["remove-orphans", str(root), "--older-than", "1h", "--dry-run", "--json"]).stdout
+    )
+    assert checked["orphan_paths"] == dry["deleted_paths"] == [fresh]
+    text = runner.invoke(cli, ["check", str(root), "--older-than", "1h"]).stdout
+    assert f"orphans:\n  {fresh}\n" in text
