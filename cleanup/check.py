@@ -35,9 +35,10 @@ from tableformat.errors import (
     UnsupportedFormatError,
     ValidationError,
 )
-from tableformat.layout import STATISTICS_DIR, TableLayout, check_file_name
+from tableformat.layout import INDEX_DIR, STATISTICS_DIR, TableLayout, check_file_name
 from tableformat.live_set import merge_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
+from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 
 from .orphans import OrphanPlan, plan_orphan_removal, resolve_older_than_ms
@@ -59,7 +60,7 @@ class FileProblem:
     path: str
     """Relative to the table root."""
     kind: str
-    """'data', 'changelog', 'manifest', 'manifest-list', 'index-manifest' or 'statistics'."""
+    """'data', 'changelog', 'manifest', 'manifest-list', 'index-manifest', 'index' or 'statistics'."""
     referenced_by: str
     expected_size: int | None
     actual_size: int | None
@@ -157,6 +158,7 @@ def _collect_references(
     """Every file the roots reference, with recorded sizes; each root's live data files after merging (not when
     ``paths`` is None: the table's data directory is outside the root)."""
     list_sizes: dict[str, tuple[int | None, str]] = {}
+    index_manifests: dict[str, str] = {}
     for root in roots:
         s = root.snapshot
         sized = [
@@ -170,6 +172,7 @@ def _collect_references(
                 list_sizes.setdefault(name, (size, root.label))
         if s.index_manifest:
             collector.add(TableLayout.manifest_rel(s.index_manifest), "index-manifest", None, root.label)
+            index_manifests.setdefault(s.index_manifest, root.label)
         if s.statistics:
             collector.add(f"{STATISTICS_DIR}/{s.statistics}", "statistics", None, root.label)
     lists: dict[str, list[str]] = {}
@@ -192,6 +195,26 @@ def _collect_references(
     if paths is not None:
         for root in roots:
             _collect_files_of(root, lists, entries_of, collector, paths)
+    _collect_index_files(ctx, refs, index_manifests, collector, paths)
+
+
+def _collect_index_files(
+    ctx: TableContext, refs: References, owners: dict[str, str], collector: _Collector, paths: DataPaths | None
+) -> None:
+    """The index files the index manifests (name -> the label of a root naming it) hold, with their recorded sizes:
+    in ``index/``, or in their bucket directory on a table with ``index-file-in-data-file-dir`` (not checked when
+    ``paths`` is None); those with an external path are outside the root and not checked."""
+    in_bucket = ctx.options.require(INDEX_FILE_IN_DATA_FILE_DIR)
+    read = bounded_map(refs.pool, lambda n: _tolerant(collector, ctx.store.read_index_manifest, n), owners, refs.window)
+    for name, entries in read:
+        for entry in entries or ():
+            meta = entry.index_file
+            if meta.external_path or (in_bucket and paths is None):
+                collector.external += 1
+                continue
+            file_name = check_file_name(meta.file_name, what=f"index file name in {name}")
+            directory = paths.bucket_dir(entry.partition, entry.bucket) if in_bucket and paths else INDEX_DIR
+            collector.add(f"{directory}/{file_name}", "index", meta.file_size, owners[name])
 
 
 def _collect_files_of(
@@ -241,7 +264,7 @@ def _listed_sizes(
     directory inside the root), by path relative to the root. Roots of other tables found where data directories
     were expected are added to ``nested`` (never entered)."""
     sizes: dict[str, int] = {}
-    kinds = {DirKind.MANIFEST, DirKind.STATISTICS}
+    kinds = {DirKind.MANIFEST, DirKind.STATISTICS, DirKind.INDEX}
     if data_dir is not None:
         kinds.add(DirKind.BUCKET)
     walk = walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers, data_dir=data_dir or "")

@@ -212,6 +212,15 @@ GLOBAL_INDEX_EXTERNAL_PATH = _register(
         "Paimon's index directory outside the table root; refused like `data-file.external-paths`.",
     )
 )
+INDEX_FILE_IN_DATA_FILE_DIR = _register(
+    Option(
+        "index-file-in-data-file-dir",
+        BOOL,
+        False,
+        "Whether Paimon writes index files (deletion vectors, hash indexes) into the data files' bucket directories "
+        "instead of `index/`; tablefmt's check looks for them there, orphan cleanup finds them in either.",
+    )
+)
 PARTITION_DEFAULT_NAME = _register(
     Option(
         "partition.default-name",

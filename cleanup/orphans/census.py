@@ -33,6 +33,7 @@ from tableformat.layout import (
     EARLIEST,
     EXPIRE_JOURNAL_PREFIX,
     INDEX_DIR,
+    INDEX_FILE_PREFIX,
     INDEX_MANIFEST_PREFIX,
     LATEST,
     MANIFEST_DIR,
@@ -63,6 +64,10 @@ _TEMP = re.compile(rf"^\..+\.{_UUID}\.tmp$")
 """Paimon's temp file of an atomic write: ``.<name>.<uuid>.tmp`` (tableformat.io.local.temp_name_for)."""
 
 _BUCKET_DIR = re.compile(r"^bucket-(\d+|postpone)$")
+_INDEX_FILE = re.compile(rf"^{INDEX_FILE_PREFIX}{_UUID}-\d+$")
+"""An index file (``FileStorePathFactory``'s index path factories): deletion vectors, hash indexes."""
+_GLOBAL_INDEX_FILE = re.compile(rf"^[A-Za-z0-9_.-]+-global-index-{_UUID}\.index$")
+"""A global index file (``GlobalIndexFileReadWrite``): ``<index type>-global-index-<uuid>.index``."""
 _NUMBERED = {
     "snapshot": (SNAPSHOT_PREFIX,),
     "schema": (SCHEMA_PREFIX,),
@@ -105,6 +110,10 @@ class FileClass(str, Enum):
     MANIFEST = "manifest"
     MANIFEST_LIST = "manifest-list"
     INDEX_MANIFEST = "index-manifest"
+    INDEX = "index"
+    """An index file named by the entries of a root's index manifest: ``index/index-<uuid>-<n>`` (deletion vectors,
+    hash indexes; in the bucket directory with ``index-file-in-data-file-dir``) or
+    ``index/<type>-global-index-<uuid>.index``."""
     STATISTICS = "statistics"
     TEMP = "temp"
     UNKNOWN = "unknown"
@@ -119,6 +128,7 @@ CANDIDATE_KINDS = frozenset(
         FileClass.MANIFEST,
         FileClass.MANIFEST_LIST,
         FileClass.INDEX_MANIFEST,
+        FileClass.INDEX,
         FileClass.STATISTICS,
         FileClass.TEMP,
     }
@@ -128,6 +138,8 @@ CANDIDATE_KINDS = frozenset(
 DATA_FILE_KINDS = frozenset({FileClass.DATA, FileClass.CHANGELOG_DATA, FileClass.DATA_INDEX})
 """Kinds named by the entries of manifests (data and changelog manifests alike)."""
 MANIFEST_FILE_KINDS = frozenset({FileClass.MANIFEST, FileClass.MANIFEST_LIST, FileClass.INDEX_MANIFEST})
+INDEX_FILE_KINDS = frozenset({FileClass.INDEX})
+"""Kinds named by the entries of index manifests."""
 
 
 class NameRules:
@@ -175,11 +187,16 @@ class NameRules:
         elif kind == DirKind.STATISTICS:
             if name.startswith(STATISTICS_PREFIX) and len(name) > len(STATISTICS_PREFIX):
                 return FileClass.STATISTICS
+        elif kind == DirKind.INDEX:
+            if _INDEX_FILE.match(name) or _GLOBAL_INDEX_FILE.match(name):
+                return FileClass.INDEX
         elif kind == DirKind.BUCKET:
             if self._changelog.match(name):
                 return FileClass.CHANGELOG_DATA
             if self._data_index.match(name):
                 return FileClass.DATA_INDEX
+            if _INDEX_FILE.match(name):
+                return FileClass.INDEX
         return FileClass.UNKNOWN
 
 

@@ -177,3 +177,47 @@ def test_after_tablefmt_expire_check_and_remove_orphans_agree(
     after = check_table(ours.context)
     assert after.ok and after.orphan_paths == ()
     assert read_latest(pp) == latest
+
+
+def test_index_files_of_a_dynamic_bucket_table(pp: Paimon) -> None:
+    """pypaimon's dynamic-bucket primary-key table (no ``bucket`` option) writes a hash index file per partition and
+    bucket in ``index/`` and an index manifest per commit: none is proposed while a root names it; after a tablefmt
+    expiration exactly the unnamed ones are, and check agrees."""
+    from pypaimon import Schema
+
+    schema = Schema.from_pyarrow_schema(SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"])
+    pp.catalog.create_table("db.dyn", schema, False)
+    rng = random.Random(7)
+    latest: dict[int, str] = {}
+    for r in range(4):
+        ids = rng.sample(range(KEYS), 25)
+        values = [f"r{r}-{i}" for i in ids]
+        latest.update(zip(ids, values))
+        dts = ["d1" if i % 2 else "d2" for i in ids]
+        pp.append("dyn", pa.table({"id": pa.array(ids, pa.int64()), "dt": dts, "v": values}, schema=SCHEMA))
+    root = Path(pp.path("dyn"))
+    index_files = {f for f in files_under(root) if f.startswith("index/")}
+    assert index_files and all(f.startswith("index/index-") for f in index_files)
+    age_files(root, 3 * DAY_S)
+    ours = Table.open(str(root))
+    plan = plan_orphan_removal(ours.context)
+    assert plan.orphans == () and plan.skipped_unknown == ()
+    assert check_table(ours.context).ok
+
+    expire_snapshots(ours.context, retain_min=1, retain_max=1)
+    remaining = metadata_roots(root)
+    (document,) = (d for _, d in remaining.values())
+    needed = needed_by(root, document)
+    named_index = {f"index/{e['_FILE_NAME']}" for e in read_avro(root / "manifest" / document["indexManifest"])}
+    needed |= {f"manifest/{document['indexManifest']}"} | named_index
+    age_files(root, 3 * DAY_S)
+
+    plan = plan_orphan_removal(ours.context)
+    checked = check_table(ours.context)
+
+    assert {o.path for o in plan.orphans} == table_files(root) - needed
+    assert checked.orphan_paths == tuple(o.path for o in plan.orphans) and checked.ok
+    remove_orphan_files(ours.context)
+    assert table_files(root) == needed
+    rows = pp.read("dyn").to_pylist()
+    assert {row["id"]: row["v"] for row in rows} == latest

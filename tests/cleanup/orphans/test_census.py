@@ -96,3 +96,18 @@ def test_candidate_set_keeps_a_name_listed_in_several_directories() -> None:
     candidates.discard("data-a.parquet")  # referenced: wherever it lies, it is kept
     assert list(candidates.items()) == [("part=0/bucket-0", "data-b.parquet", 9, 40_000_000_000)]
     assert candidates.kinds == {FileClass.DATA}
+
+
+def test_index_file_names() -> None:
+    rules = NameRules("data-", "changelog-")
+    uid = "3f337624-2830-4dea-981d-183789a1289f"
+    assert rules.classify(DirKind.INDEX, f"index-{uid}-0") is FileClass.INDEX
+    assert rules.classify(DirKind.INDEX, f"btree-global-index-{uid}.index") is FileClass.INDEX
+    assert rules.classify(DirKind.BUCKET, f"index-{uid}-3") is FileClass.INDEX  # index-file-in-data-file-dir
+    assert rules.classify(DirKind.BUCKET, f"btree-global-index-{uid}.index") is FileClass.UNKNOWN
+    assert rules.classify(DirKind.INDEX, "index-abc-0") is FileClass.UNKNOWN
+    assert rules.classify(DirKind.INDEX, f"index-{uid}") is FileClass.UNKNOWN
+    assert rules.classify(DirKind.INDEX, f"index-manifest-{uid}-0") is FileClass.UNKNOWN
+    assert rules.classify(DirKind.MANIFEST, f"index-{uid}-0") is FileClass.UNKNOWN
+    assert rules.classify(DirKind.MANIFEST, f"index-manifest-{uid}") is FileClass.INDEX_MANIFEST
+    assert rules.classify(DirKind.PARTITION, f"index-{uid}-0") is FileClass.UNKNOWN
