@@ -13,7 +13,6 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from tableformat.data_paths import DataPaths
@@ -24,9 +23,9 @@ from .manifests import Manifests
 
 
 def _rewrite_snapshot(table: Table, snapshot_id: int, **fields: Any) -> None:
-    store, layout = table.context.store, table.context.layout
-    snapshot = replace(store.read_snapshot(snapshot_id), **fields)
-    Path(layout.snapshot_file(snapshot_id)).write_bytes(store.snapshot_bytes(snapshot))
+    ctx = table.context
+    snapshot = replace(ctx.store.read_snapshot(snapshot_id), **fields)
+    ctx.io.write_bytes(ctx.layout.snapshot_file(snapshot_id), ctx.store.snapshot_bytes(snapshot))
 
 
 def attach_changelog(
@@ -52,9 +51,7 @@ def attach_changelog(
         data = b"changelog rows " * (n + 1)
         extras: tuple[str, ...] = (f"{name}.index",) if sidecars else ()
         for written_name in (name, *extras):
-            path = Path(ctx.layout.join(directory, written_name))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            ctx.io.write_bytes(ctx.layout.join(f"{directory}/{written_name}"), data)
             written.add(f"{directory}/{written_name}")
         entry = manifests.entry(name, partition, bucket=bucket)
         entries.append(replace(entry, file=replace(entry.file, file_size=len(data), extra_files=extras)))
@@ -74,9 +71,8 @@ def attach_changelog(
 def attach_statistics(table: Table, snapshot_id: int) -> str:
     """Give snapshot ``snapshot_id`` a statistics file ``statistics/stat-<uuid>-0``; returns its path."""
     name = f"stat-{uuid.uuid4()}-0"
-    path = Path(table.context.layout.join("statistics", name))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"snapshotId": snapshot_id, "schemaId": 0, "mergedRecordCount": 1, "colStats": {}}))
+    document = {"snapshotId": snapshot_id, "schemaId": 0, "mergedRecordCount": 1, "colStats": {}}
+    table.context.io.write_bytes(table.context.layout.join("statistics", name), json.dumps(document).encode())
     _rewrite_snapshot(table, snapshot_id, statistics=name)
     return f"statistics/{name}"
 
@@ -84,8 +80,7 @@ def attach_statistics(table: Table, snapshot_id: int) -> str:
 def copy_snapshot_to_changelog(table: Table, snapshot_id: int) -> str:
     """What Paimon's expiration does when changelogs outlive snapshots (``changelog.num-retained.*``): the snapshot's
     JSON kept as ``changelog/changelog-<id>``, a root of its own. Returns its path."""
-    layout = table.context.layout
-    target = Path(layout.changelog_file(str(snapshot_id)))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(Path(layout.snapshot_file(snapshot_id)).read_bytes())
-    return layout.relative(str(target))
+    ctx = table.context
+    target = ctx.layout.changelog_file(str(snapshot_id))
+    ctx.io.write_bytes(target, ctx.io.read_bytes(ctx.layout.snapshot_file(snapshot_id)))
+    return ctx.layout.relative(target)
