@@ -5,7 +5,7 @@
    table counted in-process (target: at most 3 per idle table). Side by side, the loops a cron job runs without the
    maintainer: snapshot expiration and orphan cleanup per table in one process (the API in a loop),
    and deltalake 1.6.6 ``DeltaTable(path).vacuum(dry_run=True)`` over 1,000 equivalent Delta tables.
-2. **Due work**: 100 tables with 20 expirable snapshots each, one pass with ``--parallel 2`` and ``--parallel 1`` on
+2. **Due work**: 100 tables with 20 expirable snapshots each, one pass with ``--parallelism 2`` and ``1`` on
    this 2-core machine, against one process looping over the tables with the API (expire + remove-orphans: what
    the pass runs on a table with everything due, without leases, state or keep-up).
 3. **Keep-up**: a table that gets 10 commits per hour with ``snapshot.expire.limit=2``, maintained hourly (fake
@@ -166,7 +166,7 @@ def due(tmp: Path, count: int, repeat: int) -> dict[str, Any]:
                "snapshot.expire.limit": "100"}  # fmt: skip
     base = tmp / "due-base"
     paths = build_warehouse(base, count, 22, options)
-    rounds: dict[str, list[float]] = {"maintain --parallel 2": [], "maintain --parallel 1": [], "API loop": []}
+    rounds: dict[str, list[float]] = {"maintain --parallelism 2": [], "maintain --parallelism 1": [], "API loop": []}
     for r in range(repeat):
         order = list(rounds) if r % 2 == 0 else list(reversed(rounds))
         for name in order:
@@ -179,7 +179,7 @@ def due(tmp: Path, count: int, repeat: int) -> dict[str, Any]:
                 listing.write_text("\n".join(str(copy / p.relative_to(base)) for p in paths))
                 rounds[name].append(loop_process(listing))
             else:
-                rounds[name].append(whole_process("maintain", "--once", "--parallel", name[-1], str(copy)))
+                rounds[name].append(whole_process("maintain", "--once", "--parallelism", name[-1], str(copy)))
     return {"tables": count, "expirable_per_table": 20, "times": rounds}
 
 

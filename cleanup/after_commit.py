@@ -30,6 +30,11 @@ def run_after_commit(ctx: TableContext, now_ms: int | None = None) -> list[Opera
     errors: list[Exception] = []
     for operation in after_commit_operations():
         try:
+            reason = operation.not_applicable(ctx)
+            if reason:  # e.g. record expiration on a primary-key table: skipped, never a failure
+                if operation.enabled(ctx, now):
+                    log.info("%s after commit skipped, not applicable: %s", operation.name, reason)
+                continue
             if not operation.enabled(ctx, now):
                 continue
             result = run_operation(operation, ctx, now_ms=now)

@@ -115,9 +115,11 @@ def create(
     opts = table_options(options, allow_unknown_options)
     schema = pq.read_schema(schema_from).remove_metadata()
     keys = [k.strip() for k in partition_keys.split(",") if k.strip()]
-    created = Table.create(
-        table, schema, keys, opts, parse_storage_options(storage_options), allow_unknown_options=allow_unknown_options
-    )
+    storage = parse_storage_options(storage_options)
+    try:
+        created = Table.create(table, schema, keys, opts, storage, allow_unknown_options=allow_unknown_options)
+    except ValidationError as exc:  # options or partition keys that do not fit the schema: what the flags said
+        raise click.UsageError(str(exc)) from None
     say(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
 
 

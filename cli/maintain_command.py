@@ -48,6 +48,7 @@ def human_line(report: TableReport) -> str:
         f"  {name}: lost a race with snapshot expiration, due again soon ({message})"
         for name, message in report.lost_races
     ]
+    lines += [f"  {name}: skipped, not applicable ({reason})" for name, reason in report.not_applicable]
     if report.keep_up is not None and report.keep_up.falling_behind:
         lines += [f"  warning: retention is falling behind: {advice}" for advice in report.keep_up.advice]
     return "\n".join(lines)
@@ -106,7 +107,13 @@ def _settings(config: str | None, storage: dict[str, Any], parallel: int | None)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per table per pass on stdout.")
 @click.option("--metrics-file", type=click.Path(dir_okay=False), help="Write Prometheus text format here.")
 @click.option("--dry-run", is_flag=True, help="Report what is due and what it would delete; change nothing.")
-@click.option("--parallel", type=COUNT, help="Tables maintained at once (default 2).")
+@click.option(
+    "--parallelism",
+    "--parallel",
+    "parallel",
+    type=COUNT,
+    help="Tables maintained at once (default 2); --parallel is an older spelling.",
+)
 @storage_option_flag
 @handle_errors
 def maintain(

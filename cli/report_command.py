@@ -41,7 +41,13 @@ def _line(report: TableRetentionReport) -> str:
     type=click.Path(dir_okay=False),
     help="The tablefmt maintain TOML (include, exclude, storage, [tables] overrides, keep-up-window).",
 )
-@click.option("--parallel", type=COUNT, help="Tables read at once (default 2).")
+@click.option(
+    "--parallelism",
+    "--parallel",
+    "parallel",
+    type=COUNT,
+    help="Tables read at once (default 2); --parallel is an older spelling.",
+)
 @click.option("--tables", "detailed", type=COUNT, default=25, show_default=True,
               help="Tables of a warehouse shown with charts (the top ones by reclaimable bytes and growth).")
 @storage_option_flag

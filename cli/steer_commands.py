@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Any
 
 import click
@@ -30,15 +31,21 @@ class _ShowByDefault(OneLineErrorGroup):
     """``tablefmt options TABLE`` means ``tablefmt options show TABLE``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            args = ["show", *args]
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["show", *args]  # `options T --all` and `options --all T` alike
         return super().parse_args(ctx, args)
 
 
 @click.group("options", cls=_ShowByDefault)
 def options() -> None:
-    """Show (`options TABLE`), set or unset TABLE's options; each change writes a new schema version as Paimon's
-    ALTER TABLE SET / RESET does."""
+    """Show, set or unset TABLE's options; each change writes a new schema version as Paimon's ALTER TABLE SET /
+    RESET does.
+
+    \b
+    tablefmt options TABLE [--all] [--json]   options set on TABLE (--all: defaults too)
+    tablefmt options set TABLE KEY=VALUE ...  set options (values checked first)
+    tablefmt options unset TABLE KEY ...      back to their defaults
+    """
 
 
 @options.command("show")
@@ -119,7 +126,12 @@ def options_set(
 @handle_errors
 def options_unset(table: str, keys: tuple[str, ...], as_json: bool, storage_options: tuple[str, ...]) -> None:
     """Unset options of TABLE (ALTER TABLE RESET): they return to their defaults."""
-    _report_change(open_table(table, storage_options).unset_options(keys), as_json)
+    target = open_table(table, storage_options)
+    try:
+        result = target.unset_options(keys)
+    except UnknownOptionError as exc:
+        raise click.UsageError(str(exc)) from None
+    _report_change(result, as_json)
 
 
 def _time_flag(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -234,10 +246,12 @@ def tag_delete(table: str, name: str, storage_options: tuple[str, ...]) -> None:
 @storage_option_flag
 @handle_errors
 def tag_list(table: str, as_json: bool, storage_options: tuple[str, ...]) -> None:
-    """List the tags of TABLE: snapshot, commit time, records, retention."""
+    """List the tags of TABLE: snapshot, commit time, records, retention and when it ends (an expired tag is
+    deleted by the next snapshot expiration)."""
     items = open_table(table, storage_options).inspect.tags().to_pylist()
+    now = int(time.time() * 1000)
     if as_json:
-        echo_json([_tag_json(t) for t in items])
+        echo_json([_tag_json(t, now) for t in items])
         return
     rows = [
         [
@@ -246,18 +260,36 @@ def tag_list(table: str, as_json: bool, storage_options: tuple[str, ...]) -> Non
             iso_time(_ms(t["commit_time"])),
             human_count(t["record_count"]),
             "forever" if t["time_retained_seconds"] is None else human_duration(int(t["time_retained_seconds"] * 1000)),
+            _expiry_text(_ms(t["expire_time"]), now),
         ]
         for t in items
     ]
-    print_table(["tag", "snapshot", "committed", "records", "retained"], rows, right=["snapshot", "records"])
+    print_table(
+        ["tag", "snapshot", "committed", "records", "retained", "expires"], rows, right=["snapshot", "records"]
+    )
+
+
+def _expiry_text(expires_ms: int | None, now_ms: int) -> str:
+    """``never``, ``expired`` (the next snapshot expiration deletes it) or ``in 6 d`` (the largest whole unit; the
+    exact time is in --json)."""
+    if expires_ms is None:
+        return "never"
+    left = expires_ms - now_ms
+    if left < 0:
+        return "expired"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000)):
+        if left >= size:
+            return f"in {left // size} {unit}"
+    return "in < 1 min"
 
 
 def _ms(value: Any) -> int | None:
     return None if value is None else int(value.timestamp() * 1000)
 
 
-def _tag_json(t: dict[str, Any]) -> dict[str, Any]:
+def _tag_json(t: dict[str, Any], now_ms: int) -> dict[str, Any]:
     created = t["create_time"]
+    expires = _ms(t["expire_time"])
     return {
         "name": t["tag_name"],
         "snapshot_id": t["snapshot_id"],
@@ -265,4 +297,7 @@ def _tag_json(t: dict[str, Any]) -> dict[str, Any]:
         "commit_time": iso_time(_ms(t["commit_time"])),
         "record_count": t["record_count"],
         "create_time": None if created is None else created.astimezone().isoformat(timespec="seconds"),
+        "expire_time": None if expires is None else iso_time(expires),
+        "expire_time_ms": expires,
+        "expired": expires is not None and expires < now_ms,
     }

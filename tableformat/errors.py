@@ -21,10 +21,11 @@ class UnknownOptionError(ValidationError):
 
     PYTHON_HINT = "to store options tablefmt does not know, pass allow_unknown_options=True"
 
-    def __init__(self, suggestions: dict[str, str | None]) -> None:
+    def __init__(self, suggestions: dict[str, str | None], hint: str = PYTHON_HINT) -> None:
         self.suggestions = dict(suggestions)
         """Each unknown name -> the closest known option name, or None."""
-        super().__init__(self.describe(self.PYTHON_HINT))
+        self.hint = hint
+        super().__init__(self.describe(hint))
 
     def describe(self, hint: str) -> str:
         """One line naming every unknown option and its suggestion, ending with ``hint`` (how to allow them)."""
@@ -112,6 +113,20 @@ class MissingMetadataError(CorruptMetadataError):
 
 class UnsupportedFormatError(TableFormatError):
     """The table uses a format version or feature tablefmt does not implement."""
+
+
+class NotApplicableError(UnsupportedFormatError):
+    """A maintenance operation that does not apply to this kind of table, refused before anything is read (e.g.
+    rewriting the files of a primary-key table as if it were an append table could bring back an older version of a
+    key). ``tablefmt maintain`` and the after-commit hook skip such an operation with ``reason``; it is no failure."""
+
+    def __init__(self, operation: str, reason: str) -> None:
+        super().__init__(f"{operation}: {reason}")
+        self.operation = operation
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[NotApplicableError], tuple[str, str]]:
+        return type(self), (self.operation, self.reason)
 
 
 class UnsafePathError(ValidationError):

@@ -215,19 +215,10 @@ class TableInspector:
 
     # --- $tags -----------------------------------------------------------------------------------------------------
     def tags(self) -> pa.Table:
-        """Every tag: its snapshot, when it was created and how long it is retained (seconds; null: forever)."""
+        """Every tag: its snapshot, when it was created, how long it is retained (seconds; null: forever) and when
+        that retention ends (``expire_time``, UTC; null: never)."""
         found = self._ctx.store.tags()
-        created = []
-        for tag in found:
-            parts = [*(tag.create_time or ()), 0, 0, 0, 0, 0, 0, 0][:7]
-            try:
-                created.append(
-                    dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
-                    if tag.create_time
-                    else None
-                )
-            except ValueError:
-                created.append(None)
+        expires = [t.expires_ms() for t in found]
         return pa.table(
             {
                 "tag_name": pa.array([t.name for t in found], pa.string()),
@@ -235,8 +226,9 @@ class TableInspector:
                 "schema_id": pa.array([t.snapshot.schema_id for t in found], pa.int64()),
                 "commit_time": pa.array([t.snapshot.time_millis for t in found], pa.int64()).cast(_utc_ms()),
                 "record_count": pa.array([t.snapshot.total_record_count for t in found], pa.int64()),
-                "create_time": pa.array(created, pa.timestamp("us")),
+                "create_time": pa.array([t.created_local() for t in found], pa.timestamp("us")),
                 "time_retained_seconds": pa.array([t.time_retained_seconds for t in found], pa.float64()),
+                "expire_time": pa.array([None if e is None else int(e) for e in expires], pa.int64()).cast(_utc_ms()),
             }
         )
 

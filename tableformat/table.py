@@ -30,6 +30,7 @@ from tableformat.errors import (
     StorageError,
     TableAlreadyExistsError,
     TagError,
+    UnknownOptionError,
     ValidationError,
 )
 from tableformat.inspect import TableInspector
@@ -50,6 +51,8 @@ from tableformat.options import (
 from tableformat.readers import DataFileInfo, PartitionSpec, TableReaders
 from tableformat.scan.record_ttl import resolve_record_ttl
 from tableformat.store import MetadataStore
+
+UNSET_HINT = "the table does not hold it either: nothing to unset"
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -420,7 +423,15 @@ class Table(TableReaders, RewriteMethods):
         return self._alter(alter_options(self._ctx.store, options, allow_unknown=allow_unknown_options))
 
     def unset_options(self, keys: Iterable[str]) -> SchemaChangeResult:
-        """``ALTER TABLE RESET``: a new schema version without these options (back to their defaults)."""
+        """``ALTER TABLE RESET``: a new schema version without these options (back to their defaults). A name the
+        table does not hold and neither tablefmt nor Paimon knows is refused as a likely typo (UnknownOptionError,
+        with the closest known name); nothing is written then."""
+        keys = list(keys)
+        held = self._ctx.store.latest_schema().options
+        try:
+            check_option_keys([key for key in keys if key not in held])
+        except UnknownOptionError as exc:
+            raise UnknownOptionError(exc.suggestions, UNSET_HINT) from None
         return self._alter(alter_options(self._ctx.store, None, keys))
 
     def _alter(self, result: SchemaChangeResult) -> SchemaChangeResult:

@@ -15,7 +15,16 @@ from tableformat.context import TableContext
 from tableformat.model.snapshot import CommitKind
 
 from ..kernel import Operation, OperationResult, Parameter, Progress, run_operation
-from ..rewrite import CommitSettings, FilePaths, RewriteOutcome, Rewriter, batches, replan_notes, run_replanning
+from ..rewrite import (
+    CommitSettings,
+    FilePaths,
+    RewriteOutcome,
+    Rewriter,
+    batches,
+    replan_notes,
+    rewrite_refusal,
+    run_replanning,
+)
 from .plan import CompactConfig, CompactPlan, plan_compaction
 
 COMMIT_USER_PREFIX = "tablefmt-compaction-"
@@ -90,9 +99,7 @@ def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConf
         expired_rows=outcome.rows_in - outcome.rows_out,
         snapshot_ids=tuple(outcome.snapshot_ids),
         bytes_reclaimable=sum(e.file.file_size for e in outcome.replaced),
-        skipped_files=tuple(
-            (paths.relative(e), reason) for unit, reason in outcome.abandoned for e in unit.files
-        ),
+        skipped_files=tuple((paths.relative(e), reason) for unit, reason in outcome.abandoned for e in unit.files),
         notes=notes + (("the bytes are freed by snapshot expiration",) if outcome.replaced else ()),
     )
 
@@ -123,6 +130,11 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> CompactConfig:
         return CompactConfig.resolve(ctx, overrides)
+
+    def not_applicable(self, ctx: TableContext) -> str:
+        """Primary-key and fixed-bucket tables: their files are compacted by Paimon, which merges a primary-key
+        table's versions of each key."""
+        return rewrite_refusal(ctx.schema)
 
     def configured(self, ctx: TableContext) -> bool:
         """For the scheduler: only tables that set a compaction option (``compaction.min.file-num``,

@@ -15,6 +15,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.context import TableContext
+from tableformat.errors import NotApplicableError
 from tableformat.gc_pause import old_objects_frozen, paused_gc
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.store import MetadataStore
@@ -79,6 +80,12 @@ class Operation(ABC, Generic[C, P, R]):
         """Whether the table's options ask for this operation after commits at ``now_ms`` (default: always)."""
         return True
 
+    def not_applicable(self, ctx: TableContext) -> str:
+        """Why this operation does not apply to this table at all ('' when it does), judged from the schema alone:
+        a run raises NotApplicableError with this reason before anything is read; ``tablefmt maintain`` and the
+        after-commit hook skip the operation and report the reason (e.g. a rewrite on a primary-key table)."""
+        return ""
+
     def configured(self, ctx: TableContext) -> bool:
         """Whether the table's options ask for this operation at all (the scheduler skips it otherwise; e.g. partition
         expiration without ``partition.expiration-time``). ``write-only`` does not count here."""
@@ -122,7 +129,11 @@ def run_operation(
     progress: Progress | None = None,
 ) -> R:
     """Configure, plan, then preview (dry run) or execute one operation on one table; a run that changes the table
-    holds a maintenance claim while it does (tableformat/claims.py)."""
+    holds a maintenance claim while it does (tableformat/claims.py). NotApplicableError, nothing read, when the
+    operation does not apply to the table (``Operation.not_applicable``)."""
+    reason = operation.not_applicable(ctx)
+    if reason:
+        raise NotApplicableError(operation.name, reason)
     config = operation.configure(ctx, dict(overrides or {}))
     now = resolve_now(now_ms)
     with paused_gc() if operation.pauses_gc else old_objects_frozen():

@@ -8,7 +8,9 @@ registry's order through a FileIO that checks the lease before every change. Eac
 and the later ones still run; an operation that lost a race with snapshot expiration (the snapshot it read was
 expired meanwhile, SnapshotExpiredWhileReadingError) is reported as such, not as a failure, and is due again after
 ``backlog-retry``; one that found a rollback holding the table (TableBusyError) changed nothing and is due again at
-the next poll. The state is written last, by the lease holder.
+the next poll. One that does not apply to the table (``Operation.not_applicable``: a rewrite on a primary-key
+table) is reported in ``not_applicable`` with its reason, never run, and not due again until the schema changes.
+The state is written last, by the lease holder.
 
 When the lease is lost (expired, or taken over), nothing more changes: the operations that finished are reported
 with their results, the one that was running with what it deleted and committed until then (its ledger, a
@@ -80,6 +82,9 @@ class TableReport:
     """(operation, one line): operations that stopped because snapshot expiration removed, while they read it, the
     snapshot they worked on (SnapshotExpiredWhileReadingError, after their own re-plans). Not failures: nothing is
     wrong with the table, and the operation is due again after ``backlog-retry``."""
+    not_applicable: tuple[tuple[str, str], ...] = ()
+    """(operation, reason): operations the table's options ask for that do not apply to this kind of table (e.g.
+    compaction or record expiration on a primary-key table). Skipped until the schema changes; not failures."""
     skipped: str = ""
     """Why nothing ran ('' when something ran): nothing due, leased by another maintainer, ..."""
     lease_lost: str = ""
@@ -115,6 +120,7 @@ class TableReport:
             "ok": self.ok,
             "error": "; ".join(f"{op}: {msg}" if op else msg for op, msg in self.errors) or None,
             "lost_races": dict(self.lost_races),
+            "not_applicable": dict(self.not_applicable),
             "skipped": self.skipped or None,
             "lease_lost": self.lease_lost or None,
             "keep_up": None if self.keep_up is None else self.keep_up.to_json(),
@@ -176,6 +182,7 @@ class _Run:
     ran: list[tuple[str, OperationResult]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     lost_races: list[tuple[str, str]] = field(default_factory=list)
+    not_applicable: list[tuple[str, str]] = field(default_factory=list)
     states: dict[str, OperationState] = field(default_factory=dict)
     lease_lost: str = ""
 
@@ -203,7 +210,10 @@ def _run_operations(
         except TableFormatError as exc:
             configured, cadence = True, Cadence(interval_ms=settings.poll_interval_ms, on_change=True)
             log.debug("cadence of %s: %s", op.name, exc)
-        if not configured:  # until the options change (a new schema makes every operation due again)
+        reason = op.not_applicable(ctx) if configured else ""
+        if reason:
+            run.not_applicable.append((op.name, reason))
+        if not configured or reason:  # until the options change (a new schema makes every operation due again)
             run.states[op.name] = OperationState(last_run_ms=now, next_due_ms=NEVER, on_change=False)
             continue
         previous = run.states.get(op.name, OperationState())
@@ -253,11 +263,7 @@ def _after(
     if failures:
         run.errors.append((name, f"{len(failures)} file(s) could not be deleted, e.g. {failures[0]}"))
     wait = (
-        settings.poll_interval_ms
-        if failures
-        else settings.backlog_retry_ms
-        if result.backlog
-        else cadence.interval_ms
+        settings.poll_interval_ms if failures else settings.backlog_retry_ms if result.backlog else cadence.interval_ms
     )
     return OperationState(
         last_run_ms=now,
@@ -391,6 +397,7 @@ def _pass(
             location=target.location,
             operations=tuple(run.ran),
             errors=tuple(run.errors),
+            not_applicable=tuple(run.not_applicable),
             lease_lost=run.lease_lost,
             seconds=time.perf_counter() - started,
         )
@@ -402,6 +409,7 @@ def _pass(
         operations=tuple(run.ran),
         errors=tuple(run.errors),
         lost_races=tuple(run.lost_races),
+        not_applicable=tuple(run.not_applicable),
         keep_up=assess(state, clock(), settings.keep_up_window_ms, limits, settings.backlog_retry_ms),
         next_due_ms=next_due,
         watch_changes=on_change,

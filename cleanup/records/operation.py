@@ -12,6 +12,7 @@ from tableformat.errors import ValidationError
 from tableformat.options import RECORD_LEVEL_EXPIRE_TIME
 
 from ..kernel import Operation, Parameter, Progress, run_operation
+from ..rewrite import rewrite_refusal
 from .config import RecordExpireConfig
 from .execute import RecordExpireResult, execute_record_expiration, planned_result
 from .plan import RecordExpirePlan, plan_record_expiration
@@ -33,6 +34,11 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> RecordExpireConfig:
         return RecordExpireConfig.resolve(ctx, overrides)
+
+    def not_applicable(self, ctx: TableContext) -> str:
+        """Primary-key and fixed-bucket tables: their files are not rewritten (on a primary-key table Paimon applies
+        ``record-level.expire-time`` itself, in the merge of its compaction)."""
+        return rewrite_refusal(ctx.schema)
 
     def configured(self, ctx: TableContext) -> bool:
         """Only when ``record-level.expire-time`` is set (an invalid value counts as set: running reports it)."""

@@ -7,22 +7,43 @@ from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
-from tableformat.errors import ValidationError
+from tableformat.errors import NotApplicableError, ValidationError
 from tableformat.model.manifest import ManifestEntry
+from tableformat.model.schema import TableSchema
 from tableformat.options import BUCKET, TableOptions
 from tableformat.scan.record_ttl import RecordTTL, resolve_record_ttl
 
+DELETION_VECTORS_ENABLED = "deletion-vectors.enabled"
+
+PRIMARY_KEY_REASON = (
+    "the table has a primary key; tablefmt rewrites append tables only (rewriting a primary-key table's files as "
+    "if it were an append table can bring back an older version of a key); Paimon's own compaction merges it and "
+    "applies record-level.expire-time there"
+)
+
+
+def rewrite_refusal(schema: TableSchema) -> str:
+    """Why tablefmt cannot rewrite this table's files ('' when it can): it rewrites bucket-unaware append tables
+    only. A primary-key table's files hold versions of keys that only a merge by key and sequence number may drop;
+    a fixed-bucket table's files must stay in the bucket of their keys."""
+    if schema.primary_keys:
+        return PRIMARY_KEY_REASON
+    buckets = TableOptions(schema.options).require(BUCKET)
+    if buckets != -1:
+        return f"the table has bucket={buckets}; tablefmt rewrites bucket-unaware append tables only (bucket=-1)"
+    if str(schema.options.get(DELETION_VECTORS_ENABLED, "false")).strip().lower() == "true":
+        return (
+            f"the table has deletion vectors ({DELETION_VECTORS_ENABLED}=true); tablefmt does not rewrite files that "
+            "deletion vectors mark (rows they delete would come back); Paimon's own compaction applies them"
+        )
+    return ""
+
 
 def require_rewritable(ctx: TableContext, what: str) -> None:
-    """tablefmt writes bucket-unaware append tables only: refuse the others before planning."""
-    options = TableOptions(ctx.schema.options)
-    if ctx.schema.primary_keys:
-        raise ValidationError(f"{what}: the table has a primary key; tablefmt rewrites append tables only")
-    if options.require(BUCKET) != -1:
-        raise ValidationError(
-            f"{what}: the table has bucket={options.require(BUCKET)}; tablefmt rewrites bucket-unaware append "
-            "tables only (bucket=-1)"
-        )
+    """NotApplicableError, before planning, for a table tablefmt cannot rewrite (see rewrite_refusal)."""
+    reason = rewrite_refusal(ctx.schema)
+    if reason:
+        raise NotApplicableError(what, reason)
 
 
 def check_overrides(what: str, overrides: Mapping[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:

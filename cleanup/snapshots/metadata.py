@@ -13,7 +13,6 @@ costs more than the read and decoding holds the GIL. Deletes are parallel everyw
 
 from __future__ import annotations
 
-import datetime as dt
 import heapq
 import itertools
 import threading
@@ -51,14 +50,7 @@ class TagRef:
 
 def tag_expired(tag: Tag, now_ms: int) -> bool:
     """Whether a tag's ``tagTimeRetained`` has passed (its create time is a local date-time, as Paimon writes it)."""
-    if tag.time_retained_seconds is None or not tag.create_time or len(tag.create_time) < 3:
-        return False
-    parts = [*tag.create_time, 0, 0, 0, 0][:7]
-    try:
-        created = dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
-    except ValueError:
-        return False
-    return created.timestamp() * 1000 + tag.time_retained_seconds * 1000 < now_ms
+    return tag.expired(now_ms)
 
 
 class Candidate(NamedTuple):

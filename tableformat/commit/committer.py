@@ -21,6 +21,7 @@ from typing import Any
 
 from tableformat.codec import json_codec
 from tableformat.codec.entry_codec import EntryRecord
+from tableformat.commit.carried_metadata import carried_index_manifest, carried_statistics
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.manifest_merge import ManifestMerger, MergePolicy
 from tableformat.errors import (
@@ -134,6 +135,7 @@ class Committer:
         self._changed: tuple[dict[str, Any], ...] = ()
         self._missing: tuple[ManifestEntry, ...] = ()
         self._used_plan = False
+        self._overwritten: frozenset[bytes] = frozenset()
 
     # --- public ----------------------------------------------------------------------------------------------
     def commit(self, request: CommitRequest) -> CommitResult:
@@ -258,6 +260,7 @@ class Committer:
         if copies is not None:
             if not copies:
                 return None
+            self._overwritten = frozenset(record.partition for record in copies)
             meta = store.write_manifest_copies(
                 FileKind.DELETE, copies, names, self.schema.id, self.partition_types, written=written,
                 level=self.zstd_level,
@@ -266,6 +269,8 @@ class Committer:
         delta = self._delta(latest, request)
         if not delta:
             return None
+        if request.kind in (ChangeKind.OVERWRITE, ChangeKind.DROP):
+            self._overwritten = frozenset(e.partition for e in delta if e.kind == FileKind.DELETE)
         meta = store.write_manifest(
             delta, names, self.schema.id, self.partition_types, written=written, level=self.zstd_level
         )
@@ -289,6 +294,7 @@ class Committer:
         written: list[str] = []
         self._changed = ()
         self._missing = ()
+        self._overwritten = frozenset()
         try:
             delta = self._write_delta(latest, request, names, written)
             if self._missing:
@@ -450,7 +456,20 @@ class Committer:
             properties=properties,
             uuid=str(uuid.uuid4()),
             writer_version=WRITER_VERSION,
+            index_manifest=carried_index_manifest(
+                store, latest, self._overwritten, names, written, level=self.zstd_level
+            ),
+            statistics=carried_statistics(store, latest, self.schema.id),
+            **self._inherited(latest),
         )
+
+    def _inherited(self, latest: Snapshot | None) -> dict[str, Any]:
+        """What a new snapshot keeps of the latest one besides its index manifest and statistics
+        (commit/carried_metadata.py), as Paimon's commit does (FileStoreCommitImpl.tryCommitOnce): the watermark
+        and the next row id."""
+        if latest is None:
+            return {}
+        return {"watermark": latest.watermark, "next_row_id": latest.next_row_id}
 
     def _discard(self, paths: list[str]) -> None:
         """Remove metadata files of an attempt that did not create a snapshot (nothing references them)."""

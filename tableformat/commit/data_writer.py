@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.binary_row import encode_row
 from tableformat.data_paths import DataPaths, require_data_inside_root
-from tableformat.errors import UnsupportedFormatError, ValidationError
+from tableformat.errors import ArgumentError, UnsupportedFormatError, ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import NameFactory, TableLayout
 from tableformat.lazy_module import lazy_module
@@ -137,12 +137,13 @@ def _check_missing(missing: list[str], target: pa.Schema, schema: TableSchema, f
         )
     if required:
         reasons.append(f"NOT NULL column(s) {required} must be present")
+    lacks = f"data lacks column(s) {missing} of the table {target.names}"
     if not reasons:
-        reasons.append(
-            "to write nulls into the missing nullable column(s), pass fill_missing_columns=True "
-            "(tablefmt write --fill-missing-columns)"
+        raise ArgumentError(
+            f"{lacks}; to write nulls into the missing nullable column(s), pass {{fill_missing_columns}}",
+            fill_missing_columns=("True", ""),
         )
-    raise ValidationError(f"data lacks column(s) {missing} of the table {target.names}; {'; '.join(reasons)}")
+    raise ValidationError(f"{lacks}; {'; '.join(reasons)}")
 
 
 def local_wall_clock_ms() -> int:
@@ -230,18 +231,29 @@ def _split_by_partition(table: pa.Table, keys: Sequence[str]) -> list[tuple[tupl
     return result
 
 
+def require_writable(schema: TableSchema) -> None:
+    """UnsupportedFormatError, one line, for a table tablefmt does not write: a primary-key table (its files hold
+    key-value records only Paimon's writers produce: ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) or a
+    fixed-bucket table (every key in its bucket)."""
+    if schema.primary_keys:  # checked first: a primary-key table usually has fixed buckets too
+        raise UnsupportedFormatError(
+            f"table has a primary key ({', '.join(schema.primary_keys)}): tablefmt writes append tables only; "
+            "write primary-key tables with Paimon"
+        )
+    buckets = TableOptions(schema.options).require(BUCKET)
+    if buckets != -1:
+        raise UnsupportedFormatError(
+            f"table has bucket={buckets}: tablefmt writes bucket-unaware append tables only (bucket=-1); it can read "
+            "fixed-bucket tables"
+        )
+
+
 class DataFileWriter:
     """Writes the data of one commit; remembers every path it wrote so a failed commit can remove them."""
 
     def __init__(self, file_io: FileIO, layout: TableLayout, schema: TableSchema, names: NameFactory) -> None:
         options = TableOptions(schema.options)
-        if options.require(BUCKET) != -1:
-            raise UnsupportedFormatError(
-                f"table has bucket={options.require(BUCKET)}: tablefmt writes bucket-unaware append tables only "
-                "(bucket=-1); it can read fixed-bucket tables"
-            )
-        if schema.primary_keys:
-            raise UnsupportedFormatError("table has a primary key: tablefmt writes append tables only")
+        require_writable(schema)
         require_data_inside_root(options, file_io.url(layout.root), "write to")
         self.io = file_io
         self.layout = layout

@@ -155,11 +155,12 @@ class LocalFileIO(FileIO):
     def _write_temp(self, path: str, data: bytes, *, sync: bool) -> str:
         temp = temp_name_for(path)
         for attempt in range(_EMPTIED_DIR_RETRIES):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
             try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
                 handle = open(temp, "wb")  # noqa: SIM115 - closed below; opening alone is retried
-            except FileNotFoundError:
-                # another process removed the (then empty) directory between makedirs and open: make it again
+            except (FileNotFoundError, FileExistsError):
+                # another process removed the (then empty) directory between makedirs and open, or inside makedirs
+                # (FileExistsError: it found the directory, then saw it gone when it checked it was one): again
                 if attempt == _EMPTIED_DIR_RETRIES - 1:
                     raise
                 continue

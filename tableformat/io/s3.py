@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 
-from tableformat.errors import DeleteFailedError, StorageError, TableFormatError
+from tableformat.errors import DeleteFailedError, StorageError
 from tableformat.io.fileio import FileInfo
 from tableformat.io.fsspec_io import FsspecFileIO, mtime_ms_of
+from tableformat.io.scrubbing import Scrubber, call_scrubbed, exception_chain
 
 _log = logging.getLogger(__name__)
 
@@ -32,11 +32,6 @@ CONCURRENCY = 8  # parallel HEAD / LIST / DeleteObjects requests of one delete_f
 LIST_MIN_KEYS = 4  # delete_files lists a directory from this many requested keys in it, else HEADs each
 KEYS_PER_LIST_PAGE = 100  # delete_files' listing budget: one page per this many requested keys of a directory
 
-_SECRET_OPTIONS = ("key", "secret", "token", "username", "password")
-_SECRET_CLIENT_KWARGS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
-_SECRET_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
-_MIN_SECRET_LEN = 4
-_REDACTED = "***"
 _UNKNOWN_OUTCOME_STATUS = (408, 409, 412, 429)
 
 
@@ -49,7 +44,7 @@ def split_path(path: str) -> tuple[str, str]:
 
 def _error_code(exc: BaseException) -> tuple[str, int]:
     """S3 error code and HTTP status of the botocore ClientError in ``exc``'s chain, or ('', 0)."""
-    for item in _chain(exc):
+    for item in exception_chain(exc):
         response = getattr(item, "response", None)
         if isinstance(response, dict):
             status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
@@ -77,81 +72,6 @@ def _just_before(key: str) -> str:
     if " " < last <= "~":
         return key[:-1] + chr(ord(last) - 1)
     return key[:-1]
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-class Scrubber:
-    """Removes credential values from text and exceptions."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        unique = {s for s in secrets if len(s) >= _MIN_SECRET_LEN}
-        self._secrets = sorted(unique, key=len, reverse=True)
-
-    @classmethod
-    def for_options(cls, options: dict[str, Any], fs: Any = None) -> Scrubber:
-        """Secrets from storage options, the filesystem (fsspec config applied) and the standard AWS env vars."""
-        values: list[Any] = [options.get(name) for name in _SECRET_OPTIONS]
-        client_kwargs = options.get("client_kwargs") or {}
-        values += [client_kwargs.get(name) for name in _SECRET_CLIENT_KWARGS]
-        values += [getattr(fs, name, None) for name in ("key", "secret", "token")]
-        values += [os.environ.get(name) for name in _SECRET_ENV]
-        return cls(str(v) for v in values if v)
-
-    def text(self, text: str) -> str:
-        """``text`` with every secret replaced."""
-        for secret in self._secrets:
-            text = text.replace(secret, _REDACTED)
-        return text
-
-    def leaks(self, exc: BaseException) -> bool:
-        """Whether a secret appears in the message or repr of ``exc`` or anything it chains to."""
-        rendered = [f"{item}\n{item!r}" for item in _chain(exc)]
-        return any(secret in text for text in rendered for secret in self._secrets)
-
-    def exception(self, exc: BaseException) -> BaseException:
-        """``exc`` itself when it leaks nothing, else a fresh exception of the same kind without a chain."""
-        if not self.leaks(exc):
-            return exc
-        message = self.text(str(exc))
-        own_text = f"{exc}\n{exc!r}"
-        clean: BaseException
-        if isinstance(exc, TableFormatError) and self.text(own_text) == own_text:
-            clean = exc  # our own message is clean: keep the object (and its attributes), drop the chain
-        elif type(exc).__module__ == "builtins":
-            try:
-                clean = type(exc)(message)
-            except Exception:
-                clean = StorageError(message)
-        else:
-            clean = StorageError(f"{type(exc).__name__}: {message}")
-        clean.__cause__ = clean.__context__ = None
-        clean.__suppress_context__ = True
-        return clean
-
-
-def call_scrubbed(scrubber: Scrubber, func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """``func(*args, **kwargs)``; anything raised is re-raised without credentials (and outside the handler)."""
-    clean: BaseException | None = None
-    try:
-        return func(*args, **kwargs)
-    except Exception as exc:
-        clean = scrubber.exception(exc)
-        if not isinstance(clean, (OSError, TableFormatError, ValueError, TypeError)):
-            # botocore/aiohttp failures such as EndpointConnectionError are not OSErrors: make them StorageErrors
-            wrapped = StorageError(f"{type(clean).__name__}: {clean}")
-            wrapped.__cause__ = clean  # already scrubbed: ``exc`` itself only when it leaks nothing
-            clean = wrapped
-        elif clean is exc:
-            raise
-    raise clean
 
 
 def _scrubbed(method: Callable[Concatenate[S3FileIO, P], T]) -> Callable[Concatenate[S3FileIO, P], T]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -71,6 +72,29 @@ class Tag:
     create_time: tuple[int, ...] | None = None
     """Jackson LocalDateTime array [y, m, d, h, min, s, nanos] as Paimon writes it."""
     time_retained_seconds: float | None = None
+
+    def created_local(self) -> dt.datetime | None:
+        """``create_time`` as a naive local date-time (None when absent or not a date)."""
+        if not self.create_time or len(self.create_time) < 3:
+            return None
+        parts = [*self.create_time, 0, 0, 0, 0][:7]
+        try:
+            return dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
+        except ValueError:
+            return None
+
+    def expires_ms(self) -> float | None:
+        """When ``tagTimeRetained`` has passed, in epoch ms (the create time is local, as Paimon writes it); None
+        for a tag kept forever or without a readable create time."""
+        created = self.created_local()
+        if self.time_retained_seconds is None or created is None:
+            return None
+        return created.timestamp() * 1000 + self.time_retained_seconds * 1000
+
+    def expired(self, now_ms: int) -> bool:
+        """Whether snapshot expiration deletes this tag at ``now_ms``."""
+        expires = self.expires_ms()
+        return expires is not None and expires < now_ms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

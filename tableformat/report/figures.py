@@ -72,6 +72,9 @@ def _rule(op: Operation[Any, Any, Any], ctx: TableContext, state: MaintainState 
         due.update(next_due_ms=None, due_source="never run by tablefmt maintain: due on its first pass")
     if not configured:
         return RuleFigures(operation=op.name, summary=op.summary, configured=False, **due)
+    reason = op.not_applicable(ctx)
+    if reason:  # e.g. compaction of a primary-key table: tablefmt maintain skips it too
+        return RuleFigures(operation=op.name, summary=op.summary, configured=True, not_applicable=reason, **due)
     try:
         result = run_operation(op, ctx, {}, dry_run=True, now_ms=now_ms)
     except Exception as exc:  # one rule's failure must not hide the others

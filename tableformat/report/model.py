@@ -83,6 +83,8 @@ class RuleFigures:
     result: OperationResult | None = None
     """The operation's own dry-run result (None when not configured or when it failed)."""
     error: str = ""
+    not_applicable: str = ""
+    """Why the operation does not apply to this kind of table (a rewrite on a primary-key table): not run, no error."""
     frees_bytes: int = 0
     """Bytes the dry run would delete now (its ``deleted_bytes``)."""
     frees_files: int = 0
@@ -112,12 +114,15 @@ class RuleFigures:
             "interval_ms": self.interval_ms,
             "on_change": self.on_change,
             "error": self.error or None,
+            "not_applicable": self.not_applicable or None,
             "dry_run": None if self.result is None else self.result.to_json(),
         }
 
     def outcome(self) -> str:
         """The dry run's first summary line (or a generic one)."""
         if self.result is None:
+            if self.not_applicable:
+                return f"not applicable: {self.not_applicable}"
             return self.error or "not configured"
         lines = self.result.summary()
         if lines:

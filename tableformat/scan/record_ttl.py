@@ -313,8 +313,8 @@ def resolve_record_ttl(
     name = time_field if time_field is not None else options.get(RECORD_LEVEL_TIME_FIELD)
     if not name:
         raise ValidationError(
-            "record-level.expire-time is set but record-level.time-field is not: name the column whose time "
-            "expires a row (option record-level.time-field, --time-field COL)"
+            "record-level.expire-time is set but record-level.time-field is not: set the option "
+            "record-level.time-field to the column whose time expires a row"
         )
     try:
         field = schema.field(name)

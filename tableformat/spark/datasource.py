@@ -29,6 +29,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
+from tableformat.commit.data_writer import require_writable
 from tableformat.errors import TableAlreadyExistsError, TableNotFoundError, ValidationError
 from tableformat.model.partition import normalize_spec
 from tableformat.options import PARTITION_DEFAULT_NAME, REGISTRY, ROW_GROUP_ROWS, TARGET_FILE_SIZE
@@ -117,7 +118,9 @@ def check_existing(table: Table, config: WriteConfig) -> None:
 
 
 def plan_write(table: Table, config: WriteConfig, schema: StructType, overwrite: bool) -> WritePlan:
-    """Check the DataFrame against the table and fix everything the tasks and the commit need."""
+    """Check the DataFrame against the table and fix everything the tasks and the commit need; a table tablefmt does
+    not write (primary key, fixed buckets) is refused here, on the driver, before any task runs."""
+    require_writable(table.schema)
     table_names = list(table.schema.field_names)
     df_names = schema.fieldNames()
     resolved = resolve_columns(df_names, table_names)

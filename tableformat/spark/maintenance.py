@@ -149,7 +149,8 @@ def maintain(
 ) -> MaintenanceReport:
     """Run all of a table's maintenance now, whatever its ``write-only`` option says.
 
-    Every operation the registry runs after commits, in its order, per the table's options (snapshot expiration
+    Every operation the registry runs after commits that applies to the table (record expiration does not apply to
+    a primary-key table), in its order, per the table's options (snapshot expiration
     last; metadata-sized work on the driver), then, if ``remove_orphans``,
     the distributed orphan cleanup with ``older_than`` / ``force`` / ``parallelism`` as in remove_orphan_files.
     Errors raise (unlike the hook after a commit, this call exists to do the maintenance).
@@ -157,8 +158,8 @@ def maintain(
     ctx = _table(path, storage_options)
     ran: list[tuple[str, OperationResult]] = []
     for operation in after_commit_operations():
-        if not operation.enabled(ctx):  # e.g. partition expiration without partition.expiration-time
-            continue
+        if operation.not_applicable(ctx) or not operation.enabled(ctx):
+            continue  # e.g. record expiration on a primary-key table, partition expiration without its option
         overrides = {"parallelism": parallelism} if any(p.name == "parallelism" for p in operation.parameters) else {}
         ran.append((operation.name, run_operation(operation, ctx, overrides, dry_run=dry_run)))
     orphan_result = None

@@ -8,6 +8,7 @@ tablefmt does not create fixed-bucket tables, so the table here is made the way 
 from __future__ import annotations
 
 import io
+import re
 import time
 import uuid
 from pathlib import Path
@@ -27,7 +28,7 @@ from tableformat.codec.arrow_schema import fields_from_arrow
 from tableformat.codec.binary_row import encode_row
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import NewDataFile, value_stats
-from tableformat.errors import UnsupportedFormatError
+from tableformat.errors import NotApplicableError, UnsupportedFormatError
 from tableformat.io.local import LocalFileIO
 from tableformat.layout import TableLayout
 from tableformat.model.manifest import DataFileMeta
@@ -180,3 +181,17 @@ def test_appends_are_refused_in_one_line(table: Table) -> None:
     assert result.stderr.startswith(f"error: {expected}") and result.stderr.count("\n") == 1
     assert files_under(root) == before
     assert [s.id for s in table.snapshots()] == [1]
+
+
+def test_rewrites_are_not_applicable_to_fixed_bucket_tables(table: Table) -> None:
+    commit(table, [0, 1, 2])
+    root = Path(table.context.layout.root)
+    before = files_under(root)
+    reason = "the table has bucket=3; tablefmt rewrites bucket-unaware append tables only (bucket=-1)"
+    with pytest.raises(NotApplicableError, match=re.escape(f"compact: {reason}")):
+        table.maintenance.run("compact")
+    with pytest.raises(NotApplicableError, match=re.escape(f"expire-records: {reason}")):
+        table.maintenance.run("expire-records", expire_time="1d", time_field="id")
+    result = CliRunner().invoke(cli, ["compact", str(root)])
+    assert result.exit_code == 1 and result.stderr == f"error: compact: {reason}\n"
+    assert files_under(root) == before

@@ -100,6 +100,15 @@ USAGE_ERRORS: list[tuple[list[str], str]] = [
         "error: Invalid value for '--option': expected KEY=VALUE, got 'novalue'",
     ),
     (
+        ["create", "{tmp}/new", "--schema-from", "{tmp}/in.parquet", "--option", "record-level.expire-time=10d"],
+        "error: record-level.expire-time is set but record-level.time-field is not: set the option "
+        "record-level.time-field to the column whose time expires a row",
+    ),
+    (
+        ["create", "{tmp}/new", "--schema-from", "{tmp}/in.parquet", "--partition-keys", "day"],
+        "error: partition keys ['day'] must be distinct columns of the schema ['id', 'dt']",
+    ),
+    (
         ["snapshots", "{table}", "--storage-option", "novalue"],
         "error: Invalid value for '--storage-option': expected KEY=VALUE, got 'novalue'",
     ),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -85,8 +86,8 @@ id  kind       committed                  records     added   removed
 """
 
 TAGS = """\
-tag      snapshot  committed                  records  retained
-nightly         2  YYYY-MM-DDThh:mm:ss+00:00      200  forever
+tag      snapshot  committed                  records  retained  expires
+nightly         2  YYYY-MM-DDThh:mm:ss+00:00      200  forever   never
 """
 
 PARTITIONS = """\
@@ -204,7 +205,22 @@ def test_options_set_unset_cli(table: str) -> None:
         "error": "option snapshot.num-retained.min: invalid integer 'zero'", "kind": "UsageError"
     }  # fmt: skip
     assert run("options", "set", table, "novalue").exit_code == 2
+    result = run("options", "unset", table, "snapshot.expire.limt")  # a typo is not "no change"
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: unknown table option 'snapshot.expire.limt' (did you mean 'snapshot.expire.limit'?); the table "
+        "does not hold it either: nothing to unset\n",
+    )
     assert len(Table.open(table).context.store.schema_ids()) == 3
+    assert run("options", "unset", table, "snapshot.expire.limit").stdout.startswith("no change")  # known, unset
+
+
+def test_options_show_takes_its_flags_before_or_after_the_table(table: str) -> None:
+    after = run("options", table, "--all")
+    before = run("options", "--all", table)
+    assert (after.exit_code, before.exit_code) == (0, 0)
+    assert after.stdout == before.stdout and "snapshot.expire.limit" in after.stdout
+    assert "tablefmt options TABLE [--all] [--json]" in run("options", "--help").stdout
 
 
 def test_tag_create_with_time_retained(table: str) -> None:
@@ -214,6 +230,25 @@ def test_tag_create_with_time_retained(table: str) -> None:
     assert tags["weekly"]["time_retained_seconds"] == 7 * 86_400
     assert "weekly          3" in human("tag", "list", table) and "7 d" in human("tag", "list", table)
     assert run("tag", "create", table, "bad", "--time-retained", "-1d").exit_code == 2
+
+
+def test_tag_list_says_when_each_tag_expires_and_which_already_have(table: str) -> None:
+    store = Table.open(table).context.store
+    created = (2020, 1, 2, 3, 4, 5, 0)  # local time, as Paimon writes it
+    old = dataclasses.replace(store.read_tag("nightly"), name="old", create_time=created, time_retained_seconds=60)
+    assert store.write_tag_if_absent(old)
+    assert run("tag", "create", table, "weekly", "--snapshot", "3", "--time-retained", "7d").exit_code == 0
+    weekly = store.read_tag("weekly")
+    tags = {t["name"]: t for t in json.loads(run("tag", "list", table, "--json").stdout)}
+    expected_old = int(dt.datetime(2020, 1, 2, 3, 5, 5).timestamp() * 1000)
+    assert (tags["old"]["expire_time_ms"], tags["old"]["expired"]) == (expected_old, True)
+    assert tags["old"]["expire_time"] == "2020-01-02T03:05:05+00:00"  # TZ=UTC in these tests
+    assert tags["weekly"]["expire_time_ms"] == int(weekly.expires_ms() or 0) and tags["weekly"]["expired"] is False
+    assert (tags["nightly"]["expire_time"], tags["nightly"]["expired"]) == (None, False)
+    listed = {line.split()[0]: line for line in run("tag", "list", table).stdout.splitlines()[1:]}
+    assert listed["old"].endswith(" 1 min     expired")
+    assert listed["weekly"].endswith(" 7 d       in 6 d")  # 7 d less the moments since it was created
+    assert listed["nightly"].endswith(" forever   never")
 
 
 def test_rollback_cli(table: str) -> None:

@@ -37,10 +37,11 @@ def test_json_lines_one_per_table_with_every_field(tmp_path: Path) -> None:
     assert [r["table"] for r in reports] == list(tables)
     for report in reports:
         assert set(report) == {
-            "table", "location", "operations", "ok", "error", "lost_races", "skipped", "lease_lost", "keep_up",
-            "next_due_ms", "last_success_ms", "seconds",
+            "table", "location", "operations", "ok", "error", "lost_races", "not_applicable", "skipped",
+            "lease_lost", "keep_up", "next_due_ms", "last_success_ms", "seconds",
         }  # fmt: skip
         assert report["ok"] is True and report["error"] is None and report["skipped"] is None
+        assert report["not_applicable"] == {}
         assert list(report["operations"]) == ["expire", "remove-orphans"]
         assert report["operations"]["expire"]["expired_snapshot_ids"] == [1, 2, 3]
         assert report["keep_up"]["backlog"] == {} and report["keep_up"]["falling_behind"] is False
@@ -215,3 +216,10 @@ def test_once_and_watch_together_is_a_usage_error_before_any_table_is_touched(tm
     assert (code, out, err) == (2, "", "error: give --once or --watch, not both\n")
     assert snapshot_ids(tables["sales.orders"]) == [1, 2, 3, 4, 5]
     assert not (tables["sales.orders"] / ".tablefmt").exists()
+
+
+@pytest.mark.parametrize("flag", ["--parallelism", "--parallel"])
+def test_parallelism_is_the_flag_every_command_spells_alike(tmp_path: Path, flag: str) -> None:
+    make_warehouse(tmp_path / "wh", {"sales": ["orders"]}, commits=2)
+    code, out, err = _run("--once", flag, "1", str(tmp_path / "wh"))
+    assert (code, err) == (0, "") and out.endswith("1 maintained, 0 failed, 0 B freed\n")

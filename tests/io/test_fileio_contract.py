@@ -212,9 +212,10 @@ class TestFileIOContract:
 # --- local disk only --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("inside_makedirs", [False, True], ids=["before-open", "inside-makedirs"])
 @pytest.mark.parametrize("create", [False, True], ids=["write_bytes", "write_if_absent"])
 def test_local_write_survives_its_directory_removed_as_empty(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, create: bool
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, create: bool, inside_makedirs: bool
 ) -> None:
     """Another process's remove_empty_dir (a claim released on .tablefmt/) can land between a writer's makedirs and
     its open: the writer makes the directory again instead of failing with FileNotFoundError."""
@@ -228,6 +229,8 @@ def test_local_write_survives_its_directory_removed_as_empty(
         if not removals:  # the first time only: the other process removes the still empty directory
             removals.append(path)
             assert io.remove_empty_dir(path) is True
+            if inside_makedirs:  # makedirs found it, then saw it gone when checking it is a directory
+                raise FileExistsError(path)
 
     monkeypatch.setattr(os, "makedirs", makedirs_then_removed_by_another)
     path = f"{directory}/claim-maintenance-1"

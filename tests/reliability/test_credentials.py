@@ -21,7 +21,9 @@ from click.testing import CliRunner, Result
 
 from tableformat.cli.main import cli
 from tableformat.context import TableContext
+from tableformat.errors import StorageError
 from tableformat.io.s3 import S3FileIO
+from tableformat.io.scrubbing import NO_CREDENTIALS
 from tableformat.store import MetadataStore
 from tableformat.table import Table
 
@@ -198,3 +200,23 @@ def test_cli_json_output_never_shows_a_secret(
     assert_clean("\n".join(outputs), secrets, "--json output")
     assert_clean(log_text(debug_logs), secrets, "the DEBUG log records")
     assert '"path": "s3://' in outputs[1]  # files --json shows URLs, and nothing else of the storage options
+
+
+def test_missing_credentials_say_which_settings_to_give(
+    table_url: str, s3_root: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """No key in the options, the environment or an AWS profile: one line naming what to set, in the API and the
+    CLI, instead of botocore's "Unable to locate credentials"."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    options = {k: v for k, v in s3_root[1].items() if k not in ("key", "secret")}
+    with pytest.raises(StorageError) as refused:
+        Table.open(table_url, options)
+    assert str(refused.value) == NO_CREDENTIALS
+    endpoint = f"endpoint_url={options['endpoint_url']}"
+    result = CliRunner().invoke(cli, ["snapshots", table_url, "--storage-option", endpoint])
+    assert (result.exit_code, result.stderr) == (1, f"error: {NO_CREDENTIALS}\n")
+    assert "--storage-option key=... --storage-option secret=..." in NO_CREDENTIALS

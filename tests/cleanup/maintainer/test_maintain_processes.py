@@ -21,7 +21,7 @@ LAYOUT = {db: [f"t{i}" for i in range(6)] for db in ("sales", "web", "ops", "hr"
 def _maintain(warehouse: Path) -> subprocess.Popen[str]:
     script = Path(sys.executable).with_name("tablefmt")
     return subprocess.Popen(
-        [str(script), "maintain", "--once", "--json", "--parallel", "1", str(warehouse)],
+        [str(script), "maintain", "--once", "--json", "--parallelism", "1", str(warehouse)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
