@@ -45,13 +45,8 @@ def run_after_commit(ctx: TableContext, now_ms: int | None = None) -> list[Opera
             log.warning("%s after commit failed: %s", operation.name, exc)
             errors.append(exc)
             continue
-        if result.deleted_paths:
-            log.info(
-                "%s after commit: deleted %d file(s), %d bytes",
-                operation.name,
-                len(result.deleted_paths),
-                result.deleted_bytes,
-            )
+        if result.did_something():
+            log.info("after commit: %s", result.headline())
         results.append(result)
     if errors:
         raise errors[0]

@@ -160,6 +160,9 @@ def write(
         say("nothing to commit (no rows); no snapshot written")
     else:
         say(f"committed snapshot {snapshot.id} ({snapshot.commit_kind.value}, {data.num_rows} rows)")
+        for done in target.last_after_commit:
+            if done.did_something():
+                say(f"after commit: {done.headline()}")
 
 
 @cli.command("drop-partition")

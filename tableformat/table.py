@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult
+from tableformat.cleanup.kernel import OperationResult
 from tableformat.cleanup.orphans import OrphanResult
 from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.snapshots import ExpireResult
@@ -74,6 +75,8 @@ class Table(TableReaders, RewriteMethods):
         self.commit_user = str(uuid.uuid4())
         self._identifiers = itertools.count(1)
         self._atomic_create_checked = False
+        self.last_after_commit: tuple[OperationResult, ...] = ()
+        """What the after-commit maintenance of this object's last commit did (each result's ``headline()``)."""
 
     # --- create / open ---------------------------------------------------------------------------------------
     @classmethod
@@ -297,8 +300,9 @@ class Table(TableReaders, RewriteMethods):
 
         It never fails the commit: the snapshot is durable, so problems are logged and the commit returns.
         """
+        self.last_after_commit = ()
         try:
-            run_after_commit(self._ctx)
+            self.last_after_commit = tuple(run_after_commit(self._ctx))
         except Exception as exc:
             log.warning("maintenance after commit failed (the commit itself succeeded): %s", exc)
 

@@ -8,6 +8,7 @@ Table API, the after-commit hook, Spark and the scheduler all go through :func:`
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -145,7 +146,7 @@ def run_operation(
         else:
             result = _execute_claimed(operation, ctx, plan, config, now, progress)
         del plan  # its records go before the collector comes back: it finds no young objects to walk
-    return result
+    return result if result.operation else dataclasses.replace(result, operation=operation.name)
 
 
 def _execute_claimed(

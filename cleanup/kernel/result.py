@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tableformat.units import human_bytes
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OperationResult:
@@ -22,6 +24,8 @@ class OperationResult:
     backlog: int = 0
     """Items (snapshots, partitions, ...) that were due but left for a later run by a limit; 0 when none. The
     scheduler brings a table with backlog back soon, and the keep-up report follows it across passes."""
+    operation: str = ""
+    """The registry name of the operation that produced it (set by ``run_operation``)."""
 
     def failures(self) -> tuple[str, ...]:
         """'path: reason' of what the run could not do although it did not raise (e.g. deletes that failed): the
@@ -31,6 +35,18 @@ class OperationResult:
     def summary(self) -> tuple[str, ...]:
         """The CLI's text output when the operation has its own (empty: the generic 'deleted N file(s)' lines)."""
         return ()
+
+    def headline(self) -> str:
+        """One line saying what the run did, for logs and the output of the command whose commit ran it: the
+        first summary line, else ``expire: deleted 3 file(s), 5.2 KiB``."""
+        if self.summary():
+            return self.summary()[0]
+        verb = "would delete" if self.dry_run else "deleted"
+        return f"{self.operation}: {verb} {len(self.deleted_paths)} file(s), {human_bytes(self.deleted_bytes)}"
+
+    def did_something(self) -> bool:
+        """Whether the run changed (or, dry, would change) anything worth telling."""
+        return bool(self.deleted_paths or self.removed_dirs)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object (operations add their own keys to these)."""

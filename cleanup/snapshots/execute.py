@@ -41,6 +41,7 @@ from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotN
 from tableformat.layout import EARLIEST, TAG_PREFIX
 from tableformat.model.snapshot import Tag
 from tableformat.parallel import Workers, executor
+from tableformat.units import human_bytes
 
 from ..kernel import Deleter, OperationResult, Progress
 from ..roots import Root
@@ -69,6 +70,12 @@ class ExpireResult(OperationResult):
     completed_journals: tuple[str, ...] = ()
     """Plan ids of interrupted earlier runs that this run finished."""
 
+    def headline(self) -> str:
+        return _expire_headline(self)
+
+    def did_something(self) -> bool:
+        return bool(self.expired_snapshots or self.expired_tags or self.expired_consumers or self.deleted_paths)
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (the CLI's ``--json`` object)."""
         return {
@@ -88,6 +95,16 @@ class ExpireResult(OperationResult):
             "completed_journals": list(self.completed_journals),
             "notes": list(self.notes),
         }
+
+
+def _expire_headline(result: ExpireResult) -> str:
+    expired = "would expire" if result.dry_run else "expired"
+    verb = "would delete" if result.dry_run else "deleted"
+    tags = f" and tag(s) {', '.join(result.expired_tags)}" if result.expired_tags else ""
+    return (
+        f"{result.operation or 'expire'}: {expired} {result.expired_snapshots} snapshot(s){tags}; {verb} "
+        f"{len(result.deleted_paths)} file(s), {human_bytes(result.deleted_bytes)}"
+    )
 
 
 def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | None) -> ExpireResult:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 
+import pyarrow.parquet as pq
 from click.testing import CliRunner
 from support.tables import files_under, reachable_files
 
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cli.expire_command import expire
+from tableformat.cli.main import cli
 
 RETAIN_3 = {
     "write-only": "false",
@@ -24,6 +27,23 @@ def test_commits_expire_per_the_options(kit) -> None:
     assert [s.id for s in table.snapshots()] == [4, 5, 6]
     assert (kit.root(table) / "snapshot" / "EARLIEST").read_text() == "4"
     assert files_under(kit.root(table)) == reachable_files(table.context)
+
+
+def test_the_write_command_says_what_after_commit_maintenance_did(kit, tmp_path) -> None:
+    table = kit.table(**RETAIN_3)
+    for _ in range(3):
+        table.append(kit.rows(2))
+    source = tmp_path / "rows.parquet"
+    pq.write_table(kit.rows(2), source)
+    result = CliRunner().invoke(cli, ["write", table.location, str(source)])
+    assert result.exit_code == 0, result.output
+    first, second = result.stdout.splitlines()
+    assert first == "committed snapshot 4 (APPEND, 2 rows)"
+    assert re.fullmatch(r"after commit: expire: expired 1 snapshot\(s\); deleted \d+ file\(s\), [\d.]+ KiB", second)
+    done = table.context.store.snapshot_ids()
+    assert done == [2, 3, 4]
+    quiet = CliRunner().invoke(cli, ["-q", "write", table.location, str(source)])
+    assert (quiet.exit_code, quiet.stdout) == (0, "")
 
 
 def test_write_only_disables_expire_on_commit(kit) -> None:
