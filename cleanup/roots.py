@@ -80,11 +80,12 @@ class References:
         self._listed_versions: dict[str, str] = {}
 
     # --- roots -----------------------------------------------------------------------------------------------
-    def _listed(self, include_main: bool) -> list[tuple[_Source, list[tuple[str, str]]]]:
+    def _listed(self, include_main: bool, main_changelogs: bool) -> list[tuple[_Source, list[tuple[str, str]]]]:
         """Every source with its keys: the main table's listed while ``branch/`` is (all at once in a pool)."""
         store = self.ctx.store
         branches = self.pool.submit(store.branch_names)
-        main = self._sources_of("", store) if include_main else []
+        main = self._sources_of("", store) if include_main or main_changelogs else []
+        main = main if include_main else [source for source in main if source.kind == "changelog"]
         listed = list(self.pool.map(lambda s: (s, s.list_keys()), main))
         others = [source for name in branches.result() for source in self._sources_of(name, store.branch_store(name))]
         return listed + list(self.pool.map(lambda s: (s, s.list_keys()), others))
@@ -149,10 +150,12 @@ class References:
         known: Iterable[Root] = (),
         settle: bool = True,
         unchanged: Mapping[str, str] | None = None,
+        main_changelogs: bool = False,
     ) -> list[Root]:
         """Every root present, read; listed again after reading until the set of roots is stable.
 
-        ``include_main=False``: only the branches' roots (snapshot expiration reads the main table itself).
+        ``include_main=False``: only the branches' roots (snapshot expiration reads the main table itself), and with
+        ``main_changelogs`` the main table's long-lived changelogs.
         ``known``: roots read before; one listed again under the same label is taken as read, not read again.
         ``settle=False``: one listing, its roots read, no listing again unless a root vanished meanwhile (for a caller
         that lists again itself after reading what the roots reference, as orphan cleanup does).
@@ -167,7 +170,7 @@ class References:
         for _ in range(MAX_ROUNDS):
             present = []
             self.unchanged_labels = set()
-            for source, keys in self._listed(include_main):
+            for source, keys in self._listed(include_main, main_changelogs):
                 for key, version in keys:
                     label = f"{source.label} {key}"
                     if version and same.get(label) == version:

@@ -59,6 +59,20 @@ def _render(result: ExpireResult) -> None:
         f"{result.deleted_manifest_lists} manifest list(s), {len(result.deleted_paths)} file(s) in all, "
         f"{human_bytes(result.deleted_bytes)}"
     )
+    attached = [
+        f"{count} {kind}(s)"
+        for count, kind in (
+            (result.deleted_changelog_files, "changelog file"),
+            (result.deleted_changelog_manifests, "changelog manifest"),
+            (result.deleted_changelog_manifest_lists, "changelog manifest list"),
+            (result.deleted_index_files, "index file"),
+            (result.deleted_index_manifests, "index manifest"),
+            (result.deleted_statistics_files, "statistics file"),
+        )
+        if count
+    ]
+    if attached:
+        say(f"including {', '.join(attached)}")
     if result.expired_tags:
         say(f"{expired} tag(s): {', '.join(result.expired_tags)}")
     if result.expired_consumers:

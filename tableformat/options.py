@@ -170,13 +170,7 @@ FILE_COMPRESSION_ZSTD_LEVEL = _register(
 )
 DATA_FILE_PREFIX = _register(Option("data-file.prefix", STRING, "data-", "Prefix of data file names."))
 CHANGELOG_FILE_PREFIX = _register(
-    Option(
-        "changelog-file.prefix",
-        STRING,
-        "changelog-",
-        "Prefix of changelog file names (the changelog data files a primary-key table's writers produce; tablefmt "
-        "only reads and cleans them).",
-    )
+    Option("changelog-file.prefix", STRING, "changelog-", "Prefix of changelog file names.")
 )
 DATA_FILE_PATH_DIRECTORY = _register(
     Option(
@@ -210,15 +204,6 @@ GLOBAL_INDEX_EXTERNAL_PATH = _register(
         STRING,
         None,
         "Paimon's index directory outside the table root; refused like `data-file.external-paths`.",
-    )
-)
-INDEX_FILE_IN_DATA_FILE_DIR = _register(
-    Option(
-        "index-file-in-data-file-dir",
-        BOOL,
-        False,
-        "Whether Paimon writes index files (deletion vectors, hash indexes) into the data files' bucket directories "
-        "instead of `index/`; tablefmt's check looks for them there, orphan cleanup finds them in either.",
     )
 )
 PARTITION_DEFAULT_NAME = _register(
@@ -324,6 +309,22 @@ SNAPSHOT_TIME_RETAINED = _register(
         3_600_000,
         "A snapshot expires only once the snapshot after it is older than this.",
     )
+)
+CHANGELOG_NUM_RETAINED_MIN = _register(
+    Option(
+        "changelog.num-retained.min", INT, None, "Unset: snapshot.num-retained.min; higher: expire refuses.", minimum=1
+    )
+)
+CHANGELOG_NUM_RETAINED_MAX = _register(
+    Option(
+        "changelog.num-retained.max", INT, None, "Unset: snapshot.num-retained.max; higher: expire refuses.", minimum=1
+    )
+)
+CHANGELOG_TIME_RETAINED = _register(
+    Option("changelog.time-retained", DURATION, None, "Unset: snapshot.time-retained; longer: expire refuses.")
+)
+INDEX_FILE_IN_DATA_FILE_DIR = _register(
+    Option("index-file-in-data-file-dir", BOOL, False, "Index files live in the bucket directories, not in index/.")
 )
 SNAPSHOT_EXPIRE_LIMIT = _register(
     Option("snapshot.expire.limit", INT, 10, "At most this many snapshots expire per run.", minimum=1)

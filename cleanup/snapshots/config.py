@@ -5,8 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from tableformat.errors import ValidationError
+from tableformat.errors import MaintenanceError, ValidationError
 from tableformat.options import (
+    CHANGELOG_NUM_RETAINED_MAX,
+    CHANGELOG_NUM_RETAINED_MIN,
+    CHANGELOG_TIME_RETAINED,
     CONSUMER_EXPIRATION_TIME,
     FILE_OPERATION_THREAD_NUM,
     SNAPSHOT_CLEAN_EMPTY_DIRECTORIES,
@@ -39,6 +42,9 @@ class ExpireConfig:
     """Threads for metadata reads and deletes (``file-operation.thread-num``)."""
     consumer_expiration_ms: int | None = None
     """Consumers not updated for this long stop protecting snapshots and are removed (``consumer.expiration-time``)."""
+    changelog_decoupled: str = ""
+    """Why changelogs outlive their snapshots (Paimon's ``changelogDecoupled``: a ``changelog.*`` retention above the
+    snapshot one, e.g. ``changelog.num-retained.max (20) > 5``); '' when the changelog expires with its snapshot."""
 
     def __post_init__(self) -> None:
         for name in ("retain_min", "retain_max", "time_retained_ms", "limit", "parallelism"):
@@ -61,6 +67,15 @@ class ExpireConfig:
         if self.consumer_expiration_ms is not None and self.consumer_expiration_ms < 0:
             raise ValidationError(f"consumer.expiration-time must not be negative: {self.consumer_expiration_ms} ms")
 
+    def refuse_decoupled(self) -> None:
+        """Raise when changelogs must outlive their snapshots: Paimon then writes ``changelog/changelog-<id>`` as it
+        expires a snapshot and expires those separately (ExpireChangelogImpl), which tablefmt does not do yet."""
+        if self.changelog_decoupled:
+            raise MaintenanceError(
+                f"expiration refused, nothing was deleted: {self.changelog_decoupled}, so changelogs outlive their "
+                "snapshots (Paimon's decoupled changelog lifecycle), which tablefmt does not expire yet"
+            )
+
     @classmethod
     def resolve(
         cls,
@@ -73,12 +88,32 @@ class ExpireConfig:
         parallelism: int | None = None,
     ) -> ExpireConfig:
         """The table's options, each overridden by the argument when it is not None (range-checked as the option)."""
+        low = options.require_or(SNAPSHOT_NUM_RETAINED_MIN, retain_min, "retain_min")
+        high = options.require_or(SNAPSHOT_NUM_RETAINED_MAX, retain_max, "retain_max")
+        time_ms = options.require_or(SNAPSHOT_TIME_RETAINED, time_retained, "time_retained")
         return cls(
-            retain_min=options.require_or(SNAPSHOT_NUM_RETAINED_MIN, retain_min, "retain_min"),
-            retain_max=options.require_or(SNAPSHOT_NUM_RETAINED_MAX, retain_max, "retain_max"),
-            time_retained_ms=options.require_or(SNAPSHOT_TIME_RETAINED, time_retained, "time_retained"),
+            retain_min=low,
+            retain_max=high,
+            time_retained_ms=time_ms,
             limit=options.require_or(SNAPSHOT_EXPIRE_LIMIT, limit, "limit"),
             clean_empty_dirs=options.require(SNAPSHOT_CLEAN_EMPTY_DIRECTORIES),
             parallelism=options.require_or(FILE_OPERATION_THREAD_NUM, parallelism, "parallelism"),
             consumer_expiration_ms=options.get(CONSUMER_EXPIRATION_TIME),
+            changelog_decoupled=changelog_decoupled(options, low, high, time_ms),
         )
+
+
+def changelog_decoupled(options: TableOptions, retain_min: int, retain_max: int, time_retained_ms: int) -> str:
+    """Paimon's ``CoreOptions.changelogLifecycleDecoupled`` against the snapshot retention of this run: a set
+    ``changelog.num-retained.max`` / ``.min`` / ``changelog.time-retained`` above its snapshot counterpart (unset,
+    each falls back to it). The first such option, as text; '' when coupled."""
+    for option, snapshot_value in (
+        (CHANGELOG_NUM_RETAINED_MAX, retain_max),
+        (CHANGELOG_TIME_RETAINED, time_retained_ms),
+        (CHANGELOG_NUM_RETAINED_MIN, retain_min),
+    ):
+        value = options.get(option)
+        if value is not None and value > snapshot_value:
+            shown = option.type.render(value), option.type.render(snapshot_value)
+            return f"{option.key} ({shown[0]}) is above the snapshot retention ({shown[1]})"
+    return ""

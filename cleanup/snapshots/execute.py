@@ -45,10 +45,11 @@ from tableformat.units import human_bytes
 
 from ..kernel import Deleter, OperationResult, Progress
 from ..roots import Root
+from .attached import AttachedFiles, Referenced, without_referenced
 from .config import ExpireConfig
 from .journal import remove_journal, write_journal
 from .metadata import DataPaths, MetadataCache, TagRef
-from .planned import ExpirePlan, PlannedFile, branch_ref
+from .planned import Attached, ExpirePlan, PlannedFile, branch_ref
 from .start import branch_roots
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,12 @@ class ExpireResult(OperationResult):
     deleted_data_files: int = 0
     deleted_manifests: int = 0
     deleted_manifest_lists: int = 0
+    deleted_changelog_files: int = 0
+    deleted_changelog_manifests: int = 0
+    deleted_changelog_manifest_lists: int = 0
+    deleted_statistics_files: int = 0
+    deleted_index_files: int = 0
+    deleted_index_manifests: int = 0
     expired_tags: tuple[str, ...] = ()
     expired_consumers: tuple[str, ...] = ()
     skipped_external_files: tuple[str, ...] = ()
@@ -85,6 +92,12 @@ class ExpireResult(OperationResult):
             "deleted_data_files": self.deleted_data_files,
             "deleted_manifests": self.deleted_manifests,
             "deleted_manifest_lists": self.deleted_manifest_lists,
+            "deleted_changelog_files": self.deleted_changelog_files,
+            "deleted_changelog_manifests": self.deleted_changelog_manifests,
+            "deleted_changelog_manifest_lists": self.deleted_changelog_manifest_lists,
+            "deleted_statistics_files": self.deleted_statistics_files,
+            "deleted_index_files": self.deleted_index_files,
+            "deleted_index_manifests": self.deleted_index_manifests,
             "deleted_bytes": self.deleted_bytes,
             "dry_run": self.dry_run,
             "deleted_paths": list(self.deleted_paths),
@@ -107,8 +120,27 @@ def _expire_headline(result: ExpireResult) -> str:
     )
 
 
+def _counted(result: ExpireResult, attached: Attached) -> ExpireResult:
+    """The result with the counts of the attached files (those deleted, or for a dry run those planned)."""
+    return replace(
+        result,
+        deleted_changelog_files=len(attached.changelog_files),
+        deleted_changelog_manifests=len(attached.changelog_manifests),
+        deleted_changelog_manifest_lists=len(attached.changelog_manifest_lists),
+        deleted_statistics_files=len(attached.statistics_files),
+        deleted_index_files=len(attached.index_files),
+        deleted_index_manifests=len(attached.index_manifests),
+    )
+
+
 def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | None) -> ExpireResult:
     return ExpireResult(
+        deleted_changelog_files=sum(r.deleted_changelog_files for r in results),
+        deleted_changelog_manifests=sum(r.deleted_changelog_manifests for r in results),
+        deleted_changelog_manifest_lists=sum(r.deleted_changelog_manifest_lists for r in results),
+        deleted_statistics_files=sum(r.deleted_statistics_files for r in results),
+        deleted_index_files=sum(r.deleted_index_files for r in results),
+        deleted_index_manifests=sum(r.deleted_index_manifests for r in results),
         expired_snapshots=sum(r.expired_snapshots for r in results),
         expired_snapshot_ids=tuple(i for r in results for i in r.expired_snapshot_ids),
         earliest_snapshot=earliest,
@@ -131,11 +163,8 @@ def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | No
 def planned_result(plan: ExpirePlan) -> ExpireResult:
     """The dry-run result: exactly the plan's lists."""
     paths = [f.path for f in plan.consumer_files + plan.snapshot_files + plan.tag_files]
-    for data in plan.data_files:
-        paths.append(data.path)
-        paths.extend(data.extras)
-    paths.extend(f.path for f in plan.manifests + plan.manifest_lists)
-    return ExpireResult(
+    paths += [path for path, _ in _data_step(plan)]
+    result = ExpireResult(
         expired_snapshots=len(plan.expired_snapshots),
         expired_snapshot_ids=plan.expired_snapshots,
         earliest_snapshot=plan.end,
@@ -151,6 +180,7 @@ def planned_result(plan: ExpirePlan) -> ExpireResult:
         notes=(plan.note,) if plan.note else (),
         backlog=plan.backlog,
     )
+    return _counted(result, plan.attached)
 
 
 # --- deleting ----------------------------------------------------------------------------------------------------
@@ -254,7 +284,7 @@ def _unchanged_tags(plan: ExpirePlan, now: RootsNow) -> list[PlannedFile]:
 
 
 def _deletes_files(plan: ExpirePlan) -> bool:
-    return bool(plan.data_files or plan.manifests or plan.manifest_lists)
+    return bool(plan.step_files())
 
 
 def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now: RootsNow | None = None) -> ExpirePlan:
@@ -275,16 +305,20 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
     cache = MetadataCache(ctx, workers)
     paths = DataPaths(ctx)
     wanted = {f.path for f in plan.data_files}
-    planned_lists = {f.path.rsplit("/", 1)[-1] for f in plan.manifest_lists}
+    planned_lists = {f.path.rsplit("/", 1)[-1] for f in (*plan.manifest_lists, *plan.attached.changelog_manifest_lists)}
     keep_lists: set[str] = set()
     keep_manifests: set[str] = set()
     protected: set[str] = set()
+    attached, named = AttachedFiles(ctx, cache, paths), Referenced()
     for label, snapshot in new:
-        lists = {snapshot.base_manifest_list, snapshot.delta_manifest_list}
+        lists = set(snapshot.manifest_lists())
         keep_lists |= lists
+        named.add(Referenced(lists=lists, statistics={snapshot.statistics} if snapshot.statistics else set()))
+        named.add(Referenced(index_manifests={snapshot.index_manifest} if snapshot.index_manifest else set()))
         try:
             keep_manifests |= {m.file_name for m in cache.manifests_of(snapshot)}
             protected |= cache.live_paths(snapshot, wanted, paths, None)
+            named.add(attached.referenced([snapshot]))
         except (CorruptMetadataError, OSError) as exc:
             if lists & planned_lists:
                 log.error(
@@ -304,6 +338,7 @@ def protect_new_tags(ctx: TableContext, plan: ExpirePlan, workers: Workers, now:
         manifest_lists=tuple(f for f in plan.manifest_lists if keep(f, keep_lists)),
         protecting_tags=plan.protecting_tags + tuple(TagRef.of(t) for t in new_tags),
         protecting_branch_roots=now.unchanged_branches + tuple(branch_ref(root) for root in branches),
+        attached=without_referenced(plan.attached, named),
     )
 
 
@@ -377,7 +412,7 @@ def _complete(
     remove_journal(ctx, journal)
     tag_names = {f.path: r.name for r, f in zip(plan.expired_tags, plan.tag_files)}
     snapshot_ids = {f.path: i for i, f in zip(plan.expired_snapshots, plan.snapshot_files)}
-    return ExpireResult(
+    result = ExpireResult(
         expired_snapshots=len(snapshots),
         expired_snapshot_ids=tuple(sorted(snapshot_ids[p] for p in snapshots)),
         earliest_snapshot=plan.end,
@@ -393,10 +428,12 @@ def _complete(
         notes=tuple(n for n in (plan.note, _absent_note(deleter)) if n),
         backlog=plan.backlog,
     )
+    return _counted(result, plan.attached.keeping(lambda f: f.path in gone))
 
 
 def _data_step(plan: ExpirePlan) -> list[tuple[str, int]]:
-    """Step 7's files: data files with their extra files, manifests and manifest lists.
+    """Step 7's files: data files with their extra files, manifests and manifest lists, and the attached files
+    (changelog files with their extra files, changelog manifests and lists, statistics files).
 
     On object stores, which of them exist (one listing per directory) is asked when step 4 starts, alongside steps
     4-6, and the answer is used by step 7: it is a read, so it changes no order of writes and deletes the journal
@@ -405,9 +442,11 @@ def _data_step(plan: ExpirePlan) -> list[tuple[str, int]]:
     their XML parsed) while the store deletes the snapshot files, not while the snapshot delete waits for the client.
     A file another run deletes between the question and step 7 is reported by both runs, the window
     docs/reliability.md names for every S3 delete, here from the question on."""
-    files = [(f.path, f.size) for f in plan.data_files]
-    files += [(extra, 0) for f in plan.data_files for extra in f.extras]
-    return files + [(f.path, f.size) for f in (*plan.manifests, *plan.manifest_lists)]
+    files = []
+    for planned in plan.step_files():
+        files.append((planned.path, planned.size))
+        files += [(extra, 0) for extra in planned.extras]
+    return files
 
 
 def _absent_note(deleter: Deleter) -> str:
@@ -440,7 +479,7 @@ def execute_expiration(
 
 def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpirePlan:
     """A pending plan restricted to files that still exist (what completing it would actually delete)."""
-    every = [f.path for f in plan.files()] + [e for f in plan.data_files for e in f.extras]
+    every = [f.path for f in plan.files()] + [e for f in plan.step_files() for e in f.extras]
     found = workers.map_chunked(lambda p: ctx.io.exists(ctx.layout.join(p)), every, 64)
     present = {path for path, there in zip(every, found) if there}
     snapshots = [(i, f) for i, f in zip(plan.expired_snapshots, plan.snapshot_files) if f.path in present]
@@ -453,12 +492,16 @@ def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpireP
         tag_files=tuple(f for _, f in tags),
         consumer_files=tuple(f for f in plan.consumer_files if f.path in present),
         expired_consumers=tuple(c for c, f in zip(plan.expired_consumers, plan.consumer_files) if f.path in present),
-        data_files=tuple(
-            replace(f, extras=tuple(e for e in f.extras if e in present)) for f in plan.data_files if f.path in present
-        ),
-        manifests=tuple(f for f in plan.manifests if f.path in present),
-        manifest_lists=tuple(f for f in plan.manifest_lists if f.path in present),
+        data_files=_present(plan.data_files, present),
+        manifests=_present(plan.manifests, present),
+        manifest_lists=_present(plan.manifest_lists, present),
+        attached=plan.attached.keeping(lambda f: f.path in present),
     )
+
+
+def _present(files: tuple[PlannedFile, ...], present: set[str]) -> tuple[PlannedFile, ...]:
+    """The files present (with their extra files present)."""
+    return tuple(replace(f, extras=tuple(e for e in f.extras if e in present)) for f in files if f.path in present)
 
 
 def _stale(ctx: TableContext, plan: ExpirePlan, cache: MetadataCache) -> bool:

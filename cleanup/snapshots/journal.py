@@ -8,9 +8,9 @@ pypaimon list only ``snapshot-*``, ``EARLIEST`` and ``LATEST`` there; orphan cle
 listed are unreferenced by then (snapshot files go first) and become ordinary orphans.
 
 Paths inside are relative to the table root and are checked on load against the only places expiration deletes
-from (``snapshot/snapshot-N``, ``manifest/<name>``, ``tag/tag-<name>``, ``consumer/consumer-<id>``, and
-``[<data-file.path-directory>/]k=v/.../bucket-N/<file>`` data paths), so even a tampered journal cannot make a
-run delete anything else.
+from (``snapshot/snapshot-N``, ``manifest/<name>``, ``tag/tag-<name>``, ``consumer/consumer-<id>``,
+``statistics/stat-<name>``, ``index/index-<name>``, and ``[<data-file.path-directory>/]k=v/.../bucket-N/<file>``
+paths of data, changelog and index files), so even a tampered journal cannot make a run delete anything else.
 """
 
 from __future__ import annotations
@@ -22,10 +22,18 @@ from tableformat.codec.journal_codec import RowList
 from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.errors import MaintenanceError, UnsafePathError
-from tableformat.layout import check_file_name, check_tag_name
+from tableformat.layout import (
+    INDEX_DIR,
+    INDEX_FILE_PREFIX,
+    INDEX_MANIFEST_PREFIX,
+    STATISTICS_DIR,
+    STATISTICS_PREFIX,
+    check_file_name,
+    check_tag_name,
+)
 
 from .metadata import TagRef
-from .planned import ExpirePlan, PlannedFile
+from .planned import Attached, ExpirePlan, PlannedFile
 
 
 def journal_path(ctx: TableContext, plan_id: str) -> str:
@@ -67,6 +75,12 @@ def plan_to_document(plan: ExpirePlan) -> dict[str, Any]:
         "manifestLists": RowList(plan.manifest_lists, _file),
         "tagFiles": _files(plan.tag_files),
         "consumerFiles": _files(plan.consumer_files),
+        "changelogFiles": RowList(plan.attached.changelog_files, _file_with_extras),
+        "changelogManifests": RowList(plan.attached.changelog_manifests, _file),
+        "changelogManifestLists": RowList(plan.attached.changelog_manifest_lists, _file),
+        "statisticsFiles": _files(plan.attached.statistics_files),
+        "indexFiles": RowList(plan.attached.index_files, _file),
+        "indexManifests": _files(plan.attached.index_manifests),
         "expiredTags": _tags(plan.expired_tags),
         "protectingTags": _tags(plan.protecting_tags),
         "protectingBranchRoots": _tags(plan.protecting_branch_roots),
@@ -96,6 +110,8 @@ def _check_components(path: str) -> list[str]:
 
 def _check_path(path: str, kind: str, data_dir: str = "") -> str:
     parts = _check_components(path)
+    if kind == "index" and parts[0] != INDEX_DIR:  # index-file-in-data-file-dir: in a bucket directory
+        kind = "data"
     if kind in ("data", "dir") and data_dir:  # data paths start with the table's data-file.path-directory
         prefix = data_dir.split("/")
         ok = len(parts) > len(prefix) and parts[: len(prefix)] == prefix
@@ -110,6 +126,12 @@ def _check_path(path: str, kind: str, data_dir: str = "") -> str:
     elif kind == "tag":
         ok = len(parts) == 2 and parts[0] == "tag" and parts[1].startswith("tag-")
         ok = ok and bool(check_tag_name(parts[1][4:]))
+    elif kind == "index":
+        ok = len(parts) == 2 and parts[0] == INDEX_DIR and parts[1].startswith(INDEX_FILE_PREFIX)
+    elif kind == "index manifest":
+        ok = len(parts) == 2 and parts[0] == "manifest" and parts[1].startswith(INDEX_MANIFEST_PREFIX)
+    elif kind == "statistics":
+        ok = len(parts) == 2 and parts[0] == STATISTICS_DIR and parts[1].startswith(STATISTICS_PREFIX)
     elif kind == "consumer":
         ok = len(parts) == 2 and parts[0] == "consumer" and parts[1].startswith("consumer-")
     elif kind == "data":
@@ -150,6 +172,14 @@ def plan_from_document(doc: Mapping[str, Any], data_dir: str = "") -> ExpirePlan
         manifest_lists=_load_files(doc["manifestLists"], "manifest"),
         tag_files=_load_files(doc["tagFiles"], "tag"),
         consumer_files=_load_files(doc["consumerFiles"], "consumer"),
+        attached=Attached(
+            changelog_files=_load_files(doc.get("changelogFiles", []), "data", with_extras=True, data_dir=data_dir),
+            changelog_manifests=_load_files(doc.get("changelogManifests", []), "manifest"),
+            changelog_manifest_lists=_load_files(doc.get("changelogManifestLists", []), "manifest"),
+            statistics_files=_load_files(doc.get("statisticsFiles", []), "statistics"),
+            index_files=_load_files(doc.get("indexFiles", []), "index", data_dir=data_dir),
+            index_manifests=_load_files(doc.get("indexManifests", []), "index manifest"),
+        ),
         expired_tags=_load_tags(doc["expiredTags"]),
         protecting_tags=_load_tags(doc["protectingTags"]),
         protecting_branch_roots=_load_tags(doc.get("protectingBranchRoots", [])),

@@ -25,7 +25,7 @@ entry in end's delta (already read for the candidates) is a DELETE is not live t
 for the candidates end's delta does not mention (dropping a partition of a million files reads its delta once).
 Manifests and manifest lists of expired snapshots (and of expired tags older than ``end``) are deleted unless
 referenced by ``end``, the latest snapshot or any remaining tag or branch root, by the same contiguity argument for
-manifests. Changelog lists, index manifests and statistics files are never deleted (append tables have none).
+manifests. A snapshot's changelog, index manifest and statistics file: attached.py.
 
 Any metadata needed for a decision that cannot be read (snapshot, manifest list, manifest, tag, consumer) stops the
 planner with a MaintenanceError naming the file; nothing is deleted. Read are: the range's snapshots, ``end``, the
@@ -62,9 +62,19 @@ from tableformat.parallel import Workers
 
 from ..kernel.clock import resolve_now
 from ..roots import Root
+from .attached import AttachedFiles
 from .config import ExpireConfig
 from .metadata import Candidate, DataPaths, MetadataCache, RangeReader, TagRef, tag_expired
-from .planned import ExpirePlan, PlannedFile, branch_ref, emptied_dirs, manifest_files, new_plan_id
+from .planned import (
+    ExpirePlan,
+    PlannedFile,
+    branch_ref,
+    consumer_files,
+    consumers_only,
+    emptied_dirs,
+    manifest_files,
+    new_plan_id,
+)
 from .reason import StopReason, stop_reason
 from .start import PlanStart
 
@@ -87,6 +97,7 @@ def plan_expiration(
     """
     now = resolve_now(now_ms)
     config = config or ExpireConfig.resolve(ctx.options)
+    config.refuse_decoupled()
     if workers is None:
         with Workers(config.parallelism) as own:
             return plan_expiration(ctx, config, now, pending=pending, workers=own)
@@ -213,7 +224,10 @@ class _Planner:
         dead = [c for c in consumers if cutoff is not None and c.modified_ms is not None and c.modified_ms < cutoff]
         alive = [c for c in consumers if c not in dead]
         expired_tags = [t for t in tags if tag_expired(t, self.now)]
-        held = {t.name: sorted({r.branch for r in branches if r.snapshot.same_state(t.snapshot)}) for t in expired_tags}
+        held = {
+            t.name: sorted({r.branch for r in branches if r.branch and r.snapshot.same_state(t.snapshot)})
+            for t in expired_tags
+        }
         notes = [
             f"tag {name!r} is past its time-retained but kept: branch {', '.join(users)} was created from it"
             for name, users in held.items()
@@ -224,7 +238,7 @@ class _Planner:
 
         earliest = self._earliest_seen
         if earliest is None or latest is None:
-            return self._consumers_only(dead, cutoff)
+            return consumers_only(self.ctx.layout, self.now, dead, cutoff)
         if floor is not None:
             earliest = max(earliest, floor)
         limit = self.config.limit - spent
@@ -378,20 +392,6 @@ class _Planner:
             sid = ids[pos] if pos < len(ids) else end_id
         return span
 
-    def _consumers_only(self, dead: list[Consumer], cutoff: int | None) -> ExpirePlan:
-        return ExpirePlan(
-            plan_id=new_plan_id(),
-            now_ms=self.now,
-            end=None,
-            consumer_files=tuple(self._consumer_files(dead)),
-            expired_consumers=tuple(c.consumer_id for c in dead),
-            consumer_cutoff_ms=cutoff,
-        )
-
-    def _consumer_files(self, dead: list[Consumer]) -> list[PlannedFile]:
-        layout = self.ctx.layout
-        return [PlannedFile(layout.relative(layout.consumer_file(c.consumer_id)), 0) for c in dead]
-
     def _files(
         self,
         span: _Range,
@@ -414,14 +414,15 @@ class _Planner:
 
         candidates, external = self._unprotected_data(span, stale_tags, keep_roots)
         lists, manifests = self._unreferenced_metadata(keep_roots, gone_roots)
-
+        attached = AttachedFiles(self.ctx, self.cache, self.paths)
+        attached_files = attached.plan(gone_roots, keep_roots)
         data = []
         for path in sorted(candidates):
             candidate = candidates.pop(path)  # frees as it goes: this is the planner's peak on huge tables
             data.append(PlannedFile(path, candidate.size, candidate.extras))
         del candidates
-        fingerprints = [(s.id, s.base_manifest_list) for s in expired]
-        fingerprints.append((span.end, span.end_snapshot.base_manifest_list))
+        fingerprints = [(s.id, s.base_manifest_list) for s in [*expired, span.end_snapshot]]
+        tag_names, sizes = [t.name for t in expired_tags], {i: found[1] for i, found in span.expired.items()}
         return ExpirePlan(
             plan_id=new_plan_id(),
             now_ms=self.now,
@@ -429,23 +430,21 @@ class _Planner:
             expired_snapshots=tuple(s.id for s in expired),
             fingerprints=tuple(fingerprints),
             snapshot_files=tuple(
-                PlannedFile(layout.relative(layout.snapshot_file(i)), span.expired[i][1]) for i in sorted(span.expired)
+                PlannedFile(layout.relative(layout.snapshot_file(i)), size) for i, size in sorted(sizes.items())
             ),
             data_files=tuple(data),
             manifests=manifest_files(manifests),
             manifest_lists=manifest_files(lists),
-            tag_files=tuple(
-                PlannedFile(layout.relative(layout.tag_file(t.name)), self._size(layout.tag_file(t.name)))
-                for t in expired_tags
-            ),
-            consumer_files=tuple(self._consumer_files(dead)),
+            tag_files=tuple(PlannedFile(layout.relative(p), self._size(p)) for p in map(layout.tag_file, tag_names)),
+            consumer_files=consumer_files(self.ctx.layout, dead),
             expired_tags=tuple(TagRef.of(t) for t in expired_tags),
             protecting_tags=tuple(TagRef.of(t) for t in protecting),
             protecting_branch_roots=tuple(branch_ref(r) for r in branches),
             expired_consumers=tuple(c.consumer_id for c in dead),
             consumer_cutoff_ms=cutoff,
-            skipped_external=tuple(sorted(external)),
-            empty_dir_candidates=emptied_dirs(data, self.paths.directory_depth),
+            attached=attached_files,
+            skipped_external=tuple(sorted(external | attached.external)),
+            empty_dir_candidates=emptied_dirs([*data, *attached_files.changelog_files], self.paths.directory_depth),
         )
 
     def _unprotected_data(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from tableformat.layout import TableLayout
+from tableformat.model.snapshot import Consumer
 
 from ..roots import Root
 from .metadata import TagRef
@@ -18,6 +20,43 @@ class PlannedFile:
     path: str
     size: int
     extras: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attached:
+    """The files a snapshot names besides its data files and data manifests that a plan deletes (attached.py)."""
+
+    changelog_files: tuple[PlannedFile, ...] = ()
+    """Changelog files (in bucket directories) ADDed in the changelog manifests below."""
+    changelog_manifests: tuple[PlannedFile, ...] = ()
+    changelog_manifest_lists: tuple[PlannedFile, ...] = ()
+    statistics_files: tuple[PlannedFile, ...] = ()
+    """``statistics/<name>``."""
+    index_files: tuple[PlannedFile, ...] = ()
+    """``index/<name>``: deletion vectors, hash indexes (the index files the index manifests below list)."""
+    index_manifests: tuple[PlannedFile, ...] = ()
+    """``manifest/index-manifest-<name>``."""
+
+    def files(self) -> list[PlannedFile]:
+        return [
+            *self.changelog_files,
+            *self.changelog_manifests,
+            *self.changelog_manifest_lists,
+            *self.statistics_files,
+            *self.index_files,
+            *self.index_manifests,
+        ]
+
+    def keeping(self, keep: Callable[[PlannedFile], bool]) -> Attached:
+        """Only the files ``keep`` accepts."""
+        return Attached(
+            changelog_files=tuple(filter(keep, self.changelog_files)),
+            changelog_manifests=tuple(filter(keep, self.changelog_manifests)),
+            changelog_manifest_lists=tuple(filter(keep, self.changelog_manifest_lists)),
+            statistics_files=tuple(filter(keep, self.statistics_files)),
+            index_files=tuple(filter(keep, self.index_files)),
+            index_manifests=tuple(filter(keep, self.index_manifests)),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +76,8 @@ class ExpirePlan:
     manifest_lists: tuple[PlannedFile, ...] = ()
     tag_files: tuple[PlannedFile, ...] = ()
     consumer_files: tuple[PlannedFile, ...] = ()
+    attached: Attached = field(default_factory=Attached)
+    """The changelogs and statistics files only expired snapshots and tags named (attached.py)."""
     expired_tags: tuple[TagRef, ...] = ()
     protecting_tags: tuple[TagRef, ...] = ()
     protecting_branch_roots: tuple[TagRef, ...] = ()
@@ -68,22 +109,42 @@ class ExpirePlan:
         return not (self.expired_snapshots or self.files() or self.expired_tags or self.expired_consumers)
 
     def files(self) -> list[PlannedFile]:
-        """Every planned file, in deletion order: consumers, snapshots, tags, data, manifests, manifest lists."""
+        """Every planned file, in deletion order: consumers, snapshots, tags, then the files of one step."""
         return [
             *self.consumer_files,
             *self.snapshot_files,
             *self.tag_files,
-            *self.data_files,
-            *self.manifests,
-            *self.manifest_lists,
+            *self.step_files(),
         ]
 
+    def step_files(self) -> list[PlannedFile]:
+        """The files deleted in one step once nothing names them (execute.py step 7): data files, manifests, manifest
+        lists, then the attached files; extra files not included."""
+        return [*self.data_files, *self.manifests, *self.manifest_lists, *self.attached.files()]
+
     def file_count(self) -> int:
-        return len(self.files()) + sum(len(f.extras) for f in self.data_files)
+        return len(self.files()) + sum(len(f.extras) for f in self.step_files())
 
 
 def new_plan_id() -> str:
     return str(uuid.uuid4())
+
+
+def consumer_files(layout: TableLayout, dead: Sequence[Consumer]) -> tuple[PlannedFile, ...]:
+    """The files of expired consumers (sizes unknown: 0)."""
+    return tuple(PlannedFile(layout.relative(layout.consumer_file(c.consumer_id)), 0) for c in dead)
+
+
+def consumers_only(layout: TableLayout, now_ms: int, dead: Sequence[Consumer], cutoff: int | None) -> ExpirePlan:
+    """The plan of a table without snapshots: only its expired consumers go."""
+    return ExpirePlan(
+        plan_id=new_plan_id(),
+        now_ms=now_ms,
+        end=None,
+        consumer_files=consumer_files(layout, dead),
+        expired_consumers=tuple(c.consumer_id for c in dead),
+        consumer_cutoff_ms=cutoff,
+    )
 
 
 def branch_ref(root: Root) -> TagRef:

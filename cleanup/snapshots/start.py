@@ -19,10 +19,16 @@ from .metadata import MetadataCache
 
 def branch_roots(ctx: TableContext, unchanged: Mapping[str, str] | None = None) -> tuple[list[Root], set[str]]:
     """Every snapshot and tag of every branch, read (unreadable branch metadata raises: nothing may be deleted),
-    except those listed with the version ``unchanged`` gives for their label: (roots read, labels left unread)."""
+    except those listed with the version ``unchanged`` gives for their label: (roots read, labels left unread).
+
+    Also the main table's long-lived changelogs without a changelog manifest list (``changelog/changelog-<id>`` of
+    ``changelog-producer=none``: Paimon keeps their manifest lists and data files for the changelog), which protect
+    like a branch root; those with one keep their base and delta lists no longer, and protect only the changelog and
+    the files they name (attached.py)."""
     refs = References(ctx, InlineExecutor(), 1)
-    roots = refs.collect_roots(include_main=False, unchanged=unchanged)
-    return roots, refs.unchanged_labels
+    roots = refs.collect_roots(include_main=False, unchanged=unchanged, main_changelogs=True)
+    names_only = [r.kind == "changelog" and not r.branch and bool(r.snapshot.changelog_manifest_list) for r in roots]
+    return [r for r, only in zip(roots, names_only) if not only], refs.unchanged_labels
 
 
 class PlanStart:

@@ -109,8 +109,10 @@ def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
             "tag/",
             "consumer/",
             "branch/",
+            "changelog/",  # the main table's long-lived changelogs protect like branch roots
             "tag/",  # the re-check after the snapshot files went (the tag is not read again: same version)
             "branch/",
+            "changelog/",
             "bucket-0/",  # existence of the data files and manifests: one listing per directory
             "manifest/",
             ".tablefmt/",  # the claims, once the run's own is written (tableformat/claims.py)
