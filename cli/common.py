@@ -21,7 +21,7 @@ from tableformat.errors import ArgumentError, TableFormatError, ValidationError
 from tableformat.io.factory import open_location
 from tableformat.io.storage_options import parse_storage_options as parse_storage_option_pairs
 from tableformat.layout import TableLayout
-from tableformat.options import INT32_MAX
+from tableformat.option_types import INT32_MAX
 from tableformat.store import MetadataStore
 from tableformat.table import Table
 

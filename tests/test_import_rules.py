@@ -25,11 +25,13 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "tableformat.durations",
         "tableformat.units",
+        "tableformat.clock",
         "tableformat.paimon_option_keys",
         "tableformat.gc_pause",
         "tableformat.lazy_module",
     ),
-    ("tableformat.model", "tableformat.layout", "tableformat.options"),
+    ("tableformat.model", "tableformat.layout", "tableformat.option_types"),
+    ("tableformat.options",),
     ("tableformat.codec", "tableformat.data_paths"),
     ("tableformat.io",),
     ("tableformat.store", "tableformat.index_store", "tableformat.parallel", "tableformat.options_doc"),
@@ -177,3 +179,26 @@ def test_the_test_oracle_does_not_use_what_it_checks() -> None:
     assert "tableformat.live_set" in imported and "tableformat.scan.reader" in imported
     cleanup = level("tableformat.cleanup")
     assert [m for m in imported if level(unit_of(m)) >= cleanup] == []
+
+
+CLOCK_HOME = "tableformat.clock"
+"""The one module that reads the system time (epoch time and Paimon's local wall clock)."""
+
+
+def _reads_system_time(node: ast.AST) -> bool:
+    """``time.time()``, ``time.time_ns()`` (however ``time`` is imported, ``from time import time`` too)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.value.id == "time" and func.attr in ("time", "time_ns")
+    return isinstance(func, ast.Name) and func.id in ("time_ns",)
+
+
+def test_one_clock() -> None:
+    readers = sorted(
+        module
+        for module, path in modules().items()
+        if module != CLOCK_HOME and any(map(_reads_system_time, ast.walk(ast.parse(path.read_text(), str(path)))))
+    )
+    assert readers == [], f"only {CLOCK_HOME} reads the system time; these do too: {readers}"

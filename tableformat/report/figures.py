@@ -26,6 +26,7 @@ from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.partitions.plan import display_values
 from tableformat.cleanup.records import RecordExpireResult
 from tableformat.cleanup.registry import OPERATIONS
+from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.durations import duration_arg_ms
 from tableformat.errors import CorruptMetadataError, TableFormatError, ValidationError
@@ -197,7 +198,7 @@ def table_report(
     charts and count keep-up from then (default: the maintainer's keep-up window). Never deletes or writes."""
     started = time.perf_counter()
     settings = settings or MaintainSettings()
-    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    now = resolve_now(now_ms)
     window_ms = settings.keep_up_window_ms if since_ms is None else max(1, now - since_ms)
     store = CachingStore(ctx.io, ctx.layout)
     ctx = TableContext(location=ctx.location, io=ctx.io, layout=ctx.layout, store=store, schema=ctx.schema)

@@ -48,6 +48,7 @@ table { border-collapse: collapse; width: 100%; margin: 4px 0; }
 th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #e2e2e2; vertical-align: top; }
 th { background: #f3f5f8; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.due, th.due { white-space: nowrap; }
 tr.dropped td { background: #fbe9e7; }
 tr.trimmed td { background: #fdf6df; }
 .warn { border-left: 4px solid #c8433a; background: #fbe9e7; padding: 6px 10px; margin: 8px 0; }
@@ -72,6 +73,14 @@ def _when(ms: int | None) -> str:
     if ms is None:
         return "-"
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _due_time(ms: int, now_ms: int) -> str:
+    """A next-due time short enough for the rules table's one-line column: ``27 Nov 09:15`` (UTC, said in the
+    header); the year too when it is not the year of ``now_ms``."""
+    due = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+    now = dt.datetime.fromtimestamp(now_ms / 1000, dt.timezone.utc)
+    return due.strftime("%d %b %H:%M" if due.year == now.year else "%d %b %Y %H:%M")
 
 
 def _duration(ms: int) -> str:
@@ -100,23 +109,24 @@ def _rule_row(rule: RuleFigures, now_ms: int) -> str:
         if rule.marks_bytes:
             outcome += f" ({human_bytes(rule.marks_bytes)} freed later by snapshot expiration)"
     if rule.next_due_ms is not None:
-        due = "now" if rule.next_due_ms <= now_ms else _when(rule.next_due_ms)
+        due = "now" if rule.next_due_ms <= now_ms else _due_time(rule.next_due_ms, now_ms)
     elif rule.configured:
-        due = "next maintain pass"
+        due = "next pass"  # never run by tablefmt maintain: its next pass runs it
     else:
         due = "-"
     cadence = f"every {_duration(rule.interval_ms)}" + (" and after changes" if rule.on_change else "")
     backlog = f"; {rule.backlog} left by its limit" if rule.backlog else ""
     return (
         f"<tr><td><b>{_e(rule.operation)}</b><br><span class=muted>{_e(cadence)}</span></td>"
-        f'<td class="num">{_e(frees)}</td><td>{_e(outcome + backlog)}</td><td>{_e(due)}</td></tr>'
+        f'<td class="num">{_e(frees)}</td><td>{_e(outcome + backlog)}</td><td class="due">{_e(due)}</td></tr>'
     )
 
 
 def _rules_table(report: TableRetentionReport) -> str:
     rows = "".join(_rule_row(r, report.now_ms) for r in report.rules)
     return (
-        "<table><thead><tr><th>rule</th><th class=num>frees now</th><th>dry run</th><th>next due</th></tr></thead>"
+        "<table><thead><tr><th>rule</th><th class=num>frees now</th><th>dry run</th><th class=due>next due (UTC)</th>"
+        "</tr></thead>"
         f"<tbody>{rows}</tbody></table>"
     )
 
