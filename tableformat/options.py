@@ -53,6 +53,9 @@ FILE_COMPRESSION_ZSTD_LEVEL = _register(
     )
 )
 DATA_FILE_PREFIX = _register(Option("data-file.prefix", STRING, "data-", "Prefix of data file names."))
+CHANGELOG_FILE_PREFIX = _register(
+    Option("changelog-file.prefix", STRING, "changelog-", "Prefix of changelog file names.")
+)
 DATA_FILE_PATH_DIRECTORY = _register(
     Option(
         "data-file.path-directory",

@@ -30,7 +30,7 @@ from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.durations import duration_arg_ms
 from tableformat.errors import CorruptMetadataError, TableFormatError, ValidationError
-from tableformat.inspect import TableInspector
+from tableformat.inspect import TableInspector, row_count_kind
 from tableformat.model.maintain import MaintainState, OperationState
 from tableformat.options import PARTITION_DEFAULT_NAME
 from tableformat.parallel import resolve_parallelism
@@ -238,6 +238,7 @@ def table_report(
         orphan_files=orphan_result.orphan_files if isinstance(orphan_result, OrphanResult) else None,
         errors=tuple(errors),
         seconds=time.perf_counter() - started,
+        row_count_kind=row_count_kind(ctx.schema),
     )
 
 

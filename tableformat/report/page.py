@@ -12,7 +12,14 @@ from tableformat.io.local import replace_text_file
 from tableformat.units import human_bytes
 
 from . import charts
-from .model import KeepUpFigures, PartitionFigures, RuleFigures, TableRetentionReport, WarehouseReport
+from .model import (
+    KeepUpFigures,
+    PartitionFigures,
+    RuleFigures,
+    StoragePoint,
+    TableRetentionReport,
+    WarehouseReport,
+)
 
 DETAILED_TABLES = 25
 """A warehouse report draws charts for this many tables (the top ones by reclaimable bytes and by growth); every
@@ -124,7 +131,25 @@ def _rules_table(report: TableRetentionReport) -> str:
     )
 
 
-def _partition_rows(partitions: Sequence[PartitionFigures]) -> str:
+RAW_ROWS_TITLE = (
+    "a primary-key table's manifests count every stored version of a key (raw rows); how many rows a read returns "
+    "needs the read, which merges them. Changelog rows are not counted."
+)
+
+
+def _rows_tile(report: TableRetentionReport, latest: StoragePoint | None) -> str:
+    """The live-rows tile: "live rows" on an append table, "live rows (raw, all versions)" on a primary-key one."""
+    value = "-" if latest is None or latest.live_rows is None else f"{latest.live_rows:,}"
+    if report.row_count_kind == "raw":
+        return _tile("live rows (raw, all versions)", value, RAW_ROWS_TITLE)
+    return _tile("live rows", value)
+
+
+def _rows_header(report: TableRetentionReport) -> str:
+    return "raw rows" if report.row_count_kind == "raw" else "rows"
+
+
+def _partition_rows(partitions: Sequence[PartitionFigures], rows_header: str = "rows") -> str:
     marked = [p for p in partitions if p.dropped_by or p.trimmed_by]
     rest = [p for p in partitions if not (p.dropped_by or p.trimmed_by)]
     shown = marked + rest[-max(0, PARTITION_ROWS - len(marked)) :] if len(marked) < PARTITION_ROWS else marked
@@ -141,7 +166,8 @@ def _partition_rows(partitions: Sequence[PartitionFigures]) -> str:
     more = len(partitions) - len(shown)
     tail = f'<p class="muted">{more} more partition(s) not listed (tablefmt partitions lists all).</p>' if more else ""
     return (
-        "<table><thead><tr><th>partition</th><th class=num>rows</th><th class=num>size</th><th class=num>bytes</th>"
+        f"<table><thead><tr><th>partition</th><th class=num>{_e(rows_header)}</th><th class=num>size</th>"
+        "<th class=num>bytes</th>"
         f"<th class=num>files</th><th>rules</th></tr></thead><tbody>{''.join(body)}</tbody></table>{tail}"
     )
 
@@ -175,7 +201,7 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
         return "".join(parts) + "</section>"
     tiles = [
         _tile("live data", human_bytes(report.live_bytes)),
-        _tile("live rows", "-" if latest is None or latest.live_rows is None else f"{latest.live_rows:,}"),
+        _rows_tile(report, latest),
         _tile("held only by older snapshots/tags", human_bytes(0 if latest is None else latest.older_only_bytes)),
         _tile("orphans", "-" if report.orphan_bytes is None else human_bytes(report.orphan_bytes),
               "found by the orphan cleanup dry run (files older than orphan-files.older-than)"),
@@ -192,7 +218,7 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
     parts.append("<ul class=notes>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     parts.append("<h3>Partitions</h3>")
     parts.append(f'<div class="chart">{_image(charts.partition_chart(report.partitions), "bytes by partition")}</div>')
-    parts.append(_partition_rows(report.partitions))
+    parts.append(_partition_rows(report.partitions, _rows_header(report)))
     if report.keep_up is not None:
         parts.append("<h3>Keep-up</h3>")
         chart = charts.keep_up_chart(report.keep_up, report.storage, report.now_ms)
