@@ -226,7 +226,7 @@ def test_one_thread_pool_module() -> None:
 
 
 CONTEXT_HOME = "tableformat.context"
-"""Where a TableContext is made: ``load``, ``of`` and the ``with_io`` / ``with_store`` / ``with_options`` derivations."""
+"""Where a TableContext is made: ``load``, ``of`` and the ``with_io``, ``with_store``, ``with_options`` derivations."""
 
 
 def test_one_way_to_derive_a_table_context() -> None:
