@@ -50,7 +50,8 @@ else:
 @click.option("-q", "--quiet", is_flag=True, help="Print only data and errors: no progress, no reports, no warnings.")
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
-    """tablefmt: Apache Paimon append tables with safe retention (expire, remove-orphans, check)."""
+    """tablefmt: Apache Paimon tables with safe retention (expire, remove-orphans, check); writes append tables,
+    reads and maintains primary-key tables too."""
     ctx.obj = {"quiet": quiet}
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     if quiet:
