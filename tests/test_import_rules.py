@@ -239,3 +239,38 @@ def test_one_way_to_derive_a_table_context() -> None:
         if module != CONTEXT_HOME and any(map(builds_context, ast.walk(ast.parse(path.read_text(), str(path)))))
     )
     assert builders == [], f"contexts are made in {CONTEXT_HOME} only (of, with_io, ...); also in: {builders}"
+
+
+CLEANUP_LAYERS: list[tuple[str, ...]] = [
+    ("kernel", "roots"),
+    ("rewrite",),
+    ("compaction", "orphans", "partitions", "records", "snapshots"),
+    ("registry", "check"),
+    ("after_commit", "maintainer"),
+]
+"""Inside tableformat.cleanup: the kernel and the roots every operation reads, the shared rewriter, the operation
+packages (which never import each other), the registry of operations and check, then what runs them."""
+
+
+def _cleanup_unit(module: str) -> str | None:
+    prefix = "tableformat.cleanup."
+    if not module.startswith(prefix):
+        return None
+    return module[len(prefix) :].split(".")[0]
+
+
+def test_cleanup_packages_import_down_only() -> None:
+    level_of = {unit: i for i, layer in enumerate(CLEANUP_LAYERS) for unit in layer}
+    found = []
+    for module, path in sorted(modules().items()):
+        unit = _cleanup_unit(module)
+        if unit is None:
+            continue
+        assert unit in level_of, f"{module}: add {unit} to CLEANUP_LAYERS"
+        for imported in imports_of(module, path):
+            target = _cleanup_unit(imported)
+            if target is None or target == unit or target not in level_of:
+                continue
+            if level_of[target] >= level_of[unit]:
+                found.append(f"{module} imports {imported}: {unit} must not import {target}")
+    assert found == []
