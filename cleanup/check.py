@@ -70,8 +70,8 @@ class FileProblem:
             "path": self.path,
             "kind": self.kind,
             "referenced_by": self.referenced_by,
-            "expected_size": self.expected_size,
-            "actual_size": self.actual_size,
+            "expected_bytes": self.expected_size,
+            "actual_bytes": self.actual_size,
         }
 
 
@@ -116,7 +116,7 @@ class CheckResult:
             "roots": self.roots,
             "referenced_files": self.referenced_files,
             "referenced_bytes": self.referenced_bytes,
-            "missing_files": [p.path for p in self.missing_files],
+            "missing_files": len(self.missing_files),
             "missing": [p.to_json() for p in self.missing_files],
             "size_mismatches": [p.to_json() for p in self.size_mismatches],
             "errors": list(self.errors),
@@ -124,7 +124,7 @@ class CheckResult:
             "orphan_bytes": self.orphan_bytes,
             "reclaimable_bytes": self.reclaimable_bytes,
             "reclaimable_note": self.reclaimable_note,
-            "external_files_skipped": self.external_files_skipped,
+            "skipped_external_files": self.external_files_skipped,
             "skipped_nested_tables": list(self.skipped_nested_tables),
             "orphan_paths": list(self.orphan_paths),
             "skipped_unknown": list(self.skipped_unknown),

@@ -4,6 +4,7 @@ machines (``--json``). Registered on the group in cli/main.py."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -32,6 +33,7 @@ from tableformat.inspect import (
     TableDescription,
 )
 from tableformat.lazy_module import lazy_module
+from tableformat.units import time_pair
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -100,13 +102,11 @@ def snapshots(table: str, no_sizes: bool, as_json: bool, storage_options: tuple[
 
 
 def _snapshot_json(s: dict[str, Any]) -> dict[str, Any]:
-    millis = _ms(s["commit_time"])
     document = {
-        "id": s["snapshot_id"],
+        "snapshot_id": s["snapshot_id"],
         "schema_id": s["schema_id"],
         "commit_kind": s["commit_kind"],
-        "time_millis": millis,
-        "commit_time": iso_time(millis),
+        **time_pair("commit_time", _ms(s["commit_time"])),
         "total_record_count": s["total_record_count"],
         "delta_record_count": s["delta_record_count"],
         "changelog_record_count": s["changelog_record_count"],
@@ -132,18 +132,18 @@ def partitions(
     """List the partitions of a snapshot of TABLE (latest by default) as Paimon's $partitions: values as users
     write them (dates as yyyy-MM-dd), records, files, bytes, last update."""
     with progress("reading partitions") as current:
-        found = open_table(table, storage_options, current).inspect.partitions(snapshot_id, tag)
+        inspector = open_table(table, storage_options, current).inspect
+        found = inspector.partitions(snapshot_id, tag)
     items, kind = _rows(found), _count_kind(found)
     if as_json:
         echo_json(
             [
                 {
-                    "partition": p["partition"],
-                    "values": p["values"],
+                    "partition": inspector.partition_values_text(p["values"]),
                     "record_count": p["record_count"],
                     "file_count": p["file_count"],
                     "file_size_in_bytes": p["file_size_in_bytes"],
-                    "last_update_time": None if p["last_update_time"] is None else iso_local(p["last_update_time"]),
+                    **time_pair("last_update_time", _local_ms(p["last_update_time"])),
                     "row_count_kind": kind,
                 }
                 for p in items
@@ -261,15 +261,19 @@ def _list_files(items: list[dict[str, Any]], records: str) -> None:
 
 def _file_json(target: Any, f: dict[str, Any]) -> dict[str, Any]:
     return {
-        "path": target.context.io.url(target.context.layout.join(f["file_path"])),
-        "partition": f["values"],
-        "partition_text": f["partition"],
+        "path": f["file_path"],
+        "partition": target.inspect.partition_values_text(f["values"]),
         "bucket": f["bucket"],
-        "row_count": f["record_count"],
-        "file_size": f["file_size_in_bytes"],
+        "record_count": f["record_count"],
+        "file_size_in_bytes": f["file_size_in_bytes"],
         "schema_id": f["schema_id"],
-        "creation_time": None if f["creation_time"] is None else iso_local(f["creation_time"]),
+        **time_pair("creation_time", _local_ms(f["creation_time"])),
     }
+
+
+def _local_ms(value: dt.datetime | None) -> int | None:
+    """A naive local wall-clock time (a file's creation time) as epoch milliseconds."""
+    return None if value is None else int(value.astimezone().timestamp() * 1000)
 
 
 def _live_data(found: TableDescription) -> tuple[str, str]:

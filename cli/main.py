@@ -178,9 +178,7 @@ def write(
                 "snapshot_id": None if snapshot is None else snapshot.id,
                 "commit_kind": None if snapshot is None else snapshot.commit_kind.value,
                 "record_count": data.num_rows,
-                "after_commit": [
-                    {"operation": done.operation, **done.to_json()} for done in target.last_after_commit
-                ],
+                "after_commit": [{"operation": done.operation, **done.to_json()} for done in target.last_after_commit],
             }
         )
     elif snapshot is None:
@@ -204,13 +202,17 @@ def drop_partition(table: str, partitions: tuple[str, ...], as_json: bool, stora
     specs = [parse_spec_text(p) for p in partitions]
     target = open_table(table, storage_options)
     snapshot = target.drop_partitions(specs)
-    nearby = [] if snapshot is not None else nearby_partitions(target.inspect.partitions(), target._spec(specs[0]))
+    existing = None if snapshot is not None else target.inspect.partitions()
+    nearby = [] if existing is None else nearby_partitions(existing, target._spec(specs[0]))
     if as_json:
+        values = (
+            {} if existing is None else dict(zip(existing["partition"].to_pylist(), existing["values"].to_pylist()))
+        )
         echo_json(
             {
                 "snapshot_id": None if snapshot is None else snapshot.id,
-                "dropped_rows": 0 if snapshot is None else -(snapshot.delta_record_count or 0),
-                "nearby_partitions": nearby,
+                "dropped_records": 0 if snapshot is None else -(snapshot.delta_record_count or 0),
+                "nearby_partitions": [target.inspect.partition_values_text(values[name]) for name in nearby],
             }
         )
     elif snapshot is None:

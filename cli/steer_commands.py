@@ -23,6 +23,7 @@ from tableformat.cli.render import human_count, human_duration, iso_time, print_
 from tableformat.clock import system_clock
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.options import check_option_values
+from tableformat.units import time_pair
 
 _json_flag = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -233,13 +234,13 @@ def tag_create(
     created = open_table(table, storage_options).create_tag(name, snapshot_id, time_retained=retained)
     if as_json:
         expires = created.expires_ms()
+        seconds = created.time_retained_seconds
         echo_json(
             {
-                "name": created.name,
+                "tag_name": created.name,
                 "snapshot_id": created.snapshot.id,
-                "time_retained_seconds": created.time_retained_seconds,
-                "expire_time": None if expires is None else iso_time(int(expires)),
-                "expire_time_ms": None if expires is None else int(expires),
+                "time_retained_ms": None if seconds is None else round(seconds * 1000),
+                **time_pair("expire_time", None if expires is None else int(expires)),
             }
         )
         return
@@ -257,7 +258,7 @@ def tag_delete(table: str, name: str, as_json: bool, storage_options: tuple[str,
     """Delete tag NAME of TABLE."""
     open_table(table, storage_options).delete_tag(name)
     if as_json:
-        echo_json({"name": name, "deleted": True})
+        echo_json({"tag_name": name, "deleted": True})
     else:
         say(f"deleted tag {name}")
 
@@ -286,9 +287,7 @@ def tag_list(table: str, as_json: bool, storage_options: tuple[str, ...]) -> Non
         ]
         for t in items
     ]
-    print_table(
-        ["tag", "snapshot", "committed", "records", "retained", "expires"], rows, right=["snapshot", "records"]
-    )
+    print_table(["tag", "snapshot", "committed", "records", "retained", "expires"], rows, right=["snapshot", "records"])
 
 
 def _expiry_text(expires_ms: int | None, now_ms: int) -> str:
@@ -312,14 +311,14 @@ def _ms(value: Any) -> int | None:
 def _tag_json(t: dict[str, Any], now_ms: int) -> dict[str, Any]:
     created = t["create_time"]
     expires = _ms(t["expire_time"])
+    retained = t["time_retained_seconds"]
     return {
-        "name": t["tag_name"],
+        "tag_name": t["tag_name"],
         "snapshot_id": t["snapshot_id"],
-        "time_retained_seconds": t["time_retained_seconds"],
-        "commit_time": iso_time(_ms(t["commit_time"])),
+        "time_retained_ms": None if retained is None else round(retained * 1000),
+        **time_pair("commit_time", _ms(t["commit_time"])),
         "record_count": t["record_count"],
-        "create_time": None if created is None else created.astimezone().isoformat(timespec="seconds"),
-        "expire_time": None if expires is None else iso_time(expires),
-        "expire_time_ms": expires,
+        **time_pair("create_time", None if created is None else int(created.astimezone().timestamp() * 1000)),
+        **time_pair("expire_time", expires),
         "expired": expires is not None and expires < now_ms,
     }

@@ -29,11 +29,12 @@ from tableformat.errors import ArgumentError
 from tableformat.lazy_module import lazy_module
 from tableformat.live_set import live_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
-from tableformat.model.partition import spec_text
+from tableformat.model.partition import spec_text, spec_values
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
 from tableformat.options import PARTITION_DEFAULT_NAME, REGISTRY
 from tableformat.parallel import Workers, resolve_parallelism
+from tableformat.units import iso_from_ms
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -113,15 +114,16 @@ class TableDescription:
         return {
             "location": self.location,
             "schema_id": self.schema_id,
-            "columns": [{"name": n, "type": t, "id": i} for n, t, i in self.columns],
+            "columns": [{"name": n, "type": t, "field_id": i} for n, t, i in self.columns],
             "partition_keys": list(self.partition_keys),
             "options": [
                 {"key": o.key, "value": o.value, "source": o.source, "default": o.default} for o in self.options
             ],
             "snapshots": self.snapshots,
-            "earliest_snapshot": self.earliest_snapshot,
-            "latest_snapshot": self.latest_snapshot,
-            "latest_time_ms": self.latest_time_ms,
+            "earliest_snapshot_id": self.earliest_snapshot,
+            "latest_snapshot_id": self.latest_snapshot,
+            "latest_commit_time": iso_from_ms(self.latest_time_ms),
+            "latest_commit_time_ms": self.latest_time_ms,
             "schemas": self.schemas,
             "tags": self.tags,
             "branches": list(self.branches),
@@ -172,6 +174,11 @@ class TableInspector:
         values = self._ctx.partition_codec().values(partition)
         default = self._ctx.options.require(PARTITION_DEFAULT_NAME)
         return spec_text(values, schema.partition_fields, default_name=default)
+
+    def partition_values_text(self, values: Mapping[str, Any] | None) -> dict[str, str]:
+        """A row's typed ``values`` as ``{key: display value}``: how ``--json`` output shows a partition."""
+        default = self._ctx.options.require(PARTITION_DEFAULT_NAME)
+        return spec_values(values or {}, self._ctx.schema.partition_fields, default_name=default)
 
     # --- $snapshots ----------------------------------------------------------------------------------------------
     def snapshots(self, *, sizes: bool = True, parallelism: int | None = None) -> pa.Table:

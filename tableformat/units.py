@@ -5,6 +5,8 @@ JSON keeps raw integers (``*_bytes``); text shows ``0 B``, ``512 B``, ``1.5 KiB`
 
 from __future__ import annotations
 
+import datetime as dt
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -26,3 +28,16 @@ def human_bytes(count: float | None) -> str:
 def human_count(count: int | None) -> str:
     """``1,234,567`` (``-`` when unknown)."""
     return "-" if count is None else f"{count:,}"
+
+
+def iso_from_ms(millis: int | None) -> str | None:
+    """Epoch milliseconds as the ISO-8601 time ``--json`` shows next to every ``*_ms``: local zone, offset given
+    (``2026-11-24T10:15:02+01:00``, to the second); None stays None."""
+    if millis is None:
+        return None
+    return dt.datetime.fromtimestamp(millis / 1000, dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def time_pair(name: str, millis: int | None) -> dict[str, str | int | None]:
+    """``{name: ISO time, name_ms: epoch ms}``: how every time appears in ``--json`` output."""
+    return {name: iso_from_ms(millis), f"{name}_ms": millis}

@@ -52,14 +52,14 @@ class CompactResult(OperationResult):
     def to_json(self) -> dict[str, Any]:
         document = OperationResult.to_json(self)
         document.update(
-            compacted_files=list(self.compacted_files),
-            written_files=list(self.written_files),
+            compacted_paths=list(self.compacted_files),
+            written_paths=list(self.written_files),
             groups=self.groups,
-            rows=self.rows,
-            expired_rows=self.expired_rows,
+            read_records=self.rows,
+            expired_records=self.expired_rows,
             snapshot_ids=list(self.snapshot_ids),
-            bytes_reclaimable=self.bytes_reclaimable,
-            skipped_files=[{"file": f, "reason": r} for f, r in self.skipped_files],
+            reclaimable_bytes=self.bytes_reclaimable,
+            skipped=[{"path": f, "reason": r} for f, r in self.skipped_files],
         )
         return document
 

@@ -52,6 +52,7 @@ class OperationResult:
         """The ``--json`` object (operations add their own keys to these)."""
         return {
             "dry_run": self.dry_run,
+            "deleted_files": len(self.deleted_paths),
             "deleted_paths": list(self.deleted_paths),
             "deleted_bytes": self.deleted_bytes,
             "removed_dirs": list(self.removed_dirs),

@@ -122,11 +122,11 @@ class KeepUp:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "window_hours": round(self.window_hours, 3),
+            "covered_ms": round(self.window_hours * 3_600_000),
             "commits_per_hour": round(self.commits_per_hour, 3),
-            "ingest_rows_per_hour": round(self.ingest_rows_per_hour, 3),
+            "ingest_records_per_hour": round(self.ingest_rows_per_hour, 3),
             "ingest_bytes_per_hour": round(self.ingest_bytes_per_hour, 3),
-            "dropped_rows_per_hour": round(self.dropped_rows_per_hour, 3),
+            "dropped_records_per_hour": round(self.dropped_rows_per_hour, 3),
             "reclaimed_bytes_per_hour": round(self.reclaimed_bytes_per_hour, 3),
             "backlog": dict(self.backlog),
             "backlog_trend": list(self.backlog_trend),

@@ -37,6 +37,7 @@ from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
 from tableformat.store import MetadataStore
+from tableformat.units import time_pair
 
 from ..kernel import Cadence, Operation, OperationResult, run_operation
 from ..kernel.clock import Clock, system_clock
@@ -123,9 +124,9 @@ class TableReport:
             "skipped": self.skipped or None,
             "lease_lost": self.lease_lost or None,
             "keep_up": None if self.keep_up is None else self.keep_up.to_json(),
-            "next_due_ms": self.next_due_ms,
-            "last_success_ms": self.last_success_ms,
-            "seconds": round(self.seconds, 3),
+            **time_pair("next_due", self.next_due_ms),
+            **time_pair("last_success", self.last_success_ms),
+            "duration_ms": round(self.seconds * 1000),
         }
 
 
@@ -160,8 +161,6 @@ def due_names(settings: MaintainSettings, found: Probe, now_ms: int) -> list[str
         if known is None or now_ms >= known.next_due_ms or (known.on_change and found.changed):
             due.append(op.name)
     return due
-
-
 
 
 def _one_line(exc: BaseException) -> str:

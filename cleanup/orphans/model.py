@@ -11,6 +11,7 @@ from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ArgumentError, ValidationError
 from tableformat.options import ORPHAN_OLDER_THAN
+from tableformat.units import time_pair
 
 from ..kernel import OperationResult
 
@@ -28,6 +29,7 @@ MAX_PLAN_AGE_MS = 3_600_000
 
 MIN_SANE_MTIME_MS = 10_000_000_000
 """Mtimes at or below this (April 1970) mean a store reporting seconds or nothing: such files are never deleted."""
+
 
 @dataclass(frozen=True, slots=True)
 class OrphanFile:
@@ -101,7 +103,9 @@ class OrphanResult(OperationResult):
             "removed_dirs": list(self.removed_dirs),
             "skipped_nested_tables": list(self.skipped_nested_tables),
             "dry_run": self.dry_run,
-            "cutoff_ms": self.cutoff_ms,
+            **time_pair("cutoff", self.cutoff_ms),
+            "notes": list(self.notes),
+            "backlog": self.backlog,
         }
 
 

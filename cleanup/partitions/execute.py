@@ -50,9 +50,9 @@ class PartitionExpireResult(OperationResult):
             expired_partitions=[dict(p) for p in self.expired_partitions],
             skipped_partitions=[{"partition": dict(p), "reason": r} for p, r in self.skipped_partitions],
             snapshot_ids=list(self.snapshot_ids),
-            files=self.files,
-            rows=self.rows,
-            bytes=self.bytes,
+            dropped_files=self.files,
+            dropped_records=self.rows,
+            reclaimable_bytes=self.bytes,
         )
         return document
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.model.snapshot import CommitKind
-from tableformat.units import human_bytes
+from tableformat.units import human_bytes, time_pair
 
 from ..kernel import OperationResult
 from ..rewrite import (
@@ -54,14 +54,14 @@ class RecordExpireResult(OperationResult):
     def to_json(self) -> dict[str, Any]:
         document = OperationResult.to_json(self)
         document.update(
-            dropped_files=list(self.dropped_files),
-            rewritten_files=list(self.rewritten_files),
-            written_files=list(self.written_files),
-            expired_rows=self.expired_rows,
+            dropped_paths=list(self.dropped_files),
+            rewritten_paths=list(self.rewritten_files),
+            written_paths=list(self.written_files),
+            expired_records=self.expired_rows,
             snapshot_ids=list(self.snapshot_ids),
-            bytes_reclaimable=self.bytes_reclaimable,
-            cutoff_ms=self.cutoff_ms,
-            skipped_files=[{"file": f, "reason": r} for f, r in self.skipped_files],
+            reclaimable_bytes=self.bytes_reclaimable,
+            **time_pair("cutoff", self.cutoff_ms),
+            skipped=[{"path": f, "reason": r} for f, r in self.skipped_files],
         )
         return document
 
@@ -118,9 +118,7 @@ def planned_result(ctx: TableContext, plan: RecordExpirePlan) -> RecordExpireRes
 
 
 def _units(plan: RecordExpirePlan) -> list[RewriteUnit]:
-    return [
-        RewriteUnit(j.entry.partition, j.entry.bucket, j.entry.total_buckets, (j.entry,)) for j in plan.rewrites
-    ]
+    return [RewriteUnit(j.entry.partition, j.entry.bucket, j.entry.total_buckets, (j.entry,)) for j in plan.rewrites]
 
 
 def execute_record_expiration(

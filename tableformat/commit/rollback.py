@@ -65,13 +65,13 @@ class RollbackResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
-            "target": self.target,
+            "target_snapshot_id": self.target,
             "target_label": self.target_label,
-            "previous_latest": self.previous_latest,
-            "removed_snapshots": list(self.removed_snapshots),
+            "previous_latest_snapshot_id": self.previous_latest,
+            "removed_snapshot_ids": list(self.removed_snapshots),
             "removed_tags": list(self.removed_tags),
             "restored_from_tag": self.restored_from_tag,
-            "concurrent_snapshots": list(self.concurrent_snapshots),
+            "concurrent_snapshot_ids": list(self.concurrent_snapshots),
             "notes": list(self.notes),
         }
 

@@ -207,6 +207,17 @@ def display_value(value: object, dtype: DataType, *, default_name: str) -> str:
     return str(value)
 
 
+def spec_values(
+    values: Mapping[str, object], partition_fields: Sequence[DataField], *, default_name: str
+) -> dict[str, str]:
+    """``{key: display value}`` in partition-key order (see display_value): a partition in ``--json`` output."""
+    return {
+        f.name: display_value(values.get(f.name), f.type, default_name=default_name)
+        for f in partition_fields
+        if f.name in values
+    }
+
+
 def spec_text(values: Mapping[str, object], partition_fields: Sequence[DataField], *, default_name: str) -> str:
     """``k1=v1/k2=v2`` with display values (see display_value); the form ``tablefmt partitions`` prints."""
     return "/".join(

@@ -131,6 +131,7 @@ def _partitions(ctx: TableContext, rules: tuple[RuleFigures, ...]) -> tuple[Part
         PartitionFigures(
             partition=row["partition"],
             values=row["values"] or {},
+            shown=display_values(row["values"] or {}, fields, default),
             record_count=row["record_count"],
             file_size_in_bytes=row["file_size_in_bytes"],
             file_count=row["file_count"],

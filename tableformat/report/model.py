@@ -8,12 +8,13 @@ the rule's own dry run (the registry's operations); partitions from ``table.insp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from tableformat.cleanup.kernel import OperationResult
 from tableformat.cleanup.maintainer import KeepUp
 from tableformat.model.maintain import HourStats
+from tableformat.units import time_pair
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +64,8 @@ class PartitionFigures:
     partition: str
     """``k=v/...`` (dates as yyyy-MM-dd); empty for an unpartitioned table."""
     values: Mapping[str, Any]
+    shown: Mapping[str, str] = field(default_factory=dict)
+    """``values`` as users write them (see tableformat.model.partition.display_value): the ``--json`` form."""
     record_count: int
     file_size_in_bytes: int
     file_count: int
@@ -107,9 +110,9 @@ class RuleFigures:
             "frees_bytes": self.frees_bytes,
             "frees_files": self.frees_files,
             "marks_bytes": self.marks_bytes,
-            "marks_rows": self.marks_rows,
+            "marks_records": self.marks_rows,
             "backlog": self.backlog,
-            "next_due_ms": self.next_due_ms,
+            **time_pair("next_due", self.next_due_ms),
             "due_source": self.due_source,
             "interval_ms": self.interval_ms,
             "on_change": self.on_change,
@@ -172,8 +175,8 @@ class TableRetentionReport:
         return {
             "table": self.name,
             "location": self.location,
-            "now_ms": self.now_ms,
-            "since_ms": self.since_ms,
+            **time_pair("now", self.now_ms),
+            **time_pair("since", self.since_ms),
             "live_bytes": self.live_bytes,
             "reclaimable_bytes": self.reclaimable_bytes,
             "orphan_bytes": self.orphan_bytes,
@@ -181,14 +184,14 @@ class TableRetentionReport:
             "row_count_kind": self.row_count_kind,
             "growth_bytes_per_day": round(self.growth_bytes_per_day(), 3),
             "storage": {
-                "earliest_snapshot": self.storage.earliest_snapshot,
+                "earliest_snapshot_id": self.storage.earliest_snapshot,
                 "tag_only_bytes": self.storage.tag_only_bytes,
                 "snapshots_read": self.storage.snapshots_read,
                 "manifests_read": self.storage.manifests_read,
                 "notes": list(self.storage.notes),
-                "points": [asdict(p) for p in self.storage.points],
+                "points": [_point_json(p) for p in self.storage.points],
             },
-            "partitions": [{**asdict(p), "values": {k: str(v) for k, v in p.values.items()}} for p in self.partitions],
+            "partitions": [_partition_json(p) for p in self.partitions],
             "rules": [r.to_json() for r in self.rules],
             "keep_up": None
             if keep_up is None
@@ -196,11 +199,11 @@ class TableRetentionReport:
                 **keep_up.keep_up.to_json(),
                 "source": keep_up.source,
                 "window_ms": keep_up.window_ms,
-                "hours": [asdict(h) for h in keep_up.hours],
+                "hours": [hour_json(h) for h in keep_up.hours],
             },
             "warnings": list(self.warnings),
             "errors": list(self.errors),
-            "seconds": round(self.seconds, 3),
+            "duration_ms": round(self.seconds * 1000),
         }
 
     def rule(self, name: str) -> RuleFigures | None:
@@ -248,3 +251,40 @@ class WarehouseReport:
 
     def by_growth(self) -> list[TableRetentionReport]:
         return sorted(self.tables, key=lambda t: (-t.growth_bytes_per_day(), t.name))
+
+
+def _point_json(point: StoragePoint) -> dict[str, Any]:
+    return {
+        "snapshot_id": point.snapshot_id,
+        **time_pair("commit_time", point.time_ms),
+        "commit_kind": point.commit_kind,
+        "live_bytes": point.live_bytes,
+        "live_files": point.live_files,
+        "live_records": point.live_rows,
+        "older_only_bytes": point.older_only_bytes,
+        "added_bytes": point.added_bytes,
+        "deleted_bytes": point.removed_bytes,
+    }
+
+
+def _partition_json(figures: PartitionFigures) -> dict[str, Any]:
+    return {
+        "partition": dict(figures.shown),
+        "record_count": figures.record_count,
+        "file_size_in_bytes": figures.file_size_in_bytes,
+        "file_count": figures.file_count,
+        "dropped_by": list(figures.dropped_by),
+        "trimmed_by": list(figures.trimmed_by),
+    }
+
+
+def hour_json(hour: HourStats) -> dict[str, Any]:
+    """One hour of keep-up figures in ``--json``."""
+    return {
+        **time_pair("hour", hour.hour_ms),
+        "commits": hour.commits,
+        "ingest_records": hour.ingest_rows,
+        "ingest_bytes": hour.ingest_bytes,
+        "dropped_records": hour.dropped_rows,
+        "reclaimed_bytes": hour.reclaimed_bytes,
+    }

@@ -62,7 +62,7 @@ def test_finds_a_deleted_data_file(table: Table) -> None:
     rel = str(victim.relative_to(root_of(table)))
     assert [p.path for p in result.missing_files] == [rel]
     assert result.missing_files[0].kind == "data" and result.missing_files[0].actual_size is None
-    assert result.to_json()["missing_files"] == [rel]
+    assert result.to_json()["missing_files"] == 1 and [p["path"] for p in result.to_json()["missing"]] == [rel]
 
 
 def test_finds_a_size_mismatch(table: Table) -> None:
@@ -124,7 +124,7 @@ def test_cli_exit_codes_and_json(table: Table) -> None:
     ok = runner.invoke(check, [str(root_of(table)), "--json"])
     assert ok.exit_code == 0, ok.output
     doc = json.loads(ok.output)
-    assert doc["ok"] is True and doc["orphan_files"] == 1 and doc["missing_files"] == []
+    assert doc["ok"] is True and doc["orphan_files"] == 1 and doc["missing_files"] == 0
 
     text = runner.invoke(check, [str(root_of(table))])
     assert text.exit_code == 0 and text.output.startswith("ok:")
@@ -133,7 +133,10 @@ def test_cli_exit_codes_and_json(table: Table) -> None:
     victim.unlink()
     bad = runner.invoke(check, [str(root_of(table)), "--json"])
     assert bad.exit_code == 1
-    assert json.loads(bad.output)["missing_files"] == [str(victim.relative_to(root_of(table)))]
+    missing = json.loads(bad.output)
+    assert missing["missing_files"] == 1 and [p["path"] for p in missing["missing"]] == [
+        str(victim.relative_to(root_of(table)))
+    ]
     bad_text = runner.invoke(check, [str(root_of(table))])
     assert bad_text.exit_code == 1 and "missing data" in bad_text.output
 

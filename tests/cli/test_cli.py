@@ -37,16 +37,18 @@ def test_create_write_snapshots_files_drop_tag(tmp_path: Path, parquet_file: Pat
     assert code != 0  # rows for dt=b are outside the named partition
     code, out, _ = run("snapshots", table, "--json")
     assert code == 0
-    assert [(s["id"], s["commit_kind"], s["total_record_count"]) for s in json.loads(out)] == [(1, "APPEND", 3)]
+    assert [(s["snapshot_id"], s["commit_kind"], s["total_record_count"]) for s in json.loads(out)] == [
+        (1, "APPEND", 3)
+    ]
     code, out, _ = run("files", table, "--json")
     assert code == 0 and sorted(f["partition"]["dt"] for f in json.loads(out)) == ["a", "b"]
     code, out, _ = run("drop-partition", table, "dt=b")
     assert (code, out.strip()) == (0, "committed snapshot 2 (OVERWRITE, 1 rows dropped)")
     assert run("tag", "create", table, "v1", "--snapshot", "1")[0] == 0
     code, out, _ = run("tag", "list", table, "--json")
-    keys = ("name", "snapshot_id", "time_retained_seconds", "record_count")
+    keys = ("tag_name", "snapshot_id", "time_retained_ms", "record_count")
     assert [{k: t[k] for k in keys} for t in json.loads(out)] == [
-        {"name": "v1", "snapshot_id": 1, "time_retained_seconds": None, "record_count": 3}
+        {"tag_name": "v1", "snapshot_id": 1, "time_retained_ms": None, "record_count": 3}
     ]
     assert run("tag", "delete", table, "v1")[0] == 0
     assert sorted(Table.open(table).to_arrow().column("id").to_pylist()) == [1, 3]

@@ -162,19 +162,20 @@ def test_human_output_at_80_columns(table: str) -> None:
 
 def test_json_of_each_inspect_command(table: str) -> None:
     snapshots = json.loads(run("snapshots", table, "--json").stdout)
-    assert [(s["id"], s["commit_kind"], s["total_record_count"]) for s in snapshots] == [
+    assert [(s["snapshot_id"], s["commit_kind"], s["total_record_count"]) for s in snapshots] == [
         (1, "APPEND", 100), (2, "APPEND", 200), (3, "APPEND", 300), (4, "OVERWRITE", 201), (5, "OVERWRITE", 101)
     ]  # fmt: skip
     assert [(s["added_files"], s["deleted_files"]) for s in snapshots] == [(1, 0), (1, 0), (1, 0), (1, 1), (0, 1)]
-    assert snapshots[0]["commit_time"].endswith("+00:00") and isinstance(snapshots[0]["time_millis"], int)
+    assert snapshots[0]["commit_time"].endswith("+00:00") and isinstance(snapshots[0]["commit_time_ms"], int)
     partitions = json.loads(run("partitions", table, "--json").stdout)
-    assert [(p["partition"], p["values"], p["record_count"], p["file_count"]) for p in partitions] == [
-        ("dt=2024-01-01", {"dt": "2024-01-01"}, 100, 1), ("dt=2024-01-02", {"dt": "2024-01-02"}, 1, 1)
+    assert [(p["partition"], p["record_count"], p["file_count"]) for p in partitions] == [
+        ({"dt": "2024-01-01"}, 100, 1), ({"dt": "2024-01-02"}, 1, 1)
     ]  # fmt: skip
     files = json.loads(run("files", table, "--json").stdout)
-    expected = [("dt=2024-01-01", 100), ("dt=2024-01-02", 1)]
-    assert sorted((f["partition_text"], f["row_count"]) for f in files) == expected
-    assert all(Path(f["path"]).is_file() and Path(f["path"]).stat().st_size == f["file_size"] for f in files)
+    expected = [("2024-01-01", 100), ("2024-01-02", 1)]
+    assert sorted((f["partition"]["dt"], f["record_count"]) for f in files) == expected
+    assert all(re.fullmatch(r"dt=\d+/bucket-0/data-[-0-9a-f]+\.parquet", f["path"]) for f in files)  # relative
+    assert all((Path(table) / f["path"]).stat().st_size == f["file_size_in_bytes"] for f in files)
     described = json.loads(run("describe", table, "--json").stdout)
     assert (described["snapshots"], described["tags"], described["live_records"], described["partitions"]) == (
         5, 1, 101, 2
@@ -186,7 +187,7 @@ def test_json_of_each_inspect_command(table: str) -> None:
                                                     "source": "table", "default": "10"}  # fmt: skip
     assert options["snapshot.time-retained"]["source"] == "default"
     tags = json.loads(run("tag", "list", table, "--json").stdout)
-    assert [(t["name"], t["snapshot_id"], t["record_count"]) for t in tags] == [("nightly", 2, 200)]
+    assert [(t["tag_name"], t["snapshot_id"], t["record_count"]) for t in tags] == [("nightly", 2, 200)]
 
 
 def test_options_set_unset_cli(table: str) -> None:
@@ -227,8 +228,8 @@ def test_options_show_takes_its_flags_before_or_after_the_table(table: str) -> N
 def test_tag_create_with_time_retained(table: str) -> None:
     result = run("tag", "create", table, "weekly", "--snapshot", "3", "--time-retained", "7d")
     assert (result.exit_code, result.stdout) == (0, "tag weekly -> snapshot 3, retained 7 d\n")
-    tags = {t["name"]: t for t in json.loads(run("tag", "list", table, "--json").stdout)}
-    assert tags["weekly"]["time_retained_seconds"] == 7 * 86_400
+    tags = {t["tag_name"]: t for t in json.loads(run("tag", "list", table, "--json").stdout)}
+    assert tags["weekly"]["time_retained_ms"] == 7 * 86_400_000
     assert "weekly          3" in human("tag", "list", table) and "7 d" in human("tag", "list", table)
     assert run("tag", "create", table, "bad", "--time-retained", "-1d").exit_code == 2
 
@@ -240,7 +241,7 @@ def test_tag_list_says_when_each_tag_expires_and_which_already_have(table: str) 
     assert store.write_tag_if_absent(old)
     assert run("tag", "create", table, "weekly", "--snapshot", "3", "--time-retained", "7d").exit_code == 0
     weekly = store.read_tag("weekly")
-    tags = {t["name"]: t for t in json.loads(run("tag", "list", table, "--json").stdout)}
+    tags = {t["tag_name"]: t for t in json.loads(run("tag", "list", table, "--json").stdout)}
     expected_old = int(dt.datetime(2020, 1, 2, 3, 5, 5).timestamp() * 1000)
     assert (tags["old"]["expire_time_ms"], tags["old"]["expired"]) == (expected_old, True)
     assert tags["old"]["expire_time"] == "2020-01-02T03:05:05+00:00"  # TZ=UTC in these tests
@@ -259,7 +260,11 @@ def test_rollback_cli(table: str) -> None:
     assert [s.id for s in Table.open(table).snapshots()] == [1, 2, 3, 4, 5]
     result = run("rollback", table, "--to-tag", "nightly", "--json")
     document = json.loads(result.stdout)
-    assert (document["target"], document["removed_snapshots"], document["dry_run"]) == (2, [3, 4, 5], False)
+    assert (document["target_snapshot_id"], document["removed_snapshot_ids"], document["dry_run"]) == (
+        2,
+        [3, 4, 5],
+        False,
+    )
     assert [s.id for s in Table.open(table).snapshots()] == [1, 2]
     for args, kind, code in (
         (("--to-snapshot", "9"), "SnapshotNotFoundError", 1),
@@ -280,7 +285,7 @@ def test_drop_partition_takes_dates_and_day_numbers_and_lists_nearby(table: str)
         "no partition matches dt=2024-01-09; no snapshot written. Nearby: dt=2024-01-01,\n  dt=2024-01-02\n"
     )
     assert json.loads(run("drop-partition", table, "dt=19000", "--json").stdout) == {
-        "snapshot_id": None, "dropped_rows": 0, "nearby_partitions": ["dt=2024-01-01", "dt=2024-01-02"]
+        "snapshot_id": None, "dropped_records": 0, "nearby_partitions": [{"dt": "2024-01-01"}, {"dt": "2024-01-02"}]
     }  # fmt: skip
     assert run("drop-partition", table, "dt=19723").stdout == "committed snapshot 6 (OVERWRITE, 100 rows dropped)\n"
     assert run("drop-partition", table, "dt=2024-01-02").stdout.startswith("committed snapshot 7 ")
@@ -386,6 +391,6 @@ def test_create_write_and_tag_speak_json_too(tmp_path: Path) -> None:
     assert written == {"snapshot_id": 1, "commit_kind": "APPEND", "record_count": 2}
     assert [(r["operation"], r["expired_snapshots"], r["deleted_paths"]) for r in ran] == [("expire", 0, [])]
     tagged = json.loads(run("tag", "create", root, "v1", "--time-retained", "1d", "--json").stdout)
-    assert (tagged["name"], tagged["snapshot_id"], tagged["time_retained_seconds"]) == ("v1", 1, 86_400)
+    assert (tagged["tag_name"], tagged["snapshot_id"], tagged["time_retained_ms"]) == ("v1", 1, 86_400_000)
     assert tagged["expire_time_ms"] == int(Table.open(root).context.store.read_tag("v1").expires_ms() or 0)
-    assert json.loads(run("tag", "delete", root, "v1", "--json").stdout) == {"name": "v1", "deleted": True}
+    assert json.loads(run("tag", "delete", root, "v1", "--json").stdout) == {"tag_name": "v1", "deleted": True}

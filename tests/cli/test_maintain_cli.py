@@ -38,7 +38,7 @@ def test_json_lines_one_per_table_with_every_field(tmp_path: Path) -> None:
     for report in reports:
         assert set(report) == {
             "table", "location", "operations", "ok", "error", "lost_races", "not_applicable", "skipped",
-            "lease_lost", "keep_up", "next_due_ms", "last_success_ms", "seconds",
+            "lease_lost", "keep_up", "next_due", "next_due_ms", "last_success", "last_success_ms", "duration_ms",
         }  # fmt: skip
         assert report["ok"] is True and report["error"] is None and report["skipped"] is None
         assert report["not_applicable"] == {}

@@ -42,7 +42,7 @@ def test_readers_views_and_steering_on_s3(s3_root: tuple[str, dict[str, Any]]) -
     described = json.loads(runner.invoke(cli, ["describe", url, "--json", *flags]).stdout)
     assert (described["live_records"], described["sizes"]["ok"], described["schema_id"]) == (4, True, 1)
     result = runner.invoke(cli, ["rollback", url, "--to-snapshot", "2", "--json", *flags])
-    assert json.loads(result.stdout)["removed_snapshots"] == [3, 4]
+    assert json.loads(result.stdout)["removed_snapshot_ids"] == [3, 4]
     reopened = Table.open(url, storage_options=options)
     assert sorted(reopened.to_arrow().column("id").to_pylist()) == [0, 1, 10, 11]
     assert reopened.options.raw["snapshot.num-retained.min"] == "2"

@@ -48,4 +48,4 @@ def test_anon_false_reaches_the_file_io_as_a_boolean(s3_root: tuple[str, dict[st
     assert (fs.anon, fs.max_concurrency) == (False, 4)
     result = CliRunner().invoke(cli, ["snapshots", url, "--json", *given])
     assert (result.exit_code, result.stderr) == (0, "")
-    assert [s["id"] for s in json.loads(result.stdout)] == [1]
+    assert [s["snapshot_id"] for s in json.loads(result.stdout)] == [1]

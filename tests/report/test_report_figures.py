@@ -50,7 +50,7 @@ def test_partitions_equal_tablefmt_partitions_and_marks_equal_the_partition_dry_
     now = _now()
     report = events.report(now_ms=now)
     printed = json.loads(CliRunner().invoke(cli, ["partitions", events.location, "--json"]).stdout)
-    assert [(p.partition, p.record_count, p.file_size_in_bytes, p.file_count) for p in report.partitions] == [
+    assert [(dict(p.shown), p.record_count, p.file_size_in_bytes, p.file_count) for p in report.partitions] == [
         (p["partition"], p["record_count"], p["file_size_in_bytes"], p["file_count"]) for p in printed
     ]
     dry = events.maintenance.run("expire-partitions", dry_run=True, now_ms=now)

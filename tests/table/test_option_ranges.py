@@ -201,7 +201,7 @@ def test_a_cutoff_before_the_range_of_timestamp_ns_expires_nothing(
     data = table.to_arrow(include_expired=True)
     assert ttl.filter(data).num_rows == 4
     assert ds.dataset(data).to_table(filter=ttl.expression()).num_rows == 4
-    assert table.maintenance.run("expire-records", now_ms=now).to_json()["dropped_files"] == []
+    assert table.maintenance.run("expire-records", now_ms=now).to_json()["dropped_paths"] == []
     assert rows(table.to_arrow()) == ROWS
 
 

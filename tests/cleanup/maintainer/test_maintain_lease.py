@@ -246,7 +246,7 @@ def test_a_pass_that_loses_its_lease_reports_what_each_operation_did_before_and_
     assert (document["ok"], document["error"], document["lease_lost"]) == (False, f"expire: {expired}", expired)
     assert list(document["operations"]) == ["compact", "expire"]  # remove-orphans never started
     assert document["operations"]["compact"]["snapshot_ids"] == [7]
-    assert len(document["operations"]["compact"]["compacted_files"]) == 6
+    assert len(document["operations"]["compact"]["compacted_paths"]) == 6
     assert document["operations"]["expire"] == {
         "dry_run": False,
         "deleted_paths": list(sizes),

@@ -40,7 +40,11 @@ def test_json_dry_run_then_real_run(tmp_path: Path) -> None:
             "reason": "no partition time: dt is null (the default partition)",
         }
     ]
-    assert dry["snapshot_ids"] == [] and dry["dry_run"] is True and (dry["files"], dry["rows"]) == (1, 2)
+    assert (
+        dry["snapshot_ids"] == []
+        and dry["dry_run"] is True
+        and (dry["dropped_files"], dry["dropped_records"]) == (1, 2)
+    )
     code, out, _ = _run("expire-partitions", str(table.location), "--expiration-time", "30d", "--json")
     real = json.loads(out)
     assert code == 0 and real["snapshot_ids"] == [4] and real["dry_run"] is False

@@ -36,14 +36,14 @@ def test_expire_records_json_dry_run_then_real_run(tmp_path: Path) -> None:
     location = _table(tmp_path)
     code, out, _ = _run("expire-records", location, "--dry-run", "--json")
     dry = json.loads(out)
-    assert code == 0 and dry["dry_run"] is True and dry["snapshot_ids"] == [] and dry["written_files"] == []
-    assert len(dry["dropped_files"]) == 1 and len(dry["rewritten_files"]) == 1 and dry["expired_rows"] == 3
+    assert code == 0 and dry["dry_run"] is True and dry["snapshot_ids"] == [] and dry["written_paths"] == []
+    assert len(dry["dropped_paths"]) == 1 and len(dry["rewritten_paths"]) == 1 and dry["expired_records"] == 3
     code, out, _ = _run("expire-records", location, "--expire-time", "30d", "--time-field", "ts", "--json")
     real = json.loads(out)
     assert code == 0 and real["dry_run"] is False and len(real["snapshot_ids"]) == 2
-    for key in ("dropped_files", "rewritten_files", "expired_rows", "bytes_reclaimable"):
+    for key in ("dropped_paths", "rewritten_paths", "expired_records", "reclaimable_bytes"):
         assert real[key] == dry[key], key
-    assert len(real["written_files"]) == 1 and real["written_files"][0].startswith("p=1/bucket-0/data-")
+    assert len(real["written_paths"]) == 1 and real["written_paths"][0].startswith("p=1/bucket-0/data-")
     code, out, _ = _run("expire-records", location, "--max-files", "5")
     assert code == 0 and out.startswith("expire-records: dropped 0 file(s), rewrote 0 file(s)")
 
@@ -52,7 +52,7 @@ def test_compact_json_and_text(tmp_path: Path) -> None:
     location = _table(tmp_path)
     code, out, _ = _run("compact", location, "--partition", "p=1", "--dry-run", "--json")
     dry = json.loads(out)
-    assert code == 0 and dry["groups"] == 1 and len(dry["compacted_files"]) == 6 and dry["rows"] == 9
+    assert code == 0 and dry["groups"] == 1 and len(dry["compacted_paths"]) == 6 and dry["read_records"] == 9
     code, out, _ = _run("compact", location, "--target-file-size", "64 mb")
     assert code == 0 and out.startswith("compact: merged 6 file(s) in 1 group(s) into 1 file(s), 9 row(s) read, 3")
 

@@ -83,8 +83,16 @@ def test_dry_run_lists_exactly_what_the_real_run_does(tmp_path: Path, kind: Time
     assert (dry.dropped_files, dry.rewritten_files) == (real.dropped_files, real.rewritten_files)
     assert (dry.expired_rows, dry.bytes_reclaimable) == (real.expired_rows, real.bytes_reclaimable)
     assert set(real.to_json()) >= {
-        "dropped_files", "rewritten_files", "written_files", "expired_rows", "snapshot_ids", "bytes_reclaimable",
+        "dropped_paths",
+        "rewritten_paths",
+        "written_paths",
+        "expired_records",
+        "snapshot_ids",
+        "reclaimable_bytes",
         "dry_run",
+        "deleted_files",
+        "cutoff",
+        "cutoff_ms",
     }
 
 

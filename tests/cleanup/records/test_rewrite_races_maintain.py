@@ -78,12 +78,12 @@ def test_maintain_once_succeeds_when_expire_records_loses_its_snapshot(
     assert (code, err) == (0, "") and hooked.ran == 1
     assert report["ok"] is True and report["error"] is None and report["lost_races"] == {}
     records = report["operations"]["expire-records"]
-    assert _names(records["rewritten_files"]) == seen["live"] - seen["merged"]  # the appended file, re-planned
-    assert records["expired_rows"] == 1 and len(records["written_files"]) == 1
+    assert _names(records["rewritten_paths"]) == seen["live"] - seen["merged"]  # the appended file, re-planned
+    assert records["expired_records"] == 1 and len(records["written_paths"]) == 1
     assert any(note.startswith("re-planned 1 time") for note in records["notes"])
     compacted = report["operations"]["compact"]  # then compaction merges the other's file with the rewritten one
-    assert _names(compacted["compacted_files"]) == seen["merged"] | _names(records["written_files"])
-    assert _live(table.location) == _names(compacted["written_files"])
+    assert _names(compacted["compacted_paths"]) == seen["merged"] | _names(records["written_paths"])
+    assert _live(table.location) == _names(compacted["written_paths"])
     final = Table.open(table.location)
     assert sorted(r["id"] for r in final.to_arrow(include_expired=True).to_pylist()) == [1, 2, 3, 5]
     assert final.check().ok

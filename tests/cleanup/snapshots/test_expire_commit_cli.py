@@ -91,10 +91,17 @@ def test_cli_json_and_dry_run(kit) -> None:
     done = json.loads(real.output)
     assert done["dry_run"] is False
     assert sorted(done["deleted_paths"]) == sorted(planned["deleted_paths"])
-    for key in ("expired_snapshots", "earliest_snapshot", "deleted_data_files", "deleted_manifests",
-                "deleted_manifest_lists", "deleted_bytes"):
+    for key in (
+        "expired_snapshots",
+        "earliest_snapshot_id",
+        "deleted_data_files",
+        "deleted_manifest_files",
+        "deleted_manifest_list_files",
+        "deleted_files",
+        "deleted_bytes",
+    ):
         assert done[key] == planned[key]
-    assert done["earliest_snapshot"] == 6
+    assert done["earliest_snapshot_id"] == 6
 
 
 def test_cli_text_output_and_limit(kit) -> None:

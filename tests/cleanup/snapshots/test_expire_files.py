@@ -187,10 +187,12 @@ def test_result_json_has_the_documented_keys(kit) -> None:
     table.append(kit.rows(2))
     table.append(kit.rows(2))
     document = expire(kit, table).to_json()
-    for key in ("expired_snapshots", "earliest_snapshot", "deleted_data_files", "deleted_manifests",
-                "deleted_manifest_lists", "deleted_bytes", "dry_run", "deleted_paths"):
+    for key in ("expired_snapshots", "earliest_snapshot_id", "deleted_data_files", "deleted_manifest_files",
+                "deleted_manifest_list_files", "deleted_bytes", "dry_run", "deleted_paths", "deleted_files",
+                "backlog"):  # fmt: skip
         assert key in document
-    assert document["expired_snapshots"] == 1 and document["earliest_snapshot"] == 2
+    assert document["expired_snapshots"] == 1 and document["earliest_snapshot_id"] == 2
+    assert document["deleted_files"] == len(document["deleted_paths"])
 
 
 def corrupt(path) -> None:
