@@ -92,7 +92,7 @@ def test_rollback_with_tags_and_a_pypaimon_branch(pp: Paimon) -> None:
     pp.drop_branch("t", "b4")
 
     done = _cli("rollback", path, "--to-snapshot", "3")
-    assert (done["removed_snapshots"], done["removed_tags"]) == ([4, 5], ["t4"])
+    assert (done["removed_snapshot_ids"], done["removed_tags"]) == ([4, 5], ["t4"])
     assert pp.latest_id("t") == 3 and rows_of(pp.read("t")) == expected
     assert rows_of(pp.read("t", tag="t2")) == tag2 and sorted(pp.table("t").list_tags()) == ["t2"]
     assert rows_of(pp.read(pp.branch("t", "b2"))) == branch
@@ -114,9 +114,9 @@ def test_tablefmt_reads_after_a_pypaimon_rollback(pp: Paimon) -> None:
     pp.rollback_to("t", "t1")
     path = pp.path("t")
     snapshots = _cli("snapshots", path)
-    assert [s["id"] for s in snapshots] == [1]
+    assert [s["snapshot_id"] for s in snapshots] == [1]
     assert rows_of(Table.open(path).to_arrow()) == [(0, "a"), (1, "a")]
-    assert [p["partition"] for p in _cli("partitions", path)] == ["dt=a"]
+    assert [p["partition"] for p in _cli("partitions", path)] == [{"dt": "a"}]
 
 
 def test_inspect_and_readers_on_a_pypaimon_date_table(pp: Paimon) -> None:
@@ -126,11 +126,11 @@ def test_inspect_and_readers_on_a_pypaimon_date_table(pp: Paimon) -> None:
     for index, day in enumerate(days):
         pp.append("d", pa.table({"id": [index], "day": [day]}, schema=DATED))
     path = pp.path("d")
-    assert [p["partition"] for p in _cli("partitions", path)] == ["day=2024-01-01", "day=2024-01-02", "day=2024-01-03"]
+    assert [p["partition"]["day"] for p in _cli("partitions", path)] == ["2024-01-01", "2024-01-02", "2024-01-03"]
     table = Table.open(path)
     scan = table.scan(filter=pc.field("day") >= dt.date(2024, 1, 2))
     assert (scan.stats().selected_files, sorted(scan.to_table().column("id").to_pylist())) == (2, [1, 2])
     assert rows_of(table.to_pyarrow_dataset().to_table()) == rows_of(pp.read("d"))
-    assert _cli("drop-partition", path, "day=2024-01-01")["dropped_rows"] == 1
-    assert _cli("drop-partition", path, "day=19724")["dropped_rows"] == 1  # 2024-01-02 as its day number
+    assert _cli("drop-partition", path, "day=2024-01-01")["dropped_records"] == 1
+    assert _cli("drop-partition", path, "day=19724")["dropped_records"] == 1  # 2024-01-02 as its day number
     assert rows_of(pp.read("d")) == [(2, dt.date(2024, 1, 3))]

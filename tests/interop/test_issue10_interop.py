@@ -109,7 +109,7 @@ def assert_check_ok(root: str, roots: int) -> None:
     """``tablefmt check``: ok, nothing missing, no errors, no orphans, every root and referenced file counted."""
     result = tablefmt_json("check", root)
     needed = assert_roots_intact(root)
-    assert (result["ok"], result["missing_files"], result["errors"]) == (True, [], []), result
+    assert (result["ok"], result["missing_files"], result["errors"]) == (True, 0, []), result
     assert (result["roots"], result["referenced_files"], result["orphan_files"]) == (roots, len(needed), 0), result
 
 
@@ -185,9 +185,9 @@ BRANCH_READS = {
 def test_cli_expire_keeps_the_ttl_tag_a_branch_was_created_from(pp: Paimon) -> None:
     rows = Rows()
     root = tag_and_branch(pp, rows, ttl=True)
-    keys = ("name", "snapshot_id", "time_retained_seconds")
+    keys = ("tag_name", "snapshot_id", "time_retained_ms")
     listed = [{k: t[k] for k in keys} for t in tablefmt_json("tag", "list", root)]
-    assert listed == [{"name": "release", "snapshot_id": 1, "time_retained_seconds": 1.0}]
+    assert listed == [{"tag_name": "release", "snapshot_id": 1, "time_retained_ms": 1000}]
     branch = tree_bytes(Path(root) / "branch")
     expected = retiring(root, ["snapshot 1", "snapshot 2"])
     # snapshot 1's data files and manifest lists are b1's (and the tag's): only snapshot 2's lists go

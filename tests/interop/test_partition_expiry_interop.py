@@ -52,7 +52,7 @@ def test_pypaimon_reads_and_appends_after_partition_expiry_and_expire(pp: Paimon
         {"dt": "2020-01-01", "hour": "6"},
         {"dt": "2020-01-02", "hour": "23"},
     ]
-    assert result["skipped_partitions"] == [] and result["snapshot_ids"] == [6] and result["rows"] == 6
+    assert result["skipped_partitions"] == [] and result["snapshot_ids"] == [6] and result["dropped_records"] == 6
     kept = sorted(r for r in before[5] if r[1].startswith("2099"))
     assert rows_of(pp.read("t")) == kept
 

@@ -65,12 +65,12 @@ def test_counts_of_a_pypaimon_pk_table_are_raw_and_say_so(pp: Paimon) -> None:
         ["id", "dt"],
     )
     files = json_of("files", str(root))
-    assert sum(f["row_count"] for f in files) == raw and len(files) == len(live)
+    assert sum(f["record_count"] for f in files) == raw and len(files) == len(live)
     assert not [f for f in files if Path(f["path"]).name.startswith("changelog-")]
     assert {f["row_count_kind"] for f in files} == {"raw"}
     partitions = json_of("partitions", str(root))
     assert sum(p["record_count"] for p in partitions) == raw
-    assert {p["partition"]: p["row_count_kind"] for p in partitions} == {"dt=d1": "raw", "dt=d2": "raw"}
+    assert {p["partition"]["dt"]: p["row_count_kind"] for p in partitions} == {"d1": "raw", "d2": "raw"}
     snapshots = json_of("snapshots", str(root), "--no-sizes")
     assert [(s["total_record_count"], s["changelog_record_count"]) for s in snapshots] == [
         (25 * (i + 1), 25) for i in range(ROUNDS)

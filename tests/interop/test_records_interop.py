@@ -57,12 +57,12 @@ def test_pypaimon_reads_and_appends_after_expire_records_compact_and_expire(pp: 
     assert rows_of(Table.open(path).to_arrow()) == kept  # tablefmt's read hides the expired rows already
 
     records = _cli("expire-records", path)
-    assert len(records["dropped_files"]) == 1 and len(records["rewritten_files"]) == 2  # type: ignore[arg-type]
-    assert records["expired_rows"] == 4 and len(records["snapshot_ids"]) == 2  # type: ignore[arg-type]
+    assert len(records["dropped_paths"]) == 1 and len(records["rewritten_paths"]) == 2  # type: ignore[arg-type]
+    assert records["expired_records"] == 4 and len(records["snapshot_ids"]) == 2  # type: ignore[arg-type]
     assert "6 file(s) had no time statistics in the manifest; their footers were read" in records["notes"]  # type: ignore[operator]
     assert rows_of(pp.read("t")) == kept  # pypaimon filters nothing: the table itself holds no expired row
     compacted = _cli("compact", path)
-    assert compacted["groups"] == 1 and compacted["expired_rows"] == 0  # partition b: 3 files; a has 2 < 3
+    assert compacted["groups"] == 1 and compacted["expired_records"] == 0  # partition b: 3 files; a has 2 < 3
     assert rows_of(pp.read("t")) == kept
 
     table = Table.open(path)
@@ -77,4 +77,4 @@ def test_pypaimon_reads_and_appends_after_expire_records_compact_and_expire(pp: 
     assert rows_of(pp.read("t")) == rows_of(_batch([*kept_rows, (100, NEW, "c"), (101, OLD, "c")]))
     assert rows_of(Table.open(path).to_arrow()) == rows_of(_batch([*kept_rows, (100, NEW, "c")]))
     again = _cli("expire-records", path)
-    assert again["expired_rows"] == 1 and rows_of(pp.read("t")) == rows_of(Table.open(path).to_arrow())
+    assert again["expired_records"] == 1 and rows_of(pp.read("t")) == rows_of(Table.open(path).to_arrow())
