@@ -249,6 +249,7 @@ def test_a_pass_that_loses_its_lease_reports_what_each_operation_did_before_and_
     assert len(document["operations"]["compact"]["compacted_paths"]) == 6
     assert document["operations"]["expire"] == {
         "dry_run": False,
+        "deleted_files": len(sizes),
         "deleted_paths": list(sizes),
         "deleted_bytes": sum(sizes.values()),
         "removed_dirs": [],
@@ -312,6 +313,7 @@ def test_a_compaction_that_loses_its_lease_after_a_commit_reports_the_snapshot_a
     assert {name: result.to_json() for name, result in report.operations} == {
         "compact": {
             "dry_run": False,
+            "deleted_files": 0,
             "deleted_paths": [],
             "deleted_bytes": 0,
             "removed_dirs": [],
