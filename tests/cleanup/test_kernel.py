@@ -104,6 +104,7 @@ def test_parallel_batches_that_went_through_are_recorded_when_another_raises(tmp
     assert ledger.deleted == went  # the ledger is what a stopped operation reports
     assert ledger.stopped("lease lost").to_json() == {
         "dry_run": False,
+        "deleted_files": len(went),
         "deleted_paths": [p for p, _ in went],
         "deleted_bytes": sum(s for _, s in went),
         "removed_dirs": [],
