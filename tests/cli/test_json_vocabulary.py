@@ -62,12 +62,13 @@ def every_command(tmp_path: Path) -> Iterator[tuple[str, Any]]:
         "create",
         _cli("create", str(tmp_path / "new"), "--schema-from", str(data), "--partition-keys", "day", "--json"),
     )
+    yield "options unset", _cli("options", "unset", at, "write-only", "--json")  # commits expire afterwards
     yield "write", _cli("write", at, str(data), "--json")
-    yield (
-        "options set",
-        _cli("options", "set", at, "record-level.time-field=id", "record-level.expire-time=1 d", "--json"),
-    )
-    yield "options unset", _cli("options", "unset", at, "write-only", "--json")
+    yield "write", _cli("write", at, str(data), "--json")
+    yield "options set", _cli(
+        "options", "set", at, "record-level.time-field=id", "record-level.expire-time=1 d", "compaction.min.file-num=2",
+        "--json",
+    )  # fmt: skip
     yield "options", _cli("options", "show", at, "--all", "--json")
     yield "snapshots", _cli("snapshots", at, "--json")
     yield "files", _cli("files", at, "--json")
@@ -102,6 +103,18 @@ def banned_keys(value: Any, where: str = "") -> list[str]:
         for index, item in enumerate(value):
             found += banned_keys(item, f"{where}[{index}]")
     return found
+
+
+def absolute_paths(value: Any, where: str = "") -> list[str]:
+    """Every string (recursively) that is an absolute path or URL, but a table's own ``location`` (``table``)."""
+    if isinstance(value, dict):
+        items = [(k, v) for k, v in value.items() if k not in {"location", "table"}]
+        return [p for k, v in items for p in absolute_paths(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in absolute_paths(v, f"{where}[{i}]")]
+    if isinstance(value, str) and (value.startswith("/") or "://" in value):
+        return [f"{where}: {value}"]
+    return []
 
 
 def type_errors(value: Any, kind: str, docs: dict[str, dict[str, str]], where: str) -> list[str]:
@@ -195,6 +208,10 @@ def test_every_document_is_exactly_as_documented(outputs: list[tuple[str, Any]])
 
 def test_no_key_anywhere_uses_a_replaced_spelling(outputs: list[tuple[str, Any]]) -> None:
     assert [(name, key) for name, document in outputs for key in banned_keys(document)] == []
+
+
+def test_no_path_anywhere_is_absolute(outputs: list[tuple[str, Any]]) -> None:
+    assert [(name, path) for name, document in outputs for path in absolute_paths(document)] == []
 
 
 def test_every_time_has_its_ms_and_every_deleting_command_its_counts(outputs: list[tuple[str, Any]]) -> None:
