@@ -199,7 +199,7 @@ def test_cli_json_output_never_shows_a_secret(
         outputs.append(result.output)
     assert_clean("\n".join(outputs), secrets, "--json output")
     assert_clean(log_text(debug_logs), secrets, "the DEBUG log records")
-    assert '"path": "s3://' in outputs[1]  # files --json shows URLs, and nothing else of the storage options
+    assert '"path": "part=p0/bucket-0/data-' in outputs[1]  # files --json: paths relative to the table root
 
 
 def test_missing_credentials_say_which_settings_to_give(
