@@ -121,8 +121,8 @@ def test_expire_leaves_exactly_the_retained_snapshot_files(pp: Paimon) -> None:
     assert expired_changelogs <= before - after
     assert set(result["deleted_paths"]) >= before - after
     assert result["deleted_changelog_files"] == len({p for p in expired_changelogs if p.endswith(".parquet")})
-    assert result["deleted_changelog_manifest_lists"] == ROUNDS - 1
-    assert result["deleted_changelog_manifests"] == ROUNDS - 1
+    assert result["deleted_changelog_manifest_list_files"] == ROUNDS - 1
+    assert result["deleted_changelog_manifest_files"] == ROUNDS - 1
     assert sorted(p.name for p in (root / "snapshot").iterdir()) == ["EARLIEST", "LATEST", f"snapshot-{ROUNDS}"]
     assert needed(root) == after
     assert rows_of(pp.read("t")) == latest
@@ -202,6 +202,6 @@ def test_expire_deletes_replaced_deletion_vectors_and_pypaimon_reads_the_same_ro
     assert {p for p in after if p.startswith("index/") or "index-manifest" in p} == kept
     assert after == needed(root) | kept
     assert before - after >= every - kept
-    assert result["deleted_index_manifests"] == len({p for p in every - kept if p.startswith("manifest/")})
+    assert result["deleted_index_manifest_files"] == len({p for p in every - kept if p.startswith("manifest/")})
     assert result["deleted_index_files"] == len({p for p in every - kept if p.startswith("index/")})
     assert rows_of(pp.read("dv")) == rows
