@@ -46,6 +46,7 @@ from tableformat.units import human_bytes
 from ..kernel import Deleter, OperationResult, Progress
 from ..roots import Root
 from .attached import AttachedFiles, Referenced, without_referenced
+from .changelog import write_changelogs
 from .config import ExpireConfig
 from .journal import remove_journal, write_journal
 from .metadata import DataPaths, MetadataCache, TagRef
@@ -396,6 +397,7 @@ def _complete(
         journal = _journal_and_hint(ctx, plan, journal, hint, pool)
         consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
         asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None
+        write_changelogs(ctx, plan.changelog_roots)  # decoupled: before the snapshot files go
         snapshots = _delete(deleter, plan.snapshot_files, ordered=True, listed=fresh)
         deletes = _deletes_files(plan)
         now = roots_now(ctx, plan, workers, branches=deletes) if plan.tag_files or deletes else None

@@ -68,6 +68,9 @@ class ExpirePlan:
     end: int | None
     """The snapshot that becomes EARLIEST (None when the table has no snapshot)."""
     expired_snapshots: tuple[int, ...] = ()
+    changelog_roots: tuple[int, ...] = ()
+    """Decoupled changelog lifecycle: the expired snapshots copied to ``changelog/changelog-<id>`` before their
+    snapshot files are deleted (changelog.py)."""
     fingerprints: tuple[tuple[int, str], ...] = ()
     """(id, base manifest list) of every expired snapshot and of ``end``: a re-run refuses a changed table."""
     snapshot_files: tuple[PlannedFile, ...] = ()

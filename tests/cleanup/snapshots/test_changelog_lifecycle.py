@@ -1,0 +1,164 @@
+"""A decoupled changelog lifecycle (a ``changelog.*`` retention above the snapshot one, Paimon's
+``changelogDecoupled``): expiring a snapshot leaves ``changelog/changelog-<id>`` (a copy of its JSON) and exactly
+the files that changelog needs; changelog expiration later removes those roots with the files only they named."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from support.changelogs import attach_changelog, attached_needs
+from support.faults import FaultyFileIO, InjectedFault
+from support.tables import FAR_FUTURE_MS, context_with_io, files_under, reachable_files
+
+from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.context import TableContext
+from tableformat.io.local import LocalFileIO
+from tableformat.live_set import live_entries
+from tableformat.model.snapshot import Snapshot
+from tableformat.scan.reader import DataReader
+from tableformat.table import Table
+
+DECOUPLED = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2", "changelog.num-retained.max": "50"}
+
+
+SETTLED = {"time_retained": 0, "limit": 1000, "parallelism": 1, "now_ms": FAR_FUTURE_MS}
+
+
+def chain(exc: BaseException | None):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def expire(table: Table, **kwargs):
+    return expire_snapshots(table.context, **{"time_retained": 0, "limit": 1000, "now_ms": FAR_FUTURE_MS, **kwargs})
+
+
+def changelog_roots(ctx: TableContext) -> list[Snapshot]:
+    found = (ctx.store.read_changelog(str(i)) for i in ctx.store.changelog_ids())
+    return [c for c in found if c is not None]
+
+
+def whole_needs(ctx: TableContext, roots: list[Snapshot]) -> set[str]:
+    """What the roots name as a reader of each would open: manifest lists, manifests, live data files."""
+    store, layout = ctx.store, ctx.layout
+    reader = DataReader(ctx.io, layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec())
+    files: set[str] = set()
+    for root in roots:
+        files |= {layout.relative(layout.manifest_file(n)) for n in root.manifest_lists()}
+        files |= {layout.relative(layout.manifest_file(m.file_name)) for m in store.manifests_of(root)}
+        live = live_entries(store, root, ctx.partition_codec(), threads=1)
+        files |= {layout.relative(reader.path_of(e)) for e in live}
+    return files
+
+
+def changelog_needs(table: Table) -> set[str]:
+    """What the long-lived changelogs and the snapshots with a changelog manifest list name: the list, its manifests
+    and files."""
+    store = table.context.store
+    roots = [*changelog_roots(table.context), *(store.read_snapshot(i) for i in store.snapshot_ids())]
+    lists = {f"manifest/{r.changelog_manifest_list}" for r in roots if r.changelog_manifest_list}
+    return lists | attached_needs(table, roots)
+
+
+def root_files(ctx: TableContext) -> set[str]:
+    names = {f"changelog/changelog-{i}" for i in ctx.store.changelog_ids()}
+    return names | {f"changelog/{h}" for h in ("EARLIEST", "LATEST") if ctx.io.exists(ctx.layout.join("changelog", h))}
+
+
+def input_history(kit, snapshots: int = 6) -> tuple[Table, dict[int, frozenset[str]]]:
+    table = kit.table(**{**DECOUPLED, "changelog-producer": "input"})
+    paths = {}
+    for i in range(1, snapshots + 1):
+        table.append(kit.rows(4))
+        paths[i] = attach_changelog(table, i).paths
+    return table, paths
+
+
+def test_input_producer_expired_snapshots_leave_changelog_roots_that_keep_exactly_their_changelog(kit) -> None:
+    table, changelogs = input_history(kit)
+    ctx = table.context
+    root = kit.root(table)
+    copies = {i: (root / "snapshot" / f"snapshot-{i}").read_bytes() for i in range(1, 7)}
+
+    result = expire(table)
+
+    assert result.expired_snapshot_ids == (1, 2, 3, 4, 5)
+    assert ctx.store.changelog_ids() == [1, 2, 3, 4, 5]
+    for i in range(1, 6):
+        assert (root / "changelog" / f"changelog-{i}").read_bytes() == copies[i]
+    assert json.loads((root / "changelog" / "LATEST").read_text()) == 5
+    assert json.loads((root / "changelog" / "EARLIEST").read_text()) == 1
+    every = {p for paths in changelogs.values() for p in paths}
+    after = files_under(root)
+    assert every <= after
+    assert result.deleted_changelog_files == result.deleted_changelog_manifest_lists == 0
+    assert after == reachable_files(ctx) | changelog_needs(table) | root_files(ctx)
+
+
+def test_none_producer_changelog_roots_keep_their_manifest_lists_and_data_files(kit) -> None:
+    table = kit.table(**DECOUPLED)
+    table.append(kit.rows(4))
+    table.append(kit.rows(4))
+    root = str(kit.root(table))
+    replaced = {f.path[len(root) + 1 :] for f in table.files(2) if f.partition["part"] == 0}
+    table.overwrite(kit.rows(2, parts=(0,)), {"part": 0})
+    table.append(kit.rows(2))
+    table.append(kit.rows(2))
+    ctx = table.context
+
+    result = expire(table)
+
+    assert result.expired_snapshot_ids == (1, 2, 3, 4)
+    assert result.deleted_data_files == result.deleted_manifests == result.deleted_manifest_lists == 0
+    roots = changelog_roots(ctx)
+    assert [r.id for r in roots] == [1, 2, 3, 4]
+    after = files_under(kit.root(table))
+    assert replaced <= after
+    assert after == reachable_files(ctx) | whole_needs(ctx, roots) | root_files(ctx)
+
+
+def test_coupled_lifecycle_writes_no_changelog_root(kit) -> None:
+    table = kit.table(**{**DECOUPLED, "changelog.num-retained.max": "2"})
+    for _ in range(4):
+        table.append(kit.rows(2))
+
+    result = expire(table)
+
+    assert result.expired_snapshot_ids == (1, 2, 3)
+    assert not (kit.root(table) / "changelog").exists() or table.context.store.changelog_ids() == []
+
+
+@pytest.mark.parametrize(("mode", "sticky"), [("before", False), ("after", False), ("before", True), ("after", True)])
+def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_path, mode, sticky) -> None:
+    """Every mutating call of a decoupled expiration (changelog roots written, snapshots and files deleted) fails
+    once (sticky: every later call too, a crash); a re-run leaves exactly what an uninterrupted run leaves, and no
+    changelog file is lost meanwhile."""
+    table, changelogs = input_history(kit)
+    table.create_tag("keep", 2)
+    base = kit.root(table)
+    reference = tmp_path / "reference"
+    shutil.copytree(base, reference)
+    expire(Table.open(str(reference)), parallelism=1)
+    counter = FaultyFileIO(LocalFileIO())
+    expire_snapshots(context_with_io(shutil.copytree(base, tmp_path / "count"), counter), **SETTLED)
+    every = {p for paths in changelogs.values() for p in paths}
+    failures = []
+    for point in range(1, counter.count + 1):
+        copy = shutil.copytree(base, tmp_path / f"{mode}-{sticky}-{point}")
+        faulty = FaultyFileIO(LocalFileIO(), point, mode, sticky=sticky)
+        try:
+            expire_snapshots(context_with_io(copy, faulty), **SETTLED)
+        except Exception as exc:
+            assert any(isinstance(e, InjectedFault) for e in chain(exc)), exc
+        lost = every - files_under(copy)
+        expire(Table.open(str(copy)), parallelism=1)
+        present = {p for p in files_under(copy) if not p.startswith(".tablefmt/claim-")}
+        hints = {"changelog/LATEST", "changelog/EARLIEST"}  # only hints: a failed write is logged, the listing decides
+        diff = (present ^ files_under(reference)) - hints
+        if lost or diff:
+            failures.append(f"point {point} {counter.calls[point - 1]}: lost {lost}, {diff}")
+        shutil.rmtree(copy)
+    assert not failures, "\n".join(failures)
