@@ -25,6 +25,7 @@ and a changelog belongs to the one snapshot that committed it. Unreadable metada
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from tableformat.context import TableContext
@@ -107,13 +108,20 @@ class AttachedFiles:
             refs.index_files.update(check_file_name(e.index_file.file_name) for e in index_entries)
         return refs
 
-    def plan(self, gone: Sequence[Snapshot], kept: Sequence[Snapshot], changelogs: Sequence[Snapshot] = ()) -> Attached:
-        """What ``gone`` (the expired snapshots, which never include the end, and the expired tags older than the end)
-        name and no ``kept`` root or long-lived changelog does; of ``changelogs`` (expired snapshots that become
-        long-lived changelogs, changelog.py) the changelog is kept."""
+    def plan(
+        self,
+        gone: Sequence[Snapshot],
+        kept: Sequence[Snapshot],
+        changelogs: Sequence[Snapshot] = (),
+        leaving: AbstractSet[int] = frozenset(),
+    ) -> Attached:
+        """What ``gone`` (the expired snapshots, which never include the end, and the expired tags older than the end;
+        or expired long-lived changelogs) name and no ``kept`` root or long-lived changelog (but those ``leaving``)
+        does; of ``changelogs`` (expired snapshots that become long-lived changelogs, changelog.py) the changelog is
+        kept."""
         if not any(names_attached(s) for s in gone):
             return Attached()
-        keep = self.referenced([*kept, *changelog_roots(self.ctx)])
+        keep = self.referenced([*kept, *(c for c in changelog_roots(self.ctx) if c.id not in leaving)])
         new = self.referenced(changelogs)
         keep.add(Referenced(lists=new.lists, manifests=new.manifests, files=new.files))
         lists: dict[str, int] = {}

@@ -16,7 +16,7 @@ a snapshot already gone has its copy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tableformat.context import TableContext
@@ -26,6 +26,7 @@ from tableformat.model.snapshot import Snapshot
 from tableformat.options import CHANGELOG_PRODUCER
 
 from .config import ExpireConfig
+from .planned import ExpirePlan, PlannedFile
 
 
 def keeps_whole(snapshot: Snapshot, produce_changelog: bool) -> bool:
@@ -76,3 +77,15 @@ def write_changelogs(ctx: TableContext, ids: Sequence[int]) -> None:
     ctx.store.write_changelog_hint(LATEST, max(ids))
     if ctx.store.read_changelog_hint(EARLIEST) is None:
         ctx.store.write_changelog_hint(EARLIEST, min(ids))
+
+
+def delete_changelogs(
+    ctx: TableContext, plan: ExpirePlan, delete: Callable[[Sequence[PlannedFile]], list[str]]
+) -> set[str]:
+    """A changelog expiration's step before its files go: ``changelog/EARLIEST`` moves to the first changelog kept,
+    then the expired ``changelog/changelog-<id>`` files are deleted, ascending (``delete``); the paths deleted."""
+    if not plan.changelog_root_files:
+        return set()
+    if plan.changelog_end is not None:
+        ctx.store.write_changelog_hint(EARLIEST, plan.changelog_end)
+    return set(delete(plan.changelog_root_files))

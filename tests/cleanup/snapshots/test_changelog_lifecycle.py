@@ -10,7 +10,7 @@ import shutil
 import pytest
 from support.changelogs import attach_changelog, attached_needs
 from support.faults import FaultyFileIO, InjectedFault
-from support.tables import FAR_FUTURE_MS, context_with_io, files_under, reachable_files
+from support.tables import branch_from_snapshot, context_with_io, files_under, reachable_files
 
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
@@ -20,10 +20,16 @@ from tableformat.model.snapshot import Snapshot
 from tableformat.scan.reader import DataReader
 from tableformat.table import Table
 
-DECOUPLED = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2", "changelog.num-retained.max": "50"}
+DECOUPLED = {
+    "snapshot.num-retained.min": "1",
+    "snapshot.num-retained.max": "2",
+    "changelog.num-retained.max": "50",
+    "changelog.time-retained": "1 h",
+}
+HOUR_MS = 3_600_000
 
 
-SETTLED = {"time_retained": 0, "limit": 1000, "parallelism": 1, "now_ms": FAR_FUTURE_MS}
+SETTLED = {"time_retained": 0, "limit": 1000, "parallelism": 1}
 
 
 def chain(exc: BaseException | None):
@@ -32,8 +38,15 @@ def chain(exc: BaseException | None):
         exc = exc.__cause__ or exc.__context__
 
 
+def soon(table: Table) -> int:
+    """A minute after the latest commit: every snapshot is past snapshot.time-retained (0), no changelog is past
+    changelog.time-retained (1 h)."""
+    ctx = table.context
+    return ctx.store.read_snapshot(ctx.store.latest_snapshot_id()).time_millis + 60_000
+
+
 def expire(table: Table, **kwargs):
-    return expire_snapshots(table.context, **{"time_retained": 0, "limit": 1000, "now_ms": FAR_FUTURE_MS, **kwargs})
+    return expire_snapshots(table.context, **{"time_retained": 0, "limit": 1000, "now_ms": soon(table), **kwargs})
 
 
 def changelog_roots(ctx: TableContext) -> list[Snapshot]:
@@ -59,6 +72,7 @@ def changelog_needs(table: Table) -> set[str]:
     and files."""
     store = table.context.store
     roots = [*changelog_roots(table.context), *(store.read_snapshot(i) for i in store.snapshot_ids())]
+    roots += [t.snapshot for t in store.tags()]
     lists = {f"manifest/{r.changelog_manifest_list}" for r in roots if r.changelog_manifest_list}
     return lists | attached_needs(table, roots)
 
@@ -68,8 +82,8 @@ def root_files(ctx: TableContext) -> set[str]:
     return names | {f"changelog/{h}" for h in ("EARLIEST", "LATEST") if ctx.io.exists(ctx.layout.join("changelog", h))}
 
 
-def input_history(kit, snapshots: int = 6) -> tuple[Table, dict[int, frozenset[str]]]:
-    table = kit.table(**{**DECOUPLED, "changelog-producer": "input"})
+def input_history(kit, snapshots: int = 6, **options: str) -> tuple[Table, dict[int, frozenset[str]]]:
+    table = kit.table(**{**DECOUPLED, "changelog-producer": "input", **options})
     paths = {}
     for i in range(1, snapshots + 1):
         table.append(kit.rows(4))
@@ -121,7 +135,7 @@ def test_none_producer_changelog_roots_keep_their_manifest_lists_and_data_files(
 
 
 def test_coupled_lifecycle_writes_no_changelog_root(kit) -> None:
-    table = kit.table(**{**DECOUPLED, "changelog.num-retained.max": "2"})
+    table = kit.table(**{**DECOUPLED, "changelog.num-retained.max": "2", "changelog.time-retained": "0 ms"})
     for _ in range(4):
         table.append(kit.rows(2))
 
@@ -131,30 +145,46 @@ def test_coupled_lifecycle_writes_no_changelog_root(kit) -> None:
     assert not (kit.root(table) / "changelog").exists() or table.context.store.changelog_ids() == []
 
 
-@pytest.mark.parametrize(("mode", "sticky"), [("before", False), ("after", False), ("before", True), ("after", True)])
-def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_path, mode, sticky) -> None:
-    """Every mutating call of a decoupled expiration (changelog roots written, snapshots and files deleted) fails
-    once (sticky: every later call too, a crash); a re-run leaves exactly what an uninterrupted run leaves, and no
-    changelog file is lost meanwhile."""
-    table, changelogs = input_history(kit)
+def sweep_table(kit, scenario: str) -> tuple[Table, set[str], int]:
+    """A decoupled table with changelogs and a tag, the changelog files that must survive, and the run's clock.
+    roots: the run writes long-lived changelogs; same-run: it also expires some of them (num-retained.max);
+    later: they exist already and the run expires them (time-retained)."""
+    options = {"changelog.num-retained.max": "3"} if scenario == "same-run" else {}
+    table, changelogs = input_history(kit, **options)
     table.create_tag("keep", 2)
+    now = soon(table)
+    if scenario == "later":
+        expire(table, now_ms=now)
+        now += 2 * HOUR_MS
+        return table, set(changelogs[2] | changelogs[5] | changelogs[6]), now
+    if scenario == "same-run":
+        return table, set(changelogs[2] | changelogs[4] | changelogs[5] | changelogs[6]), now
+    return table, {p for paths in changelogs.values() for p in paths}, now
+
+
+@pytest.mark.parametrize("scenario", ["roots", "same-run", "later"])
+@pytest.mark.parametrize(("mode", "sticky"), [("before", False), ("after", False), ("before", True), ("after", True)])
+def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_path, mode, sticky, scenario) -> None:
+    """Every mutating call of a decoupled expiration (long-lived changelogs written and expired, snapshots and files
+    deleted) fails once (sticky: every later call too, a crash); a re-run leaves exactly what an uninterrupted run
+    leaves, and no changelog file a retained root needs is lost meanwhile."""
+    table, needed_files, now = sweep_table(kit, scenario)
     base = kit.root(table)
     reference = tmp_path / "reference"
     shutil.copytree(base, reference)
-    expire(Table.open(str(reference)), parallelism=1)
+    expire(Table.open(str(reference)), parallelism=1, now_ms=now)
     counter = FaultyFileIO(LocalFileIO())
-    expire_snapshots(context_with_io(shutil.copytree(base, tmp_path / "count"), counter), **SETTLED)
-    every = {p for paths in changelogs.values() for p in paths}
+    expire_snapshots(context_with_io(shutil.copytree(base, tmp_path / "count"), counter), **SETTLED, now_ms=now)
     failures = []
     for point in range(1, counter.count + 1):
         copy = shutil.copytree(base, tmp_path / f"{mode}-{sticky}-{point}")
         faulty = FaultyFileIO(LocalFileIO(), point, mode, sticky=sticky)
         try:
-            expire_snapshots(context_with_io(copy, faulty), **SETTLED)
+            expire_snapshots(context_with_io(copy, faulty), **SETTLED, now_ms=now)
         except Exception as exc:
             assert any(isinstance(e, InjectedFault) for e in chain(exc)), exc
-        lost = every - files_under(copy)
-        expire(Table.open(str(copy)), parallelism=1)
+        lost = needed_files - files_under(copy)
+        expire(Table.open(str(copy)), parallelism=1, now_ms=now)
         present = {p for p in files_under(copy) if not p.startswith(".tablefmt/claim-")}
         hints = {"changelog/LATEST", "changelog/EARLIEST"}  # only hints: a failed write is logged, the listing decides
         diff = (present ^ files_under(reference)) - hints
@@ -162,3 +192,74 @@ def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_
             failures.append(f"point {point} {counter.calls[point - 1]}: lost {lost}, {diff}")
         shutil.rmtree(copy)
     assert not failures, "\n".join(failures)
+
+
+# --- changelog expiration -----------------------------------------------------------------------------------------
+def test_input_producer_changelogs_past_their_time_go_with_exactly_the_files_only_they_named(kit) -> None:
+    table, changelogs = input_history(kit)
+    table.create_tag("keep", 2)
+    ctx = table.context
+    root = kit.root(table)
+    first = expire(table)
+    assert first.expired_snapshot_ids == (1, 2, 3, 4, 5) and first.expired_changelog_ids == ()
+    before = files_under(root)
+
+    result = expire(table, now_ms=soon(table) + 2 * HOUR_MS)
+
+    assert result.expired_snapshot_ids == ()
+    assert result.expired_changelog_ids == (1, 2, 3, 4)  # the newest long-lived changelog always stays
+    assert ctx.store.changelog_ids() == [5]
+    assert json.loads((root / "changelog" / "EARLIEST").read_text()) == 5
+    gone = before - files_under(root)
+    roots_gone = {f"changelog/changelog-{i}" for i in (1, 2, 3, 4)}
+    assert gone == roots_gone | changelogs[1] | changelogs[3] | changelogs[4]  # the tag holds 2's changelog
+    assert set(result.deleted_paths) == gone
+    assert result.deleted_changelog_files == 6 and result.deleted_changelog_manifest_lists == 3
+    assert files_under(root) == reachable_files(ctx) | changelog_needs(table) | root_files(ctx)
+
+
+def test_changelog_num_retained_max_expires_changelogs_in_the_same_run(kit) -> None:
+    table, changelogs = input_history(kit, **{"changelog.num-retained.max": "3"})
+
+    result = expire(table)
+
+    assert result.expired_snapshot_ids == (1, 2, 3, 4, 5)
+    assert result.expired_changelog_ids == (1, 2, 3)  # beyond the newest 3 ids (4, 5, 6): whatever their age
+    assert table.context.store.changelog_ids() == [4, 5]
+    after = files_under(kit.root(table))
+    assert not (changelogs[1] | changelogs[2] | changelogs[3]) & after
+    assert after == reachable_files(table.context) | changelog_needs(table) | root_files(table.context)
+    assert result.to_json()["expired_changelogs"] == 3
+    assert result.to_json()["expired_changelog_ids"] == [1, 2, 3]
+    assert "and 3 changelog(s)" in result.headline()
+
+
+def test_none_producer_changelogs_go_with_their_lists_and_data_files_but_what_a_tag_or_branch_holds(kit) -> None:
+    table = kit.table(**DECOUPLED)
+    table.append(kit.rows(4))
+    table.append(kit.rows(4))
+    table.overwrite(kit.rows(2, parts=(0,)), {"part": 0})  # replaces part 0 of snapshots 1 and 2
+    for _ in range(3):
+        table.append(kit.rows(2))
+    table.create_tag("keep", 1)
+    branch_from_snapshot(kit.root(table), "b1", 3)
+    ctx = table.context
+    base = str(kit.root(table))
+    second_only = {f.path[len(base) + 1 :] for f in table.files(2) if f.partition["part"] == 0}
+    second_only -= {f.path[len(base) + 1 :] for f in table.files(1)}
+    third = ctx.store.read_snapshot(3)  # the branch's snapshot
+    expire(table)
+    assert ctx.store.changelog_ids() == [1, 2, 3, 4, 5]
+    before = files_under(kit.root(table))
+
+    result = expire(table, now_ms=soon(table) + 2 * HOUR_MS)
+
+    assert result.expired_changelog_ids == (1, 2, 3, 4)
+    after = files_under(kit.root(table))
+    gone = before - after
+    assert set(result.deleted_paths) == gone
+    assert {p for p in gone if p.startswith("part=")} == second_only  # live only in changelog 2
+    assert result.deleted_data_files == len(second_only) == 1
+    branch = {p for p in after if p.startswith("branch/")} | whole_needs(ctx, [third])
+    tag = whole_needs(ctx, [t.snapshot for t in ctx.store.tags()])
+    assert after == reachable_files(ctx) | whole_needs(ctx, changelog_roots(ctx)) | root_files(ctx) | branch | tag
