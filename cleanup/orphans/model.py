@@ -29,6 +29,7 @@ MAX_PLAN_AGE_MS = 3_600_000
 MIN_SANE_MTIME_MS = 10_000_000_000
 """Mtimes at or below this (April 1970) mean a store reporting seconds or nothing: such files are never deleted."""
 
+
 @dataclass(frozen=True, slots=True)
 class OrphanFile:
     """A file planned for deletion: path relative to the table root, size and mtime."""

@@ -118,9 +118,7 @@ def planned_result(ctx: TableContext, plan: RecordExpirePlan) -> RecordExpireRes
 
 
 def _units(plan: RecordExpirePlan) -> list[RewriteUnit]:
-    return [
-        RewriteUnit(j.entry.partition, j.entry.bucket, j.entry.total_buckets, (j.entry,)) for j in plan.rewrites
-    ]
+    return [RewriteUnit(j.entry.partition, j.entry.bucket, j.entry.total_buckets, (j.entry,)) for j in plan.rewrites]
 
 
 def execute_record_expiration(

@@ -25,14 +25,9 @@ from tableformat.layout import EARLIEST, LATEST
 from tableformat.model.snapshot import Snapshot
 from tableformat.options import CHANGELOG_PRODUCER
 
+from ..roots import keeps_whole
 from .config import ExpireConfig
 from .planned import ExpirePlan, PlannedFile
-
-
-def keeps_whole(snapshot: Snapshot, produce_changelog: bool) -> bool:
-    """Whether a long-lived changelog protects like a branch root: ``changelog-producer=none`` without a changelog
-    manifest list (its delta's data files are the changelog)."""
-    return not produce_changelog and not snapshot.changelog_manifest_list
 
 
 def produces_changelog(ctx: TableContext) -> bool:

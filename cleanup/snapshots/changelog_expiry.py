@@ -28,8 +28,9 @@ from tableformat.live_set import merge_entries
 from tableformat.model.snapshot import Snapshot
 from tableformat.parallel import Workers
 
+from ..roots import keeps_whole
 from .attached import AttachedFiles
-from .changelog import keeps_whole, produces_changelog
+from .changelog import produces_changelog
 from .config import ExpireConfig
 from .metadata import DataPaths, MetadataCache, TagRef
 from .planned import ExpirePlan, PlannedFile, branch_ref, emptied_dirs, manifest_files, new_plan_id

@@ -13,8 +13,8 @@ from tableformat.layout import EARLIEST, LATEST, TAG_PREFIX
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
 from tableformat.parallel import InlineExecutor, executor
 
-from ..roots import References, Root
-from .changelog import keeps_whole, produces_changelog
+from ..roots import References, Root, keeps_whole
+from .changelog import produces_changelog
 from .metadata import MetadataCache
 
 

@@ -4,6 +4,7 @@ the files that changelog needs; changelog expiration later removes those roots w
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 
@@ -12,6 +13,8 @@ from support.changelogs import attach_changelog, attached_needs
 from support.faults import FaultyFileIO, InjectedFault
 from support.tables import branch_from_snapshot, context_with_io, files_under, reachable_files
 
+from tableformat.cleanup.check import check_table
+from tableformat.cleanup.orphans.operation import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
 from tableformat.io.local import LocalFileIO
@@ -263,3 +266,24 @@ def test_none_producer_changelogs_go_with_their_lists_and_data_files_but_what_a_
     branch = {p for p in after if p.startswith("branch/")} | whole_needs(ctx, [third])
     tag = whole_needs(ctx, [t.snapshot for t in ctx.store.tags()])
     assert after == reachable_files(ctx) | whole_needs(ctx, changelog_roots(ctx)) | root_files(ctx) | branch | tag
+
+
+@pytest.mark.parametrize("producer", ["input", "none"])
+def test_check_and_orphan_cleanup_see_long_lived_changelogs_as_roots(kit, producer) -> None:
+    """A long-lived changelog with a changelog list names it and no base or delta list (Paimon deleted those with
+    its snapshot): check finds nothing missing, orphan cleanup deletes nothing, before and after they expire."""
+    if producer == "input":
+        table, _ = input_history(kit)
+    else:
+        table = kit.table(**DECOUPLED)
+        for _ in range(6):
+            table.append(kit.rows(4))
+    ctx = table.context
+    for now in (soon(table), soon(table) + 2 * HOUR_MS):
+        expire(table, now_ms=now)
+        before = files_under(kit.root(table))
+        checked = check_table(ctx)
+        assert checked.missing_files == () and checked.errors == () and checked.orphan_files == 0
+        orphans = remove_orphan_files(ctx, older_than=dt.timedelta(0), force=True)
+        assert orphans.deleted_paths == () and files_under(kit.root(table)) == before
+    assert ctx.store.changelog_ids() == [5]
