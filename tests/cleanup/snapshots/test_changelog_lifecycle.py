@@ -15,11 +15,16 @@ from support.tables import branch_from_snapshot, context_with_io, files_under, r
 
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans.operation import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.snapshots import expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots.changelog_expiry import plan_changelog_expiration
+from tableformat.cleanup.snapshots.config import ExpireConfig
+from tableformat.cleanup.snapshots.journal import plan_from_document, plan_to_document, read_journal, write_journal
 from tableformat.context import TableContext
+from tableformat.errors import UnsafePathError
 from tableformat.io.local import LocalFileIO
 from tableformat.live_set import live_entries
 from tableformat.model.snapshot import Snapshot
+from tableformat.parallel import Workers
 from tableformat.scan.reader import DataReader
 from tableformat.table import Table
 
@@ -287,3 +292,44 @@ def test_check_and_orphan_cleanup_see_long_lived_changelogs_as_roots(kit, produc
         orphans = remove_orphan_files(ctx, older_than=dt.timedelta(0), force=True)
         assert orphans.deleted_paths == () and files_under(kit.root(table)) == before
     assert ctx.store.changelog_ids() == [5]
+
+
+def test_dry_run_of_changelog_expiration_reports_exactly_what_the_real_run_deletes(kit) -> None:
+    table, _ = input_history(kit)
+    table.create_tag("keep", 2)
+    expire(table)
+    copy = kit.base / "copy"
+    shutil.copytree(kit.root(table), copy)
+    later = soon(table) + 2 * HOUR_MS
+
+    preview = expire(table, now_ms=later, dry_run=True)
+    done = expire(Table.open(str(copy)), now_ms=later)
+
+    assert preview.expired_changelog_ids == done.expired_changelog_ids == (1, 2, 3, 4)
+    assert sorted(preview.deleted_paths) == sorted(done.deleted_paths)
+    assert preview.deleted_changelog_files == done.deleted_changelog_files == 6
+
+
+def test_journal_holds_the_changelogs_to_write_and_to_expire_and_refuses_other_paths(kit) -> None:
+    table, _ = input_history(kit)
+    ctx = table.context
+    config = ExpireConfig.resolve(ctx.options, time_retained=0, limit=1000)
+    plan = plan_expiration(ctx, config, soon(table))
+    assert plan.changelog_roots == (1, 2, 3, 4, 5)
+    loaded = read_journal(ctx, write_journal(ctx, plan))
+    assert loaded is not None and loaded.changelog_roots == plan.changelog_roots
+    expire(table)
+    with Workers(1) as workers:
+        changelogs = plan_changelog_expiration(ctx, config, soon(table) + 2 * HOUR_MS, workers)
+    assert changelogs.expired_changelogs == (1, 2, 3, 4) and changelogs.changelog_end == 5
+    loaded = read_journal(ctx, write_journal(ctx, changelogs))
+    assert loaded is not None
+    assert (loaded.expired_changelogs, loaded.changelog_root_files) == (
+        changelogs.expired_changelogs,
+        changelogs.changelog_root_files,
+    )
+    assert loaded.changelog_end == 5 and loaded.attached == changelogs.attached
+    document = plan_to_document(changelogs)
+    for bad in ("snapshot/snapshot-1", "changelog/../x", "changelog/EARLIEST", "../changelog/changelog-1"):
+        with pytest.raises(UnsafePathError):
+            plan_from_document({**document, "changelogRootFiles": [[bad, 0]]})
