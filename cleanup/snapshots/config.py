@@ -76,7 +76,7 @@ class ExpireConfig:
             raise ValidationError(f"snapshot.expire.limit must be >= 1, got {self.limit}")
         if self.parallelism < 1:
             raise ValidationError(f"parallelism must be >= 1, got {self.parallelism}")
-        if self.changelog_retain_max < self.changelog_retain_min:
+        if self.changelog_decoupled and self.changelog_retain_max < self.changelog_retain_min:
             raise ValidationError(
                 f"changelog.num-retained.max ({self.changelog_retain_max}) must be >= "
                 f"changelog.num-retained.min ({self.changelog_retain_min})"

@@ -9,6 +9,7 @@ import json
 import shutil
 
 import pytest
+from click.testing import CliRunner
 from support.changelogs import attach_changelog, attached_needs
 from support.faults import FaultyFileIO, InjectedFault
 from support.tables import branch_from_snapshot, context_with_io, files_under, reachable_files
@@ -19,6 +20,7 @@ from tableformat.cleanup.snapshots import expire_snapshots, plan_expiration
 from tableformat.cleanup.snapshots.changelog_expiry import plan_changelog_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.cleanup.snapshots.journal import plan_from_document, plan_to_document, read_journal, write_journal
+from tableformat.cli.expire_command import expire as expire_command
 from tableformat.context import TableContext
 from tableformat.errors import UnsafePathError
 from tableformat.io.local import LocalFileIO
@@ -333,3 +335,18 @@ def test_journal_holds_the_changelogs_to_write_and_to_expire_and_refuses_other_p
     for bad in ("snapshot/snapshot-1", "changelog/../x", "changelog/EARLIEST", "../changelog/changelog-1"):
         with pytest.raises(UnsafePathError):
             plan_from_document({**document, "changelogRootFiles": [[bad, 0]]})
+
+
+def test_the_cli_names_the_changelogs_it_expires(kit) -> None:
+    table, _ = input_history(kit, **{"changelog.num-retained.max": "3", "changelog.time-retained": "0 s"})
+    args = [str(kit.root(table)), "--retain-min", "1", "--time-retained", "0s"]
+
+    text = CliRunner().invoke(expire_command, [*args, "--dry-run"], catch_exceptions=False)
+    done = CliRunner().invoke(expire_command, [*args, "--json"], catch_exceptions=False)
+
+    assert text.exit_code == done.exit_code == 0
+    assert "would expire 5 snapshot(s)" in text.output  # the dry run sees no long-lived changelog yet
+    result = json.loads(done.output)
+    assert result["expired_changelogs"] == 4 and result["expired_changelog_ids"] == [1, 2, 3, 4]
+    again = CliRunner().invoke(expire_command, args, catch_exceptions=False)
+    assert again.exit_code == 0 and "changelog(s)" not in again.output
