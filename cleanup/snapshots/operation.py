@@ -111,8 +111,8 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
                 done = planned_result(_remaining(ctx, protect_new_tags(ctx, journaled, workers), workers))
                 results.append(replace(done, completed_journals=(journaled.plan_id,)))
         results.append(planned_result(plan.plan))
-        if plan.changelogs is not None:
-            results.append(planned_result(plan.changelogs))
+        if plan.changelogs is not None and not plan.changelogs.is_empty:  # the backlog stays the snapshot plan's
+            results.append(replace(planned_result(plan.changelogs), backlog=plan.plan.backlog))
         return _merge(results, dry_run=True, earliest=_earliest(ctx, plan.plan))
 
     def execute(
@@ -137,7 +137,8 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
             if config.changelog_decoupled:  # planned again: snapshot expiration may have written long-lived changelogs
                 changelogs = plan_changelog_expiration(ctx, config, new.now_ms, workers)
             if changelogs is not None and not changelogs.is_empty:
-                results.append(execute_expiration(ctx, changelogs, config=config, workers=workers, fresh=True))
+                done = execute_expiration(ctx, changelogs, config=config, workers=workers, fresh=True)
+                results.append(replace(done, backlog=result.backlog))  # the backlog stays the snapshot plan's
         return _merge(results, dry_run=False, earliest=_earliest(ctx, plan.plan))
 
 
