@@ -2,23 +2,26 @@
 
 Referenced files are those of every root (snapshots, tags and changelogs of the main table and of every branch):
 their manifest lists (sizes from the snapshot where it records them), index manifests and statistics files, the
-manifests of the lists (``_FILE_SIZE`` of the list rows) and each root's **live** data files (ADD and DELETE entries
-merged; ``_FILE_SIZE`` of the entry). A file DELETEd by a root may be gone legitimately (expiration removed it), so
-only live files must exist. Data files are looked for where :class:`tableformat.data_paths.DataPaths` puts them
+manifests of the lists (``_FILE_SIZE`` of the list rows), each root's **live** data files (the ADD and DELETE entries
+of its base and delta lists merged; ``_FILE_SIZE`` of the entry) and its changelog files (the ADD entries of its
+changelog list). A file DELETEd by a root may be gone legitimately (expiration removed it), so only live files must
+exist. Data files are looked for where :class:`tableformat.data_paths.DataPaths` puts them
 (``data-file.path-directory`` included); those with an external path are outside the table root and are not
 checked. On a table whose options put files outside the root, orphans and reclaimable bytes are not counted
 (tablefmt does not clean or expire such tables).
 
-Orphans are counted with the cleaner's own planner (same classification and references, the table's default
-cutoff), so ``check`` and ``remove-orphans`` agree.
+Orphans are counted with the cleaner's own planner (same classification and references; the table's default cutoff
+unless ``older_than`` is given), so ``check`` lists exactly the orphans a ``remove-orphans`` dry run with the same
+cutoff lists.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TypeVar
 
 from tableformat.context import TableContext
@@ -32,12 +35,13 @@ from tableformat.errors import (
     UnsupportedFormatError,
     ValidationError,
 )
-from tableformat.layout import STATISTICS_DIR, TableLayout, check_file_name
+from tableformat.layout import INDEX_DIR, STATISTICS_DIR, TableLayout, check_file_name
 from tableformat.live_set import merge_entries
-from tableformat.model.manifest import ManifestEntry
+from tableformat.model.manifest import FileKind, ManifestEntry
+from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 
-from .orphans import plan_orphan_removal
+from .orphans import OrphanPlan, plan_orphan_removal, resolve_older_than_ms
 from .orphans.census import DirKind, walk_table
 from .roots import References, Root
 from .snapshots import expire_snapshots
@@ -56,7 +60,7 @@ class FileProblem:
     path: str
     """Relative to the table root."""
     kind: str
-    """'data', 'manifest', 'manifest-list', 'index-manifest' or 'statistics'."""
+    """'data', 'changelog', 'manifest', 'manifest-list', 'index-manifest', 'index' or 'statistics'."""
     referenced_by: str
     expected_size: int | None
     actual_size: int | None
@@ -93,6 +97,11 @@ class CheckResult:
     external_files_skipped: int = 0
     skipped_nested_tables: tuple[str, ...] = ()
     """Roots of other tables inside this one's data directories: not checked, never entered by orphan cleanup."""
+    orphan_paths: tuple[str, ...] = ()
+    """The orphans counted, relative to the root: exactly what a ``remove-orphans`` dry run with the same cutoff
+    lists."""
+    skipped_unknown: tuple[str, ...] = ()
+    """Files whose names the format does not produce there (or whose kind cannot be decided): never orphans."""
 
     @property
     def ok(self) -> bool:
@@ -117,6 +126,8 @@ class CheckResult:
             "reclaimable_note": self.reclaimable_note,
             "external_files_skipped": self.external_files_skipped,
             "skipped_nested_tables": list(self.skipped_nested_tables),
+            "orphan_paths": list(self.orphan_paths),
+            "skipped_unknown": list(self.skipped_unknown),
         }
 
 
@@ -147,6 +158,7 @@ def _collect_references(
     """Every file the roots reference, with recorded sizes; each root's live data files after merging (not when
     ``paths`` is None: the table's data directory is outside the root)."""
     list_sizes: dict[str, tuple[int | None, str]] = {}
+    index_manifests: dict[str, str] = {}
     for root in roots:
         s = root.snapshot
         sized = [
@@ -160,6 +172,7 @@ def _collect_references(
                 list_sizes.setdefault(name, (size, root.label))
         if s.index_manifest:
             collector.add(TableLayout.manifest_rel(s.index_manifest), "index-manifest", None, root.label)
+            index_manifests.setdefault(s.index_manifest, root.label)
         if s.statistics:
             collector.add(f"{STATISTICS_DIR}/{s.statistics}", "statistics", None, root.label)
     lists: dict[str, list[str]] = {}
@@ -179,21 +192,55 @@ def _collect_references(
     for name, entries in read_manifests:
         if entries is not None:
             entries_of[name] = entries
-    if paths is None:
-        return
-    for root in roots:
-        live = merge_entries(
-            entries_of.get(manifest, ())
-            for list_name in root.snapshot.manifest_lists()
-            for manifest in lists.get(list_name, ())
-        )
-        for entry in live.values():
+    if paths is not None:
+        for root in roots:
+            _collect_files_of(root, lists, entries_of, collector, paths)
+    _collect_index_files(ctx, refs, index_manifests, collector, paths)
+
+
+def _collect_index_files(
+    ctx: TableContext, refs: References, owners: dict[str, str], collector: _Collector, paths: DataPaths | None
+) -> None:
+    """The index files the index manifests (name -> the label of a root naming it) hold, with their recorded sizes:
+    in ``index/``, or in their bucket directory on a table with ``index-file-in-data-file-dir`` (not checked when
+    ``paths`` is None); those with an external path are outside the root and not checked."""
+    in_bucket = ctx.options.require(INDEX_FILE_IN_DATA_FILE_DIR)
+    read = bounded_map(refs.pool, lambda n: _tolerant(collector, ctx.store.read_index_manifest, n), owners, refs.window)
+    for name, entries in read:
+        for entry in entries or ():
+            meta = entry.index_file
+            if meta.external_path or (in_bucket and paths is None):
+                collector.external += 1
+                continue
+            file_name = check_file_name(meta.file_name, what=f"index file name in {name}")
+            directory = paths.bucket_dir(entry.partition, entry.bucket) if in_bucket and paths else INDEX_DIR
+            collector.add(f"{directory}/{file_name}", "index", meta.file_size, owners[name])
+
+
+def _collect_files_of(
+    root: Root,
+    lists: dict[str, list[str]],
+    entries_of: dict[str, list[ManifestEntry]],
+    collector: _Collector,
+    paths: DataPaths,
+) -> None:
+    """The live data files of a root (its base and delta lists merged) and its changelog files (the ADD entries of
+    its changelog list: a changelog file is never DELETEd, it goes when its snapshot or changelog expires)."""
+    snapshot = root.snapshot
+
+    def entries(*list_names: str) -> Iterator[list[ManifestEntry]]:
+        return (entries_of.get(m, []) for name in list_names if name for m in lists.get(name, ()))
+
+    live = merge_entries(entries(snapshot.base_manifest_list, snapshot.delta_manifest_list)).values()
+    changelog = (e for es in entries(snapshot.changelog_manifest_list or "") for e in es if e.kind is FileKind.ADD)
+    for kind, files in (("data", live), ("changelog", changelog)):
+        for entry in files:
             if entry.file.external_path:
                 collector.external += 1
                 continue
-            collector.add(paths.of_entry(entry), "data", entry.file.file_size, root.label)
+            collector.add(paths.of_entry(entry), kind, entry.file.file_size, root.label)
             for extra in paths.extras_of(entry.partition, entry.bucket, entry.file.extra_files):
-                collector.add(extra, "data", None, root.label)
+                collector.add(extra, kind, None, root.label)
 
 
 def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) -> list[T] | None:
@@ -217,7 +264,7 @@ def _listed_sizes(
     directory inside the root), by path relative to the root. Roots of other tables found where data directories
     were expected are added to ``nested`` (never entered)."""
     sizes: dict[str, int] = {}
-    kinds = {DirKind.MANIFEST, DirKind.STATISTICS}
+    kinds = {DirKind.MANIFEST, DirKind.STATISTICS, DirKind.INDEX}
     if data_dir is not None:
         kinds.add(DirKind.BUCKET)
     walk = walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers, data_dir=data_dir or "")
@@ -243,12 +290,45 @@ def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
     )
 
 
-def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckResult:
-    """Verify every referenced file; count orphans and reclaimable bytes. Never deletes anything."""
+def _orphans(
+    ctx: TableContext,
+    collector: _Collector,
+    workers: int,
+    older_than: timedelta | None,
+    force: bool,
+    now_ms: int | None,
+) -> tuple[OrphanPlan | None, int, str]:
+    """The cleaner's own dry-run plan (the table's default cutoff is taken as given: forced, as before), the
+    reclaimable bytes and their note; no plan (the reason in the collector's errors) when it cannot be made, nor on
+    a table whose options put files outside the root (tablefmt neither cleans nor expires those)."""
+    outside = outside_root_reason(ctx.options)
+    if outside is not None:
+        return None, 0, f"orphans and reclaimable bytes not counted: {outside}"
+    plan: OrphanPlan | None = None
+    try:
+        plan = plan_orphan_removal(
+            ctx, older_than=older_than, force=older_than is None or force, parallelism=workers, now_ms=now_ms
+        )
+    except (MaintenanceError, ValidationError) as exc:
+        collector.errors.append(f"orphans not counted: {exc}")
+    return (plan, *_reclaimable(ctx, 0 if plan is None else plan.orphan_bytes))
+
+
+def check_table(
+    ctx: TableContext,
+    *,
+    parallelism: int | None = None,
+    older_than: timedelta | None = None,
+    force: bool = False,
+    now_ms: int | None = None,
+) -> CheckResult:
+    """Verify every referenced file; count orphans (cutoff as remove-orphans takes it) and reclaimable bytes. Never
+    deletes anything."""
+    if older_than is not None:  # a refused cutoff is the caller's error, said before any work (not a check result)
+        resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     collector = _Collector()
     roots: list[Root] = []
-    outside = outside_root_reason(ctx.options)
     data_dir: str | None = None
     try:
         data_dir = data_directory(ctx.options)
@@ -271,17 +351,7 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
             if size is not None:
                 sizes[rel] = size
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
-    orphan_files: int | None = None
-    orphan_bytes = 0
-    if outside is not None:  # tablefmt neither cleans nor expires such tables: nothing to count or estimate
-        reclaimable, note = 0, f"orphans and reclaimable bytes not counted: {outside}"
-    else:
-        try:
-            plan = plan_orphan_removal(ctx, force=True, parallelism=workers)
-            orphan_files, orphan_bytes = len(plan.orphans), plan.orphan_bytes
-        except (MaintenanceError, ValidationError) as exc:
-            collector.errors.append(f"orphans not counted: {exc}")
-        reclaimable, note = _reclaimable(ctx, orphan_bytes)
+    plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
@@ -291,12 +361,14 @@ def check_table(ctx: TableContext, *, parallelism: int | None = None) -> CheckRe
         missing_files=tuple(missing),
         size_mismatches=tuple(mismatched),
         errors=tuple(collector.errors),
-        orphan_files=orphan_files,
-        orphan_bytes=orphan_bytes,
+        orphan_files=None if plan is None else len(plan.orphans),
+        orphan_bytes=0 if plan is None else plan.orphan_bytes,
         reclaimable_bytes=reclaimable,
         reclaimable_note=note,
         external_files_skipped=collector.external,
         skipped_nested_tables=tuple(sorted(nested)),
+        orphan_paths=() if plan is None else tuple(orphan.path for orphan in plan.orphans),
+        skipped_unknown=() if plan is None else plan.skipped_unknown,
     )
 
 

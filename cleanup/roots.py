@@ -305,6 +305,30 @@ class References:
                 continue
             yield name, files
 
+    # --- index manifests --------------------------------------------------------------------------------------
+    def index_file_names(self, owners: dict[str, list[Root]]) -> Iterator[tuple[str, list[str]]]:
+        """(name, index file names) of each index manifest of ``owners`` (name -> the roots naming it): the file of
+        every entry, ADD or DELETE. A missing index manifest is skipped only when every root naming it has vanished;
+        otherwise, and when one cannot be read, CorruptMetadataError (nothing can be called an orphan then)."""
+
+        def read_names(name: str) -> list[str] | None:
+            entries = self._unless_missing(self.ctx.store.read_index_manifest_entries, name)
+            if entries is None:
+                return None
+            return [check_file_name(e.index_file.file_name, what=f"index file name in {name}") for e in entries]
+
+        for name, roots in owners.items():
+            check_file_name(name, what=f"index manifest of {roots[0].label}")
+        for name, files in bounded_map(self.pool, read_names, list(owners), self.window):
+            if files is None:
+                alive = [root.label for root in owners[name] if self.root_exists(root)]
+                if alive:
+                    path = self.ctx.url(self.ctx.layout.manifest_file(name))
+                    raise CorruptMetadataError(path, f"missing, but {alive[0]} references it")
+                log.info("index manifest %s vanished with its snapshots; skipped", name)
+                continue
+            yield name, files
+
     def _vanished_manifest(self, name: str) -> None:
         holder = self.referencing_root(name)
         if holder is not None:
@@ -344,6 +368,15 @@ def changelog_root_view(changelog: Snapshot, produce_changelog: bool) -> Snapsho
         delta_manifest_list="",
         delta_manifest_list_size=None,
     )
+
+
+def index_manifest_owners(roots: list[Root]) -> dict[str, list[Root]]:
+    """The roots naming each index manifest of ``roots`` (many snapshots share one while no index file changes)."""
+    owners: dict[str, list[Root]] = {}
+    for root in roots:
+        if root.snapshot.index_manifest:
+            owners.setdefault(root.snapshot.index_manifest, []).append(root)
+    return owners
 
 
 def list_owners(roots: list[Root]) -> dict[str, list[Root]]:

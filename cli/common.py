@@ -21,8 +21,7 @@ from tableformat.errors import ArgumentError, TableFormatError, ValidationError
 from tableformat.io.factory import open_location
 from tableformat.io.storage_options import parse_storage_options as parse_storage_option_pairs
 from tableformat.layout import TableLayout
-from tableformat.options import INT32_MAX
-from tableformat.store import MetadataStore
+from tableformat.option_types import INT32_MAX
 from tableformat.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,10 +65,7 @@ def open_table(path: str, storage_options: Sequence[str], activity: Activity | N
     if activity is None:
         return Table.open(path, options)
     file_io, root = open_location(path, options)
-    io = counting(file_io, activity)
-    layout = TableLayout(root)
-    store = MetadataStore(io, layout)
-    return Table(TableContext(location=path, io=io, layout=layout, store=store, schema=store.latest_schema()))
+    return Table(TableContext.of(path, counting(file_io, activity), TableLayout(root)))
 
 
 def echo_json(document: Any) -> None:

@@ -6,12 +6,12 @@ import datetime as dt
 import os
 import random
 import tempfile
-import time
 from typing import TYPE_CHECKING
 
 import click
 
 from tableformat.cli.common import OneLineErrorCommand, handle_errors
+from tableformat.clock import seconds_ago
 from tableformat.lazy_module import lazy_module
 from tableformat.table import Table
 from tableformat.units import human_bytes
@@ -161,7 +161,7 @@ def show_crash_leftover_cleanup(table: Table) -> None:
     """A job wrote data files and crashed before committing; orphan cleanup finds and removes them."""
     click.echo("\norphan cleanup: a load job wrote its files, then crashed before committing")
     leftovers = table.write_files(events_for(dt.date(2026, 11, 8), 150, 1_000_000, random.Random(8)))
-    two_days_ago = time.time() - 2 * 86_400
+    two_days_ago = seconds_ago(2 * 86_400)
     for leftover in leftovers:  # age them past the 1-day guard, as if the crash happened two days ago
         os.utime(leftover.path, (two_days_ago, two_days_ago))
     report = table.check()

@@ -24,6 +24,13 @@ from tableformat.cli.render import (
     iso_time,
     print_table,
 )
+from tableformat.inspect import (
+    RAW_ROWS_NOTE,
+    ROW_COUNT_EXACT,
+    ROW_COUNT_METADATA_KEY,
+    ROW_COUNT_RAW,
+    TableDescription,
+)
 from tableformat.lazy_module import lazy_module
 
 if TYPE_CHECKING:
@@ -50,6 +57,17 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
     return rows
 
 
+def _count_kind(table: pa.Table) -> str:
+    """What the record counts of an inspection table are: "exact" (append table) or "raw" (primary-key table)."""
+    kind = (table.schema.metadata or {}).get(ROW_COUNT_METADATA_KEY, ROW_COUNT_EXACT.encode())
+    return bytes(kind).decode()
+
+
+def _records_header(kind: str) -> str:
+    """The column header of record counts: "records" on append tables (unchanged), "raw rows" on primary-key ones."""
+    return "raw rows" if kind == ROW_COUNT_RAW else "records"
+
+
 @click.command("snapshots", cls=OneLineErrorCommand)
 @click.argument("table")
 @click.option("--no-sizes", is_flag=True, help="Skip the added/removed bytes (they read each commit's manifests).")
@@ -59,9 +77,10 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 def snapshots(table: str, no_sizes: bool, as_json: bool, storage_options: tuple[str, ...]) -> None:
     """List the snapshots of TABLE, oldest first: kind, commit time, records, bytes added and removed."""
     with progress("reading snapshots") as current:
-        items = _rows(open_table(table, storage_options, current).inspect.snapshots(sizes=not no_sizes))
+        found = open_table(table, storage_options, current).inspect.snapshots(sizes=not no_sizes)
+    items, kind = _rows(found), _count_kind(found)
     if as_json:
-        echo_json([_snapshot_json(s) for s in items])
+        echo_json([{**_snapshot_json(s), "row_count_kind": kind} for s in items])
         return
     rows = [
         [
@@ -74,8 +93,9 @@ def snapshots(table: str, no_sizes: bool, as_json: bool, storage_options: tuple[
         ]
         for s in items
     ]
+    records = _records_header(kind)
     print_table(
-        ["id", "kind", "committed", "records", "added", "removed"], rows, right=["id", "records", "added", "removed"]
+        ["id", "kind", "committed", records, "added", "removed"], rows, right=["id", records, "added", "removed"]
     )
 
 
@@ -89,6 +109,7 @@ def _snapshot_json(s: dict[str, Any]) -> dict[str, Any]:
         "commit_time": iso_time(millis),
         "total_record_count": s["total_record_count"],
         "delta_record_count": s["delta_record_count"],
+        "changelog_record_count": s["changelog_record_count"],
         "commit_user": s["commit_user"],
         "commit_identifier": s["commit_identifier"],
     }
@@ -111,7 +132,8 @@ def partitions(
     """List the partitions of a snapshot of TABLE (latest by default) as Paimon's $partitions: values as users
     write them (dates as yyyy-MM-dd), records, files, bytes, last update."""
     with progress("reading partitions") as current:
-        items = _rows(open_table(table, storage_options, current).inspect.partitions(snapshot_id, tag))
+        found = open_table(table, storage_options, current).inspect.partitions(snapshot_id, tag)
+    items, kind = _rows(found), _count_kind(found)
     if as_json:
         echo_json(
             [
@@ -122,6 +144,7 @@ def partitions(
                     "file_count": p["file_count"],
                     "file_size_in_bytes": p["file_size_in_bytes"],
                     "last_update_time": None if p["last_update_time"] is None else iso_local(p["last_update_time"]),
+                    "row_count_kind": kind,
                 }
                 for p in items
             ]
@@ -137,10 +160,11 @@ def partitions(
         ]
         for p in items
     ]
+    records = _records_header(kind)
     print_table(
-        ["partition", "records", "files", "size", "last update"],
+        ["partition", records, "files", "size", "last update"],
         rows,
-        right=["records", "files", "size"],
+        right=[records, "files", "size"],
         fold=["partition"],
     )
     _total(
@@ -148,14 +172,17 @@ def partitions(
         sum(p["file_count"] for p in items),
         sum(p["record_count"] for p in items),
         sum(p["file_size_in_bytes"] for p in items),
+        kind,
     )
 
 
-def _total(partition_count: int, files: int, records: int, size: int) -> None:
-    click.echo(
-        f"{human_count(partition_count)} partition(s), {human_count(files)} file(s), {human_count(records)} records, "
-        f"{human_bytes(size)}"
-    )
+def _total(partition_count: int, files: int, records: int, size: int, kind: str) -> None:
+    """The closing line; on a primary-key table its rows are "raw rows", explained on a line of their own."""
+    rows = f"{human_count(records)} raw rows" if kind == ROW_COUNT_RAW else f"{human_count(records)} records"
+    counts = f"{human_count(partition_count)} partition(s), {human_count(files)} file(s)"
+    click.echo(f"{counts}, {rows}, {human_bytes(size)}")
+    if kind == ROW_COUNT_RAW:
+        click.echo("raw rows count every stored version of a key; merged rows need a read")
 
 
 @click.command("files", cls=OneLineErrorCommand)
@@ -173,12 +200,14 @@ def files(
     lists every file)."""
     with progress("reading files") as current:
         target = open_table(table, storage_options, current)
-        items = _rows(target.inspect.files(snapshot_id, tag))
+        found = target.inspect.files(snapshot_id, tag)
+    items, kind = _rows(found), _count_kind(found)
     if as_json:
-        echo_json([_file_json(target, f) for f in items])
+        echo_json([{**_file_json(target, f), "row_count_kind": kind} for f in items])
         return
+    records = _records_header(kind)
     if full:
-        _list_files(items)
+        _list_files(items, records)
     else:
         groups: dict[str, list[dict[str, Any]]] = {}
         for f in items:
@@ -197,9 +226,9 @@ def files(
                 ]
             )
         print_table(
-            ["partition", "files", "records", "size", "smallest", "largest"],
+            ["partition", "files", records, "size", "smallest", "largest"],
             rows,
-            right=["files", "records", "size", "smallest", "largest"],
+            right=["files", records, "size", "smallest", "largest"],
             fold=["partition"],
         )
     _total(
@@ -207,10 +236,11 @@ def files(
         len(items),
         sum(f["record_count"] for f in items),
         sum(f["file_size_in_bytes"] for f in items),
+        kind,
     )
 
 
-def _list_files(items: list[dict[str, Any]]) -> None:
+def _list_files(items: list[dict[str, Any]], records: str) -> None:
     """Every file under a line per partition (and bucket): name, records, size; names stay whole at 80 columns."""
     rows: list[list[str]] = []
     current = None
@@ -226,7 +256,7 @@ def _list_files(items: list[dict[str, Any]]) -> None:
                 human_bytes(f["file_size_in_bytes"]),
             ]
         )
-    print_table(["file", "records", "size"], rows, right=["records", "size"])
+    print_table(["file", records, "size"], rows, right=[records, "size"])
 
 
 def _file_json(target: Any, f: dict[str, Any]) -> dict[str, Any]:
@@ -240,6 +270,16 @@ def _file_json(target: Any, f: dict[str, Any]) -> dict[str, Any]:
         "schema_id": f["schema_id"],
         "creation_time": None if f["creation_time"] is None else iso_local(f["creation_time"]),
     }
+
+
+def _live_data(found: TableDescription) -> tuple[str, str]:
+    """The "live data" line: bytes, files, records (append tables) and partitions; a primary-key table's raw row
+    count gets a line of its own ("rows")."""
+    files = f"{human_bytes(found.live_bytes)} in {human_count(found.live_files)} file(s)"
+    partitions = f"{human_count(found.partitions)} partition(s)"
+    if found.row_count_kind == ROW_COUNT_RAW:
+        return "live data", f"{files}, {partitions}"
+    return "live data", f"{files}, {human_count(found.live_records)} records, {partitions}"
 
 
 @click.command("describe", cls=OneLineErrorCommand)
@@ -261,16 +301,15 @@ def describe(table: str, no_sizes: bool, as_json: bool, storage_options: tuple[s
         ("table", found.location),
         ("schema", f"schema-{found.schema_id}, {len(found.columns)} column(s)"),
         ("partitioned by", ", ".join(found.partition_keys) or "-"),
+        *([("primary key", ", ".join(found.primary_keys))] if found.primary_keys else []),
         ("snapshots", f"{found.snapshots}, earliest {found.earliest_snapshot or '-'}, latest {latest}"),
         ("tags", found.tags),
         ("branches", ", ".join(found.branches) or "-"),
         ("consumers", found.consumers),
-        (
-            "live data",
-            f"{human_bytes(found.live_bytes)} in {human_count(found.live_files)} file(s), "
-            f"{human_count(found.live_records)} records, {human_count(found.partitions)} partition(s)",
-        ),
+        _live_data(found),
     ]
+    if found.row_count_kind == ROW_COUNT_RAW:
+        pairs.append(("rows", f"{human_count(found.live_records)} ({RAW_ROWS_NOTE})"))
     if found.sizes is not None:
         sizes = found.sizes
         pairs += [

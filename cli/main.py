@@ -50,7 +50,8 @@ else:
 @click.option("-q", "--quiet", is_flag=True, help="Print only data and errors: no progress, no reports, no warnings.")
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
-    """tablefmt: Apache Paimon append tables with safe retention (expire, remove-orphans, check)."""
+    """tablefmt: Apache Paimon tables with safe retention (expire, remove-orphans, check); writes append tables,
+    reads and maintains primary-key tables too."""
     ctx.obj = {"quiet": quiet}
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     if quiet:
@@ -101,6 +102,7 @@ def table_options(pairs: tuple[str, ...], allow_unknown: bool) -> dict[str, str]
     is_flag=True,
     help="Store --option names neither tablefmt nor Paimon knows (otherwise refused as likely typos).",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print the new table as one JSON object.")
 @storage_option_flag
 @handle_errors
 def create(
@@ -109,6 +111,7 @@ def create(
     partition_keys: str,
     options: tuple[str, ...],
     allow_unknown_options: bool,
+    as_json: bool,
     storage_options: tuple[str, ...],
 ) -> None:
     """Create an empty table at TABLE with the schema of a Parquet file."""
@@ -120,7 +123,18 @@ def create(
         created = Table.create(table, schema, keys, opts, storage, allow_unknown_options=allow_unknown_options)
     except ValidationError as exc:  # options or partition keys that do not fit the schema: what the flags said
         raise click.UsageError(str(exc)) from None
-    say(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
+    if as_json:
+        echo_json(
+            {
+                "location": created.location,
+                "schema_id": created.context.schema.id,
+                "columns": list(schema.names),
+                "partition_keys": keys,
+                "options": dict(created.context.schema.options),
+            }
+        )
+    else:
+        say(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
 
 
 @cli.command()
@@ -135,6 +149,7 @@ def create(
     help="Write nulls for nullable table columns FILE lacks (without it a missing column is an error; a missing "
     "partition key or NOT NULL column always is).",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print the commit and its after-commit maintenance as JSON.")
 @storage_option_flag
 @handle_errors
 def write(
@@ -144,6 +159,7 @@ def write(
     partition: str | None,
     dynamic: bool,
     fill_missing_columns: bool,
+    as_json: bool,
     storage_options: tuple[str, ...],
 ) -> None:
     """Append a Parquet FILE to TABLE (one snapshot), or overwrite with --overwrite."""
@@ -156,7 +172,18 @@ def write(
         snapshot = target.overwrite(data, spec, dynamic=dynamic or None, fill_missing_columns=fill_missing_columns)
     else:
         snapshot = target.append(data, fill_missing_columns=fill_missing_columns)
-    if snapshot is None:
+    if as_json:
+        echo_json(
+            {
+                "snapshot_id": None if snapshot is None else snapshot.id,
+                "commit_kind": None if snapshot is None else snapshot.commit_kind.value,
+                "record_count": data.num_rows,
+                "after_commit": [
+                    {"operation": done.operation, **done.to_json()} for done in target.last_after_commit
+                ],
+            }
+        )
+    elif snapshot is None:
         say("nothing to commit (no rows); no snapshot written")
     else:
         say(f"committed snapshot {snapshot.id} ({snapshot.commit_kind.value}, {data.num_rows} rows)")

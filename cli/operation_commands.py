@@ -25,7 +25,7 @@ from tableformat.cli.common import (
     quiet,
     say,
 )
-from tableformat.options import INT32_MAX
+from tableformat.option_types import INT32_MAX
 from tableformat.units import human_bytes
 
 

@@ -159,12 +159,30 @@ def _remove_orphans_on_spark(
 @click.argument("table")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--parallelism", type=COUNT, default=None, help="Threads for listing and reading.")
+@click.option(
+    "--older-than",
+    callback=duration_flag,
+    default=None,
+    metavar="DURATION",
+    help="Count as orphans only unreferenced files older than this, as remove-orphans does (default: table option "
+    "orphan-files.older-than, 1 d). Under 1 h needs --force.",
+)
+@click.option("--force", is_flag=True, help="Allow --older-than under 1 h.")
 @storage_option_flag
 @handle_errors
-def check(table: str, as_json: bool, parallelism: int | None, storage_options: tuple[str, ...]) -> None:
+def check(
+    table: str,
+    as_json: bool,
+    parallelism: int | None,
+    older_than: int | None,
+    force: bool,
+    storage_options: tuple[str, ...],
+) -> None:
     """Verify that every file TABLE references exists with its recorded size; count orphans (exit 1 if not ok)."""
     with progress("checking") as current:
-        result = check_table(open_table(table, storage_options, current).context, parallelism=parallelism)
+        ctx = open_table(table, storage_options, current).context
+        guard = _timedelta(older_than)
+        result = check_table(ctx, parallelism=parallelism, older_than=guard, force=force)
     if as_json:
         echo_json(result.to_json())
     else:
@@ -183,6 +201,7 @@ def check(table: str, as_json: bool, parallelism: int | None, storage_options: t
         _echo_paths("nested tables (not checked, never cleaned)", result.skipped_nested_tables)
         orphans = "not counted" if result.orphan_files is None else f"{result.orphan_files}"
         say(f"orphan files: {orphans} ({human_bytes(result.orphan_bytes)})")
+        _echo_paths("orphans", result.orphan_paths)
         say(f"reclaimable: {human_bytes(result.reclaimable_bytes)} ({result.reclaimable_note})")
     if not result.ok:
         sys.exit(1)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import replace
 
 import click
 
 from tableformat.cleanup.maintainer import load_settings
+from tableformat.clock import system_clock
 from tableformat.errors import ValidationError
 from tableformat.report import TableRetentionReport, since_cutoff, warehouse_report, write_html
 from tableformat.report.charts import require_matplotlib
@@ -71,7 +71,7 @@ def report(
     tablefmt report /data/warehouse --html retention.html
     tablefmt report s3://lake/wh/sales.db/orders --since 7d --html orders.html
     """
-    now = int(time.time() * 1000)
+    now = system_clock()
     try:
         if html_file is not None:
             require_matplotlib()

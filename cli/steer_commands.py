@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Any
 
 import click
@@ -21,6 +20,7 @@ from tableformat.cli.common import (
     storage_option_flag,
 )
 from tableformat.cli.render import human_count, human_duration, iso_time, print_table, wrap
+from tableformat.clock import system_clock
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.options import check_option_values
 
@@ -217,14 +217,32 @@ def tag() -> None:
     metavar="DURATION",
     help="Expire the tag this long after its creation (e.g. 7d, 12h); default: kept until deleted.",
 )
+@_json_flag
 @storage_option_flag
 @handle_errors
 def tag_create(
-    table: str, name: str, snapshot_id: int | None, time_retained: int | None, storage_options: tuple[str, ...]
+    table: str,
+    name: str,
+    snapshot_id: int | None,
+    time_retained: int | None,
+    as_json: bool,
+    storage_options: tuple[str, ...],
 ) -> None:
     """Create tag NAME on a snapshot of TABLE."""
     retained = None if time_retained is None else dt.timedelta(milliseconds=time_retained)
     created = open_table(table, storage_options).create_tag(name, snapshot_id, time_retained=retained)
+    if as_json:
+        expires = created.expires_ms()
+        echo_json(
+            {
+                "name": created.name,
+                "snapshot_id": created.snapshot.id,
+                "time_retained_seconds": created.time_retained_seconds,
+                "expire_time": None if expires is None else iso_time(int(expires)),
+                "expire_time_ms": None if expires is None else int(expires),
+            }
+        )
+        return
     kept = "" if retained is None else f", retained {human_duration(time_retained)}"
     say(f"tag {created.name} -> snapshot {created.snapshot.id}{kept}")
 
@@ -232,12 +250,16 @@ def tag_create(
 @tag.command("delete")
 @click.argument("table")
 @click.argument("name")
+@_json_flag
 @storage_option_flag
 @handle_errors
-def tag_delete(table: str, name: str, storage_options: tuple[str, ...]) -> None:
+def tag_delete(table: str, name: str, as_json: bool, storage_options: tuple[str, ...]) -> None:
     """Delete tag NAME of TABLE."""
     open_table(table, storage_options).delete_tag(name)
-    say(f"deleted tag {name}")
+    if as_json:
+        echo_json({"name": name, "deleted": True})
+    else:
+        say(f"deleted tag {name}")
 
 
 @tag.command("list")
@@ -249,7 +271,7 @@ def tag_list(table: str, as_json: bool, storage_options: tuple[str, ...]) -> Non
     """List the tags of TABLE: snapshot, commit time, records, retention and when it ends (an expired tag is
     deleted by the next snapshot expiration)."""
     items = open_table(table, storage_options).inspect.tags().to_pylist()
-    now = int(time.time() * 1000)
+    now = system_clock()
     if as_json:
         echo_json([_tag_json(t, now) for t in items])
         return

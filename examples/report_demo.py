@@ -32,6 +32,7 @@ import tableformat.commit.committer as committer  # noqa: E402
 from tableformat.cli.demo_command import build_history, events_for  # noqa: E402
 from tableformat.report import write_html  # noqa: E402
 from tableformat.table import Table  # noqa: E402
+from tableformat.units import human_bytes  # noqa: E402
 
 UTC = dt.timezone.utc
 REPORT_AT = dt.datetime(2026, 11, 8, 18, 0, tzinfo=UTC)
@@ -89,7 +90,8 @@ def main() -> None:
     html_path = out / "report-demo.html" if args.html else Path(work) / "report-demo.html"
     write_html(report, str(html_path))
     errors = screenshot(html_path, out / "report-demo.png", width=1200)
-    print(f"report of {table.location}: {report.live_bytes} live bytes, {report.reclaimable_bytes} reclaimable now")
+    live, reclaimable = human_bytes(report.live_bytes), human_bytes(report.reclaimable_bytes)
+    print(f"report of {table.location}: {live} live, {reclaimable} reclaimable now")
     print(f"wrote {out / 'report-demo.png'}" + (f" and {html_path}" if args.html else ""))
     if errors:
         raise SystemExit(f"console errors: {errors}")

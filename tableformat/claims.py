@@ -20,11 +20,11 @@ import datetime as dt
 import logging
 import os
 import socket
-import time
 import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
+from tableformat.clock import system_clock
 from tableformat.errors import CorruptMetadataError, MaintenanceError, TableBusyError
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.model.maintain import Claim
@@ -53,10 +53,6 @@ def _left_by_this_process(claim: Claim) -> bool:
     return claim.pid == os.getpid() and claim.host == socket.gethostname() and claim.owner not in _HELD
 
 
-def _system_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def conflicts(mine: str, theirs: str) -> bool:
     """Whether a claim of kind ``theirs`` keeps a run of kind ``mine`` off the table."""
     return mine == ROLLBACK or theirs == ROLLBACK
@@ -77,7 +73,7 @@ class TableClaim:
         kind: str,
         operation: str,
         *,
-        clock: Callable[[], int] = _system_ms,
+        clock: Callable[[], int] = system_clock,
         duration_ms: int = CLAIM_DURATION_MS,
     ) -> None:
         self.store = store

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.io.factory import open_location
@@ -27,20 +28,32 @@ class TableContext:
     @classmethod
     def load(cls, location: str, storage_options: dict[str, object] | None = None) -> TableContext:
         file_io, root = open_location(location, dict(storage_options or {}))
-        layout = TableLayout(root)
+        return cls.of(location, file_io, TableLayout(root))
+
+    @classmethod
+    def of(
+        cls, location: str, file_io: FileIO, layout: TableLayout, schema: TableSchema | None = None
+    ) -> TableContext:
+        """The table at ``layout``'s root through ``file_io``, with its latest schema (read unless given)."""
         store = MetadataStore(file_io, layout)
-        return cls(location=location, io=file_io, layout=layout, store=store, schema=store.latest_schema())
+        return cls(
+            location=location, io=file_io, layout=layout, store=store, schema=schema or store.latest_schema()
+        )
 
     def with_io(self, file_io: FileIO) -> TableContext:
         """The same table (schema and schema cache included) through another FileIO, e.g. a guarded one."""
-        return TableContext(
-            location=self.location,
-            io=file_io,
-            layout=self.layout,
-            store=self.store.through(file_io),
-            schema=self.schema,
-            _schemas=self._schemas,
-        )
+        return replace(self, io=file_io, store=self.store.through(file_io))
+
+    def with_store(self, store: MetadataStore) -> TableContext:
+        """The same table read through another store over the same FileIO (e.g. one that caches what it reads)."""
+        return replace(self, store=store)
+
+    def with_options(self, overrides: Mapping[str, str]) -> TableContext:
+        """The same table with option overrides applied in memory (nothing is written), e.g. a maintainer's
+        per-table settings."""
+        if not overrides:
+            return self
+        return replace(self, schema=replace(self.schema, options={**self.schema.options, **overrides}), _schemas={})
 
     @property
     def options(self) -> TableOptions:

@@ -115,6 +115,11 @@ class UnsupportedFormatError(TableFormatError):
     """The table uses a format version or feature tablefmt does not implement."""
 
 
+class UnsupportedTableError(UnsupportedFormatError):
+    """A primary-key table whose rows tablefmt cannot read exactly as Paimon does (a merge engine such as
+    ``partial-update`` or ``aggregation``): refused rather than read wrong."""
+
+
 class NotApplicableError(UnsupportedFormatError):
     """A maintenance operation that does not apply to this kind of table, refused before anything is read (e.g.
     rewriting the files of a primary-key table as if it were an append table could bring back an older version of a

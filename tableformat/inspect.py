@@ -7,6 +7,11 @@ Paimon stores as a local wall-clock time (Java ``LocalDateTime``) and which are 
 bytes ``describe`` reports come from ``check`` (tableformat.cleanup.check): every file a snapshot, tag or branch
 references, the orphans the cleaner's own planner finds, and reclaimable = those orphans + what an expiration under
 the table's options would delete now (its dry run): never a separate estimate.
+
+Row counts come from the manifests (each file's ``_ROW_COUNT``). On an append table these are the table's rows
+(``row_count_kind`` "exact"). On a primary-key table they are **raw** rows: every stored version of a key, in every
+file that holds one, until compaction merges them ("raw"); how many rows a read returns needs that read (the merge).
+Changelog files are never counted: their rows are changes, not table rows.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from tableformat.lazy_module import lazy_module
 from tableformat.live_set import live_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
 from tableformat.model.partition import spec_text
+from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
 from tableformat.options import PARTITION_DEFAULT_NAME, REGISTRY
 from tableformat.parallel import Workers, resolve_parallelism
@@ -33,6 +39,21 @@ if TYPE_CHECKING:
     import pyarrow as pa
 else:
     pa = lazy_module("pyarrow")
+
+ROW_COUNT_EXACT = "exact"
+"""Row counts of an append table: every stored row is a row of the table."""
+ROW_COUNT_RAW = "raw"
+"""Row counts of a primary-key table: stored rows of every version of a key; a read merges them."""
+RAW_ROWS_NOTE = "raw, all versions; merged rows need a read"
+"""How the commands label raw row counts for people."""
+ROW_COUNT_METADATA_KEY = b"row_count_kind"
+"""The schema metadata key of every inspection table whose rows carry record counts."""
+
+
+def row_count_kind(schema: TableSchema) -> str:
+    """``ROW_COUNT_RAW`` for a table with a primary key, else ``ROW_COUNT_EXACT``."""
+    return ROW_COUNT_RAW if schema.primary_keys else ROW_COUNT_EXACT
+
 
 def _utc_ms() -> pa.DataType:
     """The type of commit times in inspection tables."""
@@ -84,6 +105,9 @@ class TableDescription:
     sizes: dict[str, Any] | None = field(default=None)
     """From check: referenced_bytes, orphan_bytes, total_bytes, reclaimable_bytes, reclaimable_note, ok (None when
     sizes were not asked for)."""
+    primary_keys: tuple[str, ...] = ()
+    row_count_kind: str = ROW_COUNT_EXACT
+    """What ``live_records`` counts: "exact" (append table) or "raw" (primary-key table, see the module doc)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +131,8 @@ class TableDescription:
             "live_bytes": self.live_bytes,
             "partitions": self.partitions,
             "sizes": self.sizes,
+            "primary_keys": list(self.primary_keys),
+            "row_count_kind": self.row_count_kind,
         }
 
 
@@ -136,6 +162,11 @@ class TableInspector:
         threads = resolve_parallelism(self._ctx.options, self._ctx.io, None)
         return live_entries(self._ctx.store, snapshot, self._ctx.partition_codec(), None, threads)
 
+    def _counted(self, table: pa.Table) -> pa.Table:
+        """``table`` with the kind of its record counts in its schema metadata (``ROW_COUNT_METADATA_KEY``)."""
+        kind = row_count_kind(self._ctx.schema).encode()
+        return table.replace_schema_metadata({**(table.schema.metadata or {}), ROW_COUNT_METADATA_KEY: kind})
+
     def _partition_text(self, partition: bytes) -> str:
         schema = self._ctx.schema
         values = self._ctx.partition_codec().values(partition)
@@ -155,6 +186,7 @@ class TableInspector:
             "commit_time": pa.array([s.time_millis for s in found], pa.int64()).cast(_utc_ms()),
             "total_record_count": pa.array([s.total_record_count for s in found], pa.int64()),
             "delta_record_count": pa.array([s.delta_record_count for s in found], pa.int64()),
+            "changelog_record_count": pa.array([s.changelog_record_count for s in found], pa.int64()),
             "commit_user": pa.array([s.commit_user for s in found], pa.string()),
             "commit_identifier": pa.array([s.commit_identifier for s in found], pa.int64()),
             "base_manifest_list": pa.array([s.base_manifest_list for s in found], pa.string()),
@@ -166,7 +198,7 @@ class TableInspector:
                 deltas = pool.map(self._delta_sizes, found)
             for index, name in enumerate(("added_files", "added_bytes", "deleted_files", "deleted_bytes")):
                 columns[name] = pa.array([d[index] for d in deltas], pa.int64())
-        return pa.table(columns)
+        return self._counted(pa.table(columns))
 
     def _delta_sizes(self, snapshot: Snapshot) -> tuple[int, int, int, int]:
         store = self._ctx.store
@@ -222,7 +254,7 @@ class TableInspector:
 
         keys = sorted(groups, key=order) if schema.partition_keys else list(groups)
         value_type = self._value_type()
-        return pa.table(
+        table = pa.table(
             {
                 "partition": pa.array([self._partition_text(k) for k in keys], pa.string()),
                 "record_count": pa.array([groups[k][0] for k in keys], pa.int64()),
@@ -235,6 +267,7 @@ class TableInspector:
                 "values": pa.array([codec.values(k) for k in keys], value_type),
             }
         )
+        return self._counted(table)
 
     def _value_type(self) -> pa.DataType:
         return pa.struct([pa.field(f.name, arrow_type_of(f.type)) for f in self._ctx.schema.partition_fields])
@@ -247,7 +280,7 @@ class TableInspector:
         codec = self._ctx.partition_codec()
         paths = DataPaths(self._ctx.schema, codec)
         entries.sort(key=lambda e: (self._partition_text(e.partition), e.file.creation_time_ms or 0, e.file.file_name))
-        return pa.table(
+        table = pa.table(
             {
                 "partition": pa.array([self._partition_text(e.partition) for e in entries], pa.string()),
                 "values": pa.array([codec.values(e.partition) for e in entries], self._value_type()),
@@ -262,6 +295,7 @@ class TableInspector:
                 ),
             }
         )
+        return self._counted(table)
 
     # --- $options and describe -------------------------------------------------------------------------------------
     def option_infos(self) -> list[OptionInfo]:
@@ -331,6 +365,8 @@ class TableInspector:
             live_bytes=sum(e.file.file_size for e in entries),
             partitions=len({e.partition for e in entries}),
             sizes=extra,
+            primary_keys=schema.primary_keys,
+            row_count_kind=row_count_kind(schema),
         )
 
 

@@ -7,7 +7,6 @@ manifest order. Commits, scans and maintenance all take live sets from here.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -20,6 +19,7 @@ from tableformat.errors import CorruptMetadataError
 from tableformat.model.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
 from tableformat.store import MetadataStore
+from tableformat.threads import thread_pool
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +89,7 @@ def read_manifests(manifests: Sequence[ManifestFileMeta], read: Callable[[str], 
     """``read(file name)`` of each manifest, in parallel, returned in manifest order."""
     if len(manifests) <= 1 or threads <= 1:
         return [read(m.file_name) for m in manifests]
-    with ThreadPoolExecutor(max_workers=min(threads, len(manifests))) as pool:
+    with thread_pool(min(threads, len(manifests)), "tablefmt-manifests") as pool:
         return list(pool.map(lambda m: read(m.file_name), manifests))
 
 

@@ -1,5 +1,6 @@
-"""The one thread-pool module: how many threads, an executor that runs inline when one is enough, an ordered map
-with a bounded number of calls in flight (bounded_map), and a lazily started pool for a whole run (Workers).
+"""How many threads a piece of work uses (the pools themselves come from tableformat/threads.py), an executor that
+runs inline when one is enough, an ordered map with a bounded number of calls in flight (bounded_map), and a lazily
+started pool for a whole run (Workers).
 
 On the local filesystem, metadata reads come from the page cache and decoding them is CPU work that holds the GIL:
 threads there make a run slower (each result costs a thread switch), so unless asked for a thread count, work on a
@@ -17,24 +18,13 @@ from typing import Any, TypeVar
 from tableformat.errors import ValidationError
 from tableformat.io.fileio import FileIO
 from tableformat.options import FILE_OPERATION_THREAD_NUM, TableOptions
+from tableformat.threads import InlineExecutor, thread_pool
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 READ_CHUNK = 16
 """Metadata files read per pool task when reading in parallel (one file per task costs more than it saves)."""
-
-
-class InlineExecutor(Executor):
-    """Runs each submitted call at once in the caller's thread and returns its completed future."""
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        future: Future[T] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # the future carries it, as a thread pool's would
-            future.set_exception(exc)
-        return future
 
 
 def resolve_parallelism(options: TableOptions, file_io: FileIO, parallelism: int | None) -> int:
@@ -63,7 +53,7 @@ def executor(workers: int, name: str) -> Executor:
     """A context-managed executor: inline for one worker, else a thread pool named ``name``."""
     if workers <= 1:
         return InlineExecutor()
-    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+    return thread_pool(workers, name)
 
 
 def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[tuple[T, R]]:
@@ -106,7 +96,7 @@ class Workers:
     def _started(self) -> ThreadPoolExecutor:
         """The run's pool, started on first use."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tablefmt-expire")
+            self._pool = thread_pool(self.threads, "tablefmt-expire")
         return self._pool
 
     def map_chunked(self, fn: Callable[[T], R], items: Sequence[T], chunk: int = READ_CHUNK) -> list[R]:

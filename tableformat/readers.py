@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
+from tableformat.data_paths import DataPaths
 from tableformat.errors import (
     CorruptMetadataError,
     SnapshotExpiredWhileReadingError,
@@ -25,19 +26,23 @@ from tableformat.errors import (
 )
 from tableformat.lazy_module import lazy_module
 from tableformat.live_set import PartitionPredicate, live_entries, live_scan_refs
+from tableformat.model.index import DELETION_VECTORS_INDEX
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.partition import normalize_spec
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
-from tableformat.options import PARTITION_DEFAULT_NAME
+from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR, PARTITION_DEFAULT_NAME, TableOptions
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
 from tableformat.scan.filters import RowFilter, as_expression
+from tableformat.scan.merge import PositionsOf, merge_rules
+from tableformat.scan.primary_key import DeletionVectorIndex, PrimaryKeyScan
 from tableformat.scan.reader import DataReader
-from tableformat.scan.record_ttl import scan_record_ttl, ttl_scan
+from tableformat.scan.record_ttl import RecordTTL, scan_record_ttl, ttl_scan
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas when present: loaded where used
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.dataset as ds
 else:
     pa = lazy_module("pyarrow")
@@ -200,6 +205,8 @@ class TableReaders:
         ctx = self._ctx
         row_filter = as_expression(filter, arrow_schema_of(list(schema.fields)))
         ttl = scan_record_ttl(ctx.schema, include_expired=include_expired)
+        if schema.primary_keys:
+            return self._primary_key_scan(snapshot, schema, tag, row_filter, ttl, partition_filter)
         refs: list[ScanRef] | None = None
         entries: list[ManifestEntry] = []
         try:
@@ -216,6 +223,48 @@ class TableReaders:
             ctx.io, ctx.layout, schema, ctx.schema_by_id, entries if refs is None else refs, row_filter=row_filter,
             snapshot=snapshot, threads=resolve_parallelism(ctx.options, ctx.io, None),
         )
+
+    def _primary_key_scan(
+        self,
+        snapshot: Snapshot | None,
+        schema: TableSchema,
+        tag: str | None,
+        row_filter: pc.Expression | None,
+        ttl: RecordTTL | None,
+        partition_filter: PartitionSpec | Sequence[PartitionSpec] | None,
+    ) -> PrimaryKeyScan:
+        """The merged read of a primary-key table (scan/primary_key.py): full entries (key statistics, levels and
+        sequence numbers decide what is merged); the record TTL is a filter on the merged rows, no file is pruned by
+        it (a newer version's file left out would bring back an older version)."""
+        ctx = self._ctx
+        merge_rules(schema)  # refuses an engine tablefmt cannot read before anything else is read
+        deletion_vectors = self.deletion_vectors_of(snapshot, schema)
+        try:
+            entries = self.plan_files(snapshot, partition_filter)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(snapshot, tag, exc)
+            raise
+        if ttl is not None:
+            _, row_filter = ttl_scan(ttl, [], schema, ctx.schema_by_id, row_filter)
+        return PrimaryKeyScan(
+            ctx.io, ctx.layout, schema, ctx.schema_by_id, entries, row_filter=row_filter, snapshot=snapshot,
+            threads=resolve_parallelism(ctx.options, ctx.io, None), deletion_vectors=deletion_vectors,
+        )
+
+    def deletion_vectors_of(self, snapshot: Snapshot | None, schema: TableSchema) -> PositionsOf | None:
+        """The deletion vectors of a primary-key table with ``deletion-vectors.enabled``: each data file's deleted
+        row positions (None: the snapshot has none)."""
+        if snapshot is None or snapshot.index_manifest is None or not merge_rules(schema).deletion_vectors:
+            return None
+        store = self._ctx.store
+        try:
+            entries = store.read_index_manifest(snapshot.index_manifest)
+        except (CorruptMetadataError, StorageError) as exc:
+            self._raise_if_expired(snapshot, None, exc)
+            raise
+        vectors = [e for e in entries if e.index_file.index_type == DELETION_VECTORS_INDEX]
+        in_buckets = TableOptions(schema.options).require(INDEX_FILE_IN_DATA_FILE_DIR)
+        return DeletionVectorIndex(store, vectors, DataPaths(schema) if in_buckets else None)
 
     def to_arrow(
         self,
@@ -270,7 +319,9 @@ class TableReaders:
     ) -> ds.Dataset:
         """A lazy ``pyarrow.dataset.Dataset`` over exactly the snapshot's live files (typed partition columns, older
         schemas' files read as the snapshot's schema). Engines that scan Arrow datasets (DuckDB, Polars, Acero)
-        push their projections and filters into it. Expired rows are filtered out unless ``include_expired``."""
+        push their projections and filters into it. Expired rows are filtered out unless ``include_expired``. A
+        primary-key table's rows are merged on read: for one this is an in-memory dataset of the merged rows, read
+        when it is made (docs/reading.md)."""
         return self.scan(snapshot_id, tag, as_of=as_of, filter=filter, include_expired=include_expired).dataset()
 
     def to_pandas(

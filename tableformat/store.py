@@ -8,7 +8,6 @@ import copy
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -49,6 +48,7 @@ from tableformat.model.manifest import EMPTY_STATS, FileKind, ManifestEntry, Man
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
 from tableformat.model.types import DataType
+from tableformat.threads import thread_pool
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +299,7 @@ class MetadataStore(IndexFileStore, ChangelogStore):
     def _read_lists(self, base: str, delta: str) -> list[ManifestFileMeta]:
         if not self.io.latency_bound or base == delta:
             return self.read_manifest_list_fast(base) + self.read_manifest_list_fast(delta)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tablefmt-lists") as pool:
+        with thread_pool(1, "tablefmt-lists") as pool:
             later = pool.submit(self.read_manifest_list_fast, delta)
             first = self.read_manifest_list_fast(base)  # should it raise, leaving the block waits for ``later``
             return first + later.result()

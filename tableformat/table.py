@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import logging
-import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,7 @@ from tableformat.cleanup.kernel import OperationResult
 from tableformat.cleanup.orphans import OrphanResult
 from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.snapshots import ExpireResult
+from tableformat.clock import resolve_now, system_clock
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
@@ -133,12 +133,12 @@ class Table(TableReaders, RewriteMethods):
             highest_field_id=len(fields) - 1,
             partition_keys=keys,
             options=opts,
-            time_millis=int(time.time() * 1000),
+            time_millis=system_clock(),
         )
         resolve_record_ttl(table_schema, 0)  # a TTL on a missing or non-time column is refused before creating
         if not store.write_schema_if_absent(table_schema):
             raise TableAlreadyExistsError(f"a table already exists at {file_io.url(root)}")
-        return cls(TableContext(location=path, io=file_io, layout=layout, store=store, schema=table_schema))
+        return cls(TableContext.of(path, file_io, layout, table_schema))
 
     @classmethod
     def open(cls, path: str, storage_options: Mapping[str, Any] | None = None) -> Table:
@@ -469,7 +469,7 @@ class Table(TableReaders, RewriteMethods):
     ) -> TableRetentionReport:
         """The retention report's figures (``tablefmt report``): storage over time, partitions, what each rule's
         dry run would free now, keep-up. ``since``: a duration back from now for the charts and keep-up."""
-        now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        now = resolve_now(now_ms)
         from tableformat.report import since_cutoff, table_report  # only here: its import costs every command
 
         return table_report(self._ctx, now_ms=now, since_ms=since_cutoff(since, now))

@@ -25,11 +25,14 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "tableformat.durations",
         "tableformat.units",
+        "tableformat.clock",
+        "tableformat.threads",
         "tableformat.paimon_option_keys",
         "tableformat.gc_pause",
         "tableformat.lazy_module",
     ),
-    ("tableformat.model", "tableformat.layout", "tableformat.options"),
+    ("tableformat.model", "tableformat.layout", "tableformat.option_types"),
+    ("tableformat.options",),
     ("tableformat.codec", "tableformat.data_paths"),
     ("tableformat.io",),
     (
@@ -185,3 +188,97 @@ def test_the_test_oracle_does_not_use_what_it_checks() -> None:
     assert "tableformat.live_set" in imported and "tableformat.scan.reader" in imported
     cleanup = level("tableformat.cleanup")
     assert [m for m in imported if level(unit_of(m)) >= cleanup] == []
+
+
+CLOCK_HOME = "tableformat.clock"
+"""The one module that reads the system time (epoch time and Paimon's local wall clock)."""
+
+
+def _reads_system_time(node: ast.AST) -> bool:
+    """``time.time()``, ``time.time_ns()`` (however ``time`` is imported, ``from time import time`` too)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.value.id == "time" and func.attr in ("time", "time_ns")
+    return isinstance(func, ast.Name) and func.id in ("time_ns",)
+
+
+def test_one_clock() -> None:
+    readers = sorted(
+        module
+        for module, path in modules().items()
+        if module != CLOCK_HOME and any(map(_reads_system_time, ast.walk(ast.parse(path.read_text(), str(path)))))
+    )
+    assert readers == [], f"only {CLOCK_HOME} reads the system time; these do too: {readers}"
+
+
+POOL_HOME = "tableformat.threads"
+"""The one module that builds thread pools."""
+
+
+def test_one_thread_pool_module() -> None:
+    def builds_pool(node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return name == "ThreadPoolExecutor"
+
+    builders = sorted(
+        module
+        for module, path in modules().items()
+        if module != POOL_HOME and any(map(builds_pool, ast.walk(ast.parse(path.read_text(), str(path)))))
+    )
+    assert builders == [], f"only {POOL_HOME} builds thread pools; these do too: {builders}"
+
+
+CONTEXT_HOME = "tableformat.context"
+"""Where a TableContext is made: ``load``, ``of`` and the ``with_io``, ``with_store``, ``with_options`` derivations."""
+
+
+def test_one_way_to_derive_a_table_context() -> None:
+    def builds_context(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TableContext"
+
+    builders = sorted(
+        module
+        for module, path in modules().items()
+        if module != CONTEXT_HOME and any(map(builds_context, ast.walk(ast.parse(path.read_text(), str(path)))))
+    )
+    assert builders == [], f"contexts are made in {CONTEXT_HOME} only (of, with_io, ...); also in: {builders}"
+
+
+CLEANUP_LAYERS: list[tuple[str, ...]] = [
+    ("kernel", "roots"),
+    ("rewrite",),
+    ("compaction", "orphans", "partitions", "records", "snapshots"),
+    ("registry", "check"),
+    ("after_commit", "maintainer"),
+]
+"""Inside tableformat.cleanup: the kernel and the roots every operation reads, the shared rewriter, the operation
+packages (which never import each other), the registry of operations and check, then what runs them."""
+
+
+def _cleanup_unit(module: str) -> str | None:
+    prefix = "tableformat.cleanup."
+    if not module.startswith(prefix):
+        return None
+    return module[len(prefix) :].split(".")[0]
+
+
+def test_cleanup_packages_import_down_only() -> None:
+    level_of = {unit: i for i, layer in enumerate(CLEANUP_LAYERS) for unit in layer}
+    found = []
+    for module, path in sorted(modules().items()):
+        unit = _cleanup_unit(module)
+        if unit is None:
+            continue
+        assert unit in level_of, f"{module}: add {unit} to CLEANUP_LAYERS"
+        for imported in imports_of(module, path):
+            target = _cleanup_unit(imported)
+            if target is None or target == unit or target not in level_of:
+                continue
+            if level_of[target] >= level_of[unit]:
+                found.append(f"{module} imports {imported}: {unit} must not import {target}")
+    assert found == []

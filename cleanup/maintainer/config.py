@@ -34,7 +34,8 @@ from tableformat.codec.maintain_codec import config_from_toml
 from tableformat.durations import MAX_DURATION_MS, duration_range, parse_duration_ms
 from tableformat.errors import TableFormatError, UnknownOptionError, ValidationError
 from tableformat.io.storage_options import storage_options_from_items
-from tableformat.options import INT32_MAX, TableOptions, check_option_keys
+from tableformat.option_types import INT32_MAX
+from tableformat.options import TableOptions, check_option_keys
 
 from ..registry import OPERATIONS
 from .targets import TableTarget, matches

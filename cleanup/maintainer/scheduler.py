@@ -16,10 +16,11 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 
 from tableformat.io.factory import open_location
+from tableformat.threads import thread_pool
 
 from ..kernel.clock import Clock, system_clock
 from .config import MaintainSettings
@@ -121,7 +122,7 @@ class Maintainer:
         """One pass over every table (``tables`` default: discovered now); reports in table order."""
         chosen = list(self.discover() if tables is None else tables)
         reports: list[TableReport] = []
-        with ThreadPoolExecutor(max(1, min(self.settings.parallelism, len(chosen) or 1)), "tablefmt-maintain") as pool:
+        with thread_pool(min(self.settings.parallelism, len(chosen) or 1), "tablefmt-maintain") as pool:
             for report in pool.map(self.maintain, chosen):
                 reports.append(report)
                 if sink is not None:
@@ -139,7 +140,7 @@ class Maintainer:
         queue = DueQueue()
         next_discovery = 0
         running: dict[Future[TableReport], TableTarget] = {}
-        with ThreadPoolExecutor(self.settings.parallelism, "tablefmt-maintain") as pool:
+        with thread_pool(self.settings.parallelism, "tablefmt-maintain") as pool:
             while not stop.is_set():
                 now = self.clock()
                 if now >= next_discovery:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -163,11 +162,6 @@ def due_names(settings: MaintainSettings, found: Probe, now_ms: int) -> list[str
     return due
 
 
-def _with_overrides(ctx: TableContext, overrides: Mapping[str, str]) -> TableContext:
-    if not overrides:
-        return ctx
-    schema = replace(ctx.schema, options={**ctx.schema.options, **overrides})
-    return TableContext(location=ctx.location, io=ctx.io, layout=ctx.layout, store=ctx.store, schema=schema)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -370,11 +364,7 @@ def _pass(
     if not due:
         return _skipped(target, "nothing due (another maintainer has just run it)", started, found.state)
     file_io = store.io if lease is None else GuardedFileIO(CommitNotingFileIO(store.io, store.layout), lease.check)
-    guarded = MetadataStore(file_io, store.layout)
-    ctx = TableContext(
-        location=target.location, io=file_io, layout=store.layout, store=guarded, schema=guarded.latest_schema()
-    )
-    ctx = _with_overrides(ctx, settings.overrides_for(target))
+    ctx = TableContext.of(target.location, file_io, store.layout).with_options(settings.overrides_for(target))
     before = found.state or MaintainState()
     # counted before the operations run: expiration may remove the snapshots that are to be counted
     try:
@@ -388,7 +378,7 @@ def _pass(
     state = _new_state(found, run, ingest, settings, clock())
     if lease is not None and not run.lease_lost:
         try:
-            guarded.write_maintain_state(state)
+            ctx.store.write_maintain_state(state)
         except LeaseLostError as exc:
             run.lose_lease("", exc)
     if run.lease_lost:

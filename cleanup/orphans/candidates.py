@@ -12,7 +12,7 @@ from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.io.fileio import UNKNOWN, FileInfo
 from tableformat.layout import MANIFEST_DIR, TableLayout
-from tableformat.options import DATA_FILE_PREFIX
+from tableformat.options import CHANGELOG_FILE_PREFIX, DATA_FILE_PREFIX
 
 from .census import CANDIDATE_KINDS, MANIFEST_FILE_KINDS, DirKind, FileClass, NameRules, walk_table
 from .model import MIN_SANE_MTIME_MS
@@ -119,7 +119,7 @@ class _Census:
 
 
 def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int) -> _Census:
-    rules = NameRules(ctx.options.require(DATA_FILE_PREFIX))
+    rules = NameRules(ctx.options.require(DATA_FILE_PREFIX), ctx.options.require(CHANGELOG_FILE_PREFIX))
     layout = ctx.layout
     census = _Census(CandidateSet(), [], [], {})
     classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name

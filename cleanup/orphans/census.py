@@ -33,6 +33,7 @@ from tableformat.layout import (
     EARLIEST,
     EXPIRE_JOURNAL_PREFIX,
     INDEX_DIR,
+    INDEX_FILE_PREFIX,
     INDEX_MANIFEST_PREFIX,
     LATEST,
     MANIFEST_DIR,
@@ -63,6 +64,10 @@ _TEMP = re.compile(rf"^\..+\.{_UUID}\.tmp$")
 """Paimon's temp file of an atomic write: ``.<name>.<uuid>.tmp`` (tableformat.io.local.temp_name_for)."""
 
 _BUCKET_DIR = re.compile(r"^bucket-(\d+|postpone)$")
+_INDEX_FILE = re.compile(rf"^{INDEX_FILE_PREFIX}{_UUID}-\d+$")
+"""An index file (``FileStorePathFactory``'s index path factories): deletion vectors, hash indexes."""
+_GLOBAL_INDEX_FILE = re.compile(rf"^[A-Za-z0-9_.-]+-global-index-{_UUID}\.index$")
+"""A global index file (``GlobalIndexFileReadWrite``): ``<index type>-global-index-<uuid>.index``."""
 _NUMBERED = {
     "snapshot": (SNAPSHOT_PREFIX,),
     "schema": (SCHEMA_PREFIX,),
@@ -96,11 +101,19 @@ class FileClass(str, Enum):
     ROOT_METADATA = "root-metadata"
     """Snapshot, schema, tag, consumer, changelog, hint or expiration journal: never an orphan."""
     DATA = "data"
+    CHANGELOG_DATA = "changelog-data"
+    """A changelog data file ``<changelog-file.prefix><uuid>-<n>.<format>`` in a bucket directory (named by the ADD
+    entries of the manifests of a root's changelog manifest list)."""
     DATA_INDEX = "data-index"
-    """A file-index sidecar ``<datafile>.index`` (listed in its data file's extra files)."""
+    """A file-index sidecar of a data or changelog file: ``<file>.index``, or ``<file>-<n>.index`` once rewritten
+    (``DataFilePathFactory.createNewFileIndexFilePath``); listed in its file's extra files."""
     MANIFEST = "manifest"
     MANIFEST_LIST = "manifest-list"
     INDEX_MANIFEST = "index-manifest"
+    INDEX = "index"
+    """An index file named by the entries of a root's index manifest: ``index/index-<uuid>-<n>`` (deletion vectors,
+    hash indexes; in the bucket directory with ``index-file-in-data-file-dir``) or
+    ``index/<type>-global-index-<uuid>.index``."""
     STATISTICS = "statistics"
     TEMP = "temp"
     UNKNOWN = "unknown"
@@ -110,31 +123,38 @@ class FileClass(str, Enum):
 CANDIDATE_KINDS = frozenset(
     {
         FileClass.DATA,
+        FileClass.CHANGELOG_DATA,
         FileClass.DATA_INDEX,
         FileClass.MANIFEST,
         FileClass.MANIFEST_LIST,
         FileClass.INDEX_MANIFEST,
+        FileClass.INDEX,
         FileClass.STATISTICS,
         FileClass.TEMP,
     }
 )
 """Kinds that may be deleted once nothing references them and they are older than the cutoff."""
 
-DATA_FILE_KINDS = frozenset({FileClass.DATA, FileClass.DATA_INDEX})
+DATA_FILE_KINDS = frozenset({FileClass.DATA, FileClass.CHANGELOG_DATA, FileClass.DATA_INDEX})
+"""Kinds named by the entries of manifests (data and changelog manifests alike)."""
 MANIFEST_FILE_KINDS = frozenset({FileClass.MANIFEST, FileClass.MANIFEST_LIST, FileClass.INDEX_MANIFEST})
+INDEX_FILE_KINDS = frozenset({FileClass.INDEX})
+"""Kinds named by the entries of index manifests."""
 
 
 class NameRules:
-    """Classification rules of one table (its data file prefix decides which data names are ours)."""
+    """Classification rules of one table (its data and changelog file prefixes decide which names are ours)."""
 
-    __slots__ = ("_data", "_data_index", "data_prefix")
+    __slots__ = ("_changelog", "_data", "_data_index", "data_prefix")
 
-    def __init__(self, data_prefix: str = "data-") -> None:
+    def __init__(self, data_prefix: str = "data-", changelog_prefix: str = "changelog-") -> None:
         formats = "|".join(DATA_FORMATS)
         prefix = re.escape(data_prefix)
+        either = f"(?:{prefix}|{re.escape(changelog_prefix)})"
         self.data_prefix = data_prefix
         self._data = re.compile(rf"^{prefix}[^/]+\.({formats})$")
-        self._data_index = re.compile(rf"^{prefix}[^/]+\.({formats})\.index$")
+        self._changelog = re.compile(rf"^{re.escape(changelog_prefix)}[^/]+\.({formats})$")
+        self._data_index = re.compile(rf"^{either}[^/]+\.({formats})(?:-\d+)?\.index$")
 
     def is_data_name(self, name: str) -> bool:
         """Whether ``name`` in a bucket directory is a data file: ``<prefix><one or more chars>.<format>``, decided
@@ -167,8 +187,16 @@ class NameRules:
         elif kind == DirKind.STATISTICS:
             if name.startswith(STATISTICS_PREFIX) and len(name) > len(STATISTICS_PREFIX):
                 return FileClass.STATISTICS
-        elif kind == DirKind.BUCKET and self._data_index.match(name):
-            return FileClass.DATA_INDEX
+        elif kind == DirKind.INDEX:
+            if _INDEX_FILE.match(name) or _GLOBAL_INDEX_FILE.match(name):
+                return FileClass.INDEX
+        elif kind == DirKind.BUCKET:
+            if self._changelog.match(name):
+                return FileClass.CHANGELOG_DATA
+            if self._data_index.match(name):
+                return FileClass.DATA_INDEX
+            if _INDEX_FILE.match(name):
+                return FileClass.INDEX
         return FileClass.UNKNOWN
 
 

@@ -11,9 +11,9 @@ from tableformat.context import TableContext
 from tableformat.errors import MaintenanceError
 from tableformat.layout import LATEST
 
-from ..roots import MAX_ROUNDS, References, Root, list_owners
+from ..roots import MAX_ROUNDS, References, Root, index_manifest_owners, list_owners
 from .candidates import CandidateSet, _Census, _settle_manifests
-from .census import DATA_FILE_KINDS, MANIFEST_FILE_KINDS
+from .census import DATA_FILE_KINDS, INDEX_FILE_KINDS, MANIFEST_FILE_KINDS
 from .selection import DataManifestSelection, ListSummary, summarize
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,19 @@ class _ReadSoFar:
 
     lists: set[str] = field(default_factory=set)
     manifests: set[str] = field(default_factory=set)
+    index_manifests: set[str] = field(default_factory=set)
+
+
+def _discard_index_files(refs: References, candidates: CandidateSet, roots: list[Root], read: _ReadSoFar) -> None:
+    """Discard every index file the index manifests of ``roots`` name (those not read before), when an index file
+    is a candidate at all."""
+    if not candidates.kinds & INDEX_FILE_KINDS:
+        return
+    owners = {name: owners for name, owners in index_manifest_owners(roots).items() if name not in read.index_manifests}
+    for _, names in refs.index_file_names(owners):
+        for name in names:
+            candidates.discard(name)
+    read.index_manifests.update(owners)
 
 
 def _discard_first_pass(
@@ -55,6 +68,7 @@ def _discard_first_pass(
     for root in roots:
         for _, name in refs.root_files(root):
             candidates.discard(name)
+    _discard_index_files(refs, candidates, roots, read)
     if not candidates.kinds & (DATA_FILE_KINDS | MANIFEST_FILE_KINDS):
         return
     selection = DataManifestSelection(roots)
@@ -111,6 +125,7 @@ def _close_over_new_roots(refs: References, candidates: CandidateSet, roots: lis
         for root in new:
             for _, name in refs.root_files(root):
                 candidates.discard(name)
+        _discard_index_files(refs, candidates, new, read)
         if not candidates.kinds & (DATA_FILE_KINDS | MANIFEST_FILE_KINDS):
             continue
         owners = {name: owners for name, owners in list_owners(new).items() if name not in read.lists}

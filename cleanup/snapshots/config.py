@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from tableformat.errors import ValidationError
+from tableformat.option_types import INT32_MAX
 from tableformat.options import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
@@ -13,7 +14,6 @@ from tableformat.options import (
     CHANGELOG_TIME_RETAINED,
     CONSUMER_EXPIRATION_TIME,
     FILE_OPERATION_THREAD_NUM,
-    INT32_MAX,
     SNAPSHOT_CLEAN_EMPTY_DIRECTORIES,
     SNAPSHOT_EXPIRE_LIMIT,
     SNAPSHOT_NUM_RETAINED_MAX,

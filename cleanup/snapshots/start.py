@@ -11,7 +11,8 @@ from tableformat.context import TableContext
 from tableformat.errors import SnapshotNotFoundError
 from tableformat.layout import EARLIEST, LATEST, TAG_PREFIX
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
-from tableformat.parallel import InlineExecutor, executor
+from tableformat.parallel import executor
+from tableformat.threads import InlineExecutor
 
 from ..roots import References, Root, keeps_whole
 from .changelog import produces_changelog

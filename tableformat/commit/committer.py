@@ -19,6 +19,7 @@ from enum import Enum
 from operator import attrgetter
 from typing import Any
 
+from tableformat.clock import system_clock
 from tableformat.codec import json_codec
 from tableformat.codec.entry_codec import EntryRecord
 from tableformat.commit.carried_metadata import carried_index_manifest, carried_statistics
@@ -452,7 +453,7 @@ class Committer:
             commit_user=request.commit_user,
             commit_identifier=request.commit_identifier,
             commit_kind=kind,
-            time_millis=int(time.time() * 1000),
+            time_millis=system_clock(),
             properties=properties,
             uuid=str(uuid.uuid4()),
             writer_version=WRITER_VERSION,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import io
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tableformat.clock import local_wall_clock_ms
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.binary_row import encode_row
 from tableformat.data_paths import DataPaths, require_data_inside_root
@@ -144,12 +144,6 @@ def _check_missing(missing: list[str], target: pa.Schema, schema: TableSchema, f
             fill_missing_columns=("True", ""),
         )
     raise ValidationError(f"{lacks}; {'; '.join(reasons)}")
-
-
-def local_wall_clock_ms() -> int:
-    """Paimon's _CREATION_TIME: local wall-clock time stored as if it were UTC (Java LocalDateTime)."""
-    now = time.time()
-    return int((now + time.localtime(now).tm_gmtoff) * 1000)
 
 
 def _stat_value(scalar: pa.Scalar) -> Any:

@@ -12,13 +12,10 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
+from tableformat.clock import local_wall_clock_ms
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.codec.binary_row import encode_row
-from tableformat.commit.data_writer import (
-    UNAWARE_TOTAL_BUCKETS,
-    NewDataFile,
-    local_wall_clock_ms,
-)
+from tableformat.commit.data_writer import UNAWARE_TOTAL_BUCKETS, NewDataFile
 from tableformat.data_paths import DataPaths
 from tableformat.io.fileio import FileIO
 from tableformat.layout import NameFactory, TableLayout

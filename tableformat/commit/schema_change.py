@@ -14,10 +14,10 @@ and writes no schema.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from tableformat.clock import resolve_now
 from tableformat.data_paths import outside_root_reason
 from tableformat.errors import CommitRetriesExhaustedError, ValidationError
 from tableformat.model.schema import TableSchema
@@ -81,7 +81,7 @@ def evolve_schema(
         proposed = change(latest)
         if proposed is None:
             return SchemaChangeResult(schema=latest, previous=latest, changed=False)
-        stamp = int(time.time() * 1000) if now_ms is None else now_ms
+        stamp = resolve_now(now_ms)
         new = replace(proposed, id=latest.id + 1, time_millis=stamp)
         if store.write_schema_if_absent(new):
             return SchemaChangeResult(schema=new, previous=latest, changed=True)

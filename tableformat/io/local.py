@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from tableformat.errors import DeleteFailedError
 from tableformat.io.fileio import UNKNOWN, FileInfo, FileIO
+from tableformat.threads import thread_pool
 
 # How often a write makes its directory again when another process removes it as empty (remove_empty_dir) in between
 _EMPTIED_DIR_RETRIES = 5
@@ -78,7 +79,7 @@ def _syncing_threads() -> ThreadPoolExecutor:
     global _sync_pool
     with _sync_pool_lock:
         if _sync_pool is None:
-            _sync_pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="tablefmt-sync")
+            _sync_pool = thread_pool(SYNC_THREADS, "tablefmt-sync")
         return _sync_pool
 
 

@@ -20,6 +20,7 @@ from tableformat.errors import DeleteFailedError, StorageError
 from tableformat.io.fileio import FileInfo
 from tableformat.io.fsspec_io import FsspecFileIO, mtime_ms_of
 from tableformat.io.scrubbing import Scrubber, call_scrubbed, exception_chain
+from tableformat.threads import thread_pool
 
 _log = logging.getLogger(__name__)
 
@@ -319,7 +320,7 @@ class S3FileIO(FsspecFileIO):
         could not be deleted.
         """
         wanted, failed = self._keys(paths)
-        with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="tablefmt-s3") as pool:
+        with thread_pool(CONCURRENCY, "tablefmt-s3") as pool:
             existing = self._settle(pool, wanted, failed)
             gone, refused = self._delete_keys(pool, existing)
         failed += [f"{wanted[bk]}: {reason}" for bk, reason in refused.items()]
@@ -332,7 +333,7 @@ class S3FileIO(FsspecFileIO):
     def existing_files(self, paths: Sequence[str]) -> tuple[list[str], list[str]]:
         """What delete_files settles before deleting (a range listing per directory, HEADs for the rest), alone."""
         wanted, failed = self._keys(paths)
-        with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="tablefmt-s3") as pool:
+        with thread_pool(CONCURRENCY, "tablefmt-s3") as pool:
             existing = self._settle(pool, wanted, failed)
         return [wanted[bk] for bk in existing], failed
 
@@ -357,7 +358,7 @@ class S3FileIO(FsspecFileIO):
         the objects existed: it listed or read them). Every per-key result is checked; returns the paths confirmed
         deleted, raises DeleteFailedError (with ``deleted`` and ``failed``) when some were not."""
         wanted, failed = self._keys(paths)
-        with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="tablefmt-s3") as pool:
+        with thread_pool(CONCURRENCY, "tablefmt-s3") as pool:
             gone, errors = self._delete_keys(pool, list(wanted))
         failed += [f"{wanted[bk]}: {reason}" for bk, reason in errors.items()]
         result = [path for bk, path in wanted.items() if bk in gone]

@@ -26,10 +26,11 @@ from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.partitions.plan import display_values
 from tableformat.cleanup.records import RecordExpireResult
 from tableformat.cleanup.registry import OPERATIONS
+from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.durations import duration_arg_ms
 from tableformat.errors import CorruptMetadataError, TableFormatError, ValidationError
-from tableformat.inspect import TableInspector
+from tableformat.inspect import TableInspector, row_count_kind
 from tableformat.model.maintain import MaintainState, OperationState
 from tableformat.options import PARTITION_DEFAULT_NAME
 from tableformat.parallel import resolve_parallelism
@@ -197,10 +198,10 @@ def table_report(
     charts and count keep-up from then (default: the maintainer's keep-up window). Never deletes or writes."""
     started = time.perf_counter()
     settings = settings or MaintainSettings()
-    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    now = resolve_now(now_ms)
     window_ms = settings.keep_up_window_ms if since_ms is None else max(1, now - since_ms)
     store = CachingStore(ctx.io, ctx.layout)
-    ctx = TableContext(location=ctx.location, io=ctx.io, layout=ctx.layout, store=store, schema=ctx.schema)
+    ctx = ctx.with_store(store)
     errors: list[str] = []
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     try:
@@ -237,6 +238,7 @@ def table_report(
         orphan_files=orphan_result.orphan_files if isinstance(orphan_result, OrphanResult) else None,
         errors=tuple(errors),
         seconds=time.perf_counter() - started,
+        row_count_kind=row_count_kind(ctx.schema),
     )
 
 
@@ -260,7 +262,4 @@ def failed_report(name: str, location: str, now_ms: int, since_ms: int | None, e
 
 def options_with(ctx: TableContext, overrides: Mapping[str, str]) -> TableContext:
     """The context with option overrides applied in memory (the maintainer's ``[tables]`` settings)."""
-    if not overrides:
-        return ctx
-    schema = replace(ctx.schema, options={**ctx.schema.options, **overrides})
-    return TableContext(location=ctx.location, io=ctx.io, layout=ctx.layout, store=ctx.store, schema=schema)
+    return ctx.with_options(overrides)

@@ -162,6 +162,9 @@ class TableRetentionReport:
     orphan_files: int | None
     errors: tuple[str, ...] = ()
     seconds: float = field(default=0.0, compare=False)
+    row_count_kind: str = "exact"
+    """What the row counts (live rows, partition rows) are: "exact" on an append table, "raw" on a primary-key table
+    (every stored version of a key; a read merges them; changelog rows are never counted). See tableformat.inspect."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document (every figure; each rule's dry run as its own ``--json`` prints it)."""
@@ -175,6 +178,7 @@ class TableRetentionReport:
             "reclaimable_bytes": self.reclaimable_bytes,
             "orphan_bytes": self.orphan_bytes,
             "orphan_files": self.orphan_files,
+            "row_count_kind": self.row_count_kind,
             "growth_bytes_per_day": round(self.growth_bytes_per_day(), 3),
             "storage": {
                 "earliest_snapshot": self.storage.earliest_snapshot,

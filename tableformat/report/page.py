@@ -12,7 +12,14 @@ from tableformat.io.local import replace_text_file
 from tableformat.units import human_bytes
 
 from . import charts
-from .model import KeepUpFigures, PartitionFigures, RuleFigures, TableRetentionReport, WarehouseReport
+from .model import (
+    KeepUpFigures,
+    PartitionFigures,
+    RuleFigures,
+    StoragePoint,
+    TableRetentionReport,
+    WarehouseReport,
+)
 
 DETAILED_TABLES = 25
 """A warehouse report draws charts for this many tables (the top ones by reclaimable bytes and by growth); every
@@ -41,6 +48,7 @@ table { border-collapse: collapse; width: 100%; margin: 4px 0; }
 th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #e2e2e2; vertical-align: top; }
 th { background: #f3f5f8; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.due, th.due { white-space: nowrap; }
 tr.dropped td { background: #fbe9e7; }
 tr.trimmed td { background: #fdf6df; }
 .warn { border-left: 4px solid #c8433a; background: #fbe9e7; padding: 6px 10px; margin: 8px 0; }
@@ -65,6 +73,14 @@ def _when(ms: int | None) -> str:
     if ms is None:
         return "-"
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _due_time(ms: int, now_ms: int) -> str:
+    """A next-due time short enough for the rules table's one-line column: ``27 Nov 09:15`` (UTC, said in the
+    header); the year too when it is not the year of ``now_ms``."""
+    due = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+    now = dt.datetime.fromtimestamp(now_ms / 1000, dt.timezone.utc)
+    return due.strftime("%d %b %H:%M" if due.year == now.year else "%d %b %Y %H:%M")
 
 
 def _duration(ms: int) -> str:
@@ -93,28 +109,47 @@ def _rule_row(rule: RuleFigures, now_ms: int) -> str:
         if rule.marks_bytes:
             outcome += f" ({human_bytes(rule.marks_bytes)} freed later by snapshot expiration)"
     if rule.next_due_ms is not None:
-        due = "now" if rule.next_due_ms <= now_ms else _when(rule.next_due_ms)
+        due = "now" if rule.next_due_ms <= now_ms else _due_time(rule.next_due_ms, now_ms)
     elif rule.configured:
-        due = "next maintain pass"
+        due = "next pass"  # never run by tablefmt maintain: its next pass runs it
     else:
         due = "-"
     cadence = f"every {_duration(rule.interval_ms)}" + (" and after changes" if rule.on_change else "")
     backlog = f"; {rule.backlog} left by its limit" if rule.backlog else ""
     return (
         f"<tr><td><b>{_e(rule.operation)}</b><br><span class=muted>{_e(cadence)}</span></td>"
-        f'<td class="num">{_e(frees)}</td><td>{_e(outcome + backlog)}</td><td>{_e(due)}</td></tr>'
+        f'<td class="num">{_e(frees)}</td><td>{_e(outcome + backlog)}</td><td class="due">{_e(due)}</td></tr>'
     )
 
 
 def _rules_table(report: TableRetentionReport) -> str:
     rows = "".join(_rule_row(r, report.now_ms) for r in report.rules)
     return (
-        "<table><thead><tr><th>rule</th><th class=num>frees now</th><th>dry run</th><th>next due</th></tr></thead>"
+        "<table><thead><tr><th>rule</th><th class=num>frees now</th><th>dry run</th><th class=due>next due (UTC)</th>"
+        "</tr></thead>"
         f"<tbody>{rows}</tbody></table>"
     )
 
 
-def _partition_rows(partitions: Sequence[PartitionFigures]) -> str:
+RAW_ROWS_TITLE = (
+    "a primary-key table's manifests count every stored version of a key (raw rows); how many rows a read returns "
+    "needs the read, which merges them. Changelog rows are not counted."
+)
+
+
+def _rows_tile(report: TableRetentionReport, latest: StoragePoint | None) -> str:
+    """The live-rows tile: "live rows" on an append table, "live rows (raw, all versions)" on a primary-key one."""
+    value = "-" if latest is None or latest.live_rows is None else f"{latest.live_rows:,}"
+    if report.row_count_kind == "raw":
+        return _tile("live rows (raw, all versions)", value, RAW_ROWS_TITLE)
+    return _tile("live rows", value)
+
+
+def _rows_header(report: TableRetentionReport) -> str:
+    return "raw rows" if report.row_count_kind == "raw" else "rows"
+
+
+def _partition_rows(partitions: Sequence[PartitionFigures], rows_header: str = "rows") -> str:
     marked = [p for p in partitions if p.dropped_by or p.trimmed_by]
     rest = [p for p in partitions if not (p.dropped_by or p.trimmed_by)]
     shown = marked + rest[-max(0, PARTITION_ROWS - len(marked)) :] if len(marked) < PARTITION_ROWS else marked
@@ -131,7 +166,8 @@ def _partition_rows(partitions: Sequence[PartitionFigures]) -> str:
     more = len(partitions) - len(shown)
     tail = f'<p class="muted">{more} more partition(s) not listed (tablefmt partitions lists all).</p>' if more else ""
     return (
-        "<table><thead><tr><th>partition</th><th class=num>rows</th><th class=num>size</th><th class=num>bytes</th>"
+        f"<table><thead><tr><th>partition</th><th class=num>{_e(rows_header)}</th><th class=num>size</th>"
+        "<th class=num>bytes</th>"
         f"<th class=num>files</th><th>rules</th></tr></thead><tbody>{''.join(body)}</tbody></table>{tail}"
     )
 
@@ -165,7 +201,7 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
         return "".join(parts) + "</section>"
     tiles = [
         _tile("live data", human_bytes(report.live_bytes)),
-        _tile("live rows", "-" if latest is None or latest.live_rows is None else f"{latest.live_rows:,}"),
+        _rows_tile(report, latest),
         _tile("held only by older snapshots/tags", human_bytes(0 if latest is None else latest.older_only_bytes)),
         _tile("orphans", "-" if report.orphan_bytes is None else human_bytes(report.orphan_bytes),
               "found by the orphan cleanup dry run (files older than orphan-files.older-than)"),
@@ -182,7 +218,7 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
     parts.append("<ul class=notes>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     parts.append("<h3>Partitions</h3>")
     parts.append(f'<div class="chart">{_image(charts.partition_chart(report.partitions), "bytes by partition")}</div>')
-    parts.append(_partition_rows(report.partitions))
+    parts.append(_partition_rows(report.partitions, _rows_header(report)))
     if report.keep_up is not None:
         parts.append("<h3>Keep-up</h3>")
         chart = charts.keep_up_chart(report.keep_up, report.storage, report.now_ms)

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from tableformat.cleanup.maintainer import MaintainSettings, TableTarget, discover_all
+from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.parallel import bounded_map, executor
 
@@ -59,7 +60,7 @@ def warehouse_report(
         settings = replace(settings, storage_options={**settings.storage_options, **storage_options})
     names = tuple(targets)
     found = discover_all(names, settings.storage_options, settings.include, settings.exclude)
-    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    now = resolve_now(now_ms)
     reports = []
     with executor(settings.parallelism, "tablefmt-report-tables") as pool:
         done = bounded_map(

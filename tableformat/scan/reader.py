@@ -75,12 +75,18 @@ def read_parquet(path: str, fs: Any) -> pa.Table:
 
 
 def read_parquet_source(
-    source: Any, metadata: Any = None, columns: Sequence[str] | None = None, pre_buffer: bool = True
+    source: Any,
+    metadata: Any = None,
+    columns: Sequence[str] | None = None,
+    pre_buffer: bool = True,
+    *,
+    dictionaries: bool = True,
 ) -> pa.Table:
     """:func:`read_parquet` of an open file (``pa.BufferReader`` of fetched bytes, ...): only the top-level
-    ``columns`` the file has when given; ``metadata``: its footer, when already read."""
+    ``columns`` the file has when given; ``metadata``: its footer, when already read. ``dictionaries=False``: every
+    column read plainly (a merge takes rows across files: dictionaries would only be expanded later)."""
     metadata = pq.read_metadata(source) if metadata is None else metadata
-    dictionary = dictionary_coded_columns(metadata)
+    dictionary = dictionary_coded_columns(metadata) if dictionaries else []
     parquet = pq.ParquetFile(source, metadata=metadata, read_dictionary=dictionary or None, pre_buffer=pre_buffer)
     if columns is not None:
         stored = set(parquet.schema_arrow.names)
@@ -88,23 +94,37 @@ def read_parquet_source(
     return parquet.read(columns=columns, use_threads=True)
 
 
-def fetch_parquet(file_io: FileIO, path: str, size: int, columns: Sequence[str] | None = None) -> pa.Table:
+def without_positions(table: pa.Table, positions: Any) -> pa.Table:
+    """``table`` (a whole data file, in file order) without the rows at ``positions`` (0-based row numbers, as a
+    deletion vector lists them; out-of-range positions are ignored)."""
+    import numpy as np
+
+    keep = np.ones(table.num_rows, dtype=bool)
+    marked = np.asarray(positions, dtype=np.int64)
+    keep[marked[(marked >= 0) & (marked < table.num_rows)]] = False
+    return table.filter(pa.array(keep))
+
+
+def fetch_parquet(
+    file_io: FileIO, path: str, size: int, columns: Sequence[str] | None = None, *, dictionaries: bool = True
+) -> pa.Table:
     """:func:`read_parquet` of a file on an object store whose ``size`` is known (from its manifest entry), without
     asking the store for it: one GET of the whole file up to :data:`WHOLE_GET_BYTES`; above, a ranged GET of the
-    tail (the footer), then ranged GETs of the column chunks of ``columns`` (all by default)."""
+    tail (the footer), then ranged GETs of the column chunks of ``columns`` (all by default). ``dictionaries``: as
+    :func:`read_parquet_source`."""
     stored: int | None = None
     try:
         if size <= WHOLE_GET_BYTES:
             data = file_io.read_bytes(path)
             stored = len(data)
-            return read_parquet_source(pa.BufferReader(data), columns=columns)
+            return read_parquet_source(pa.BufferReader(data), columns=columns, dictionaries=dictionaries)
         start = max(0, size - TAIL_BYTES)
         fetched = FetchedFile(file_io, path, size, [(start, file_io.read_range(path, start, size))])
         with pa.PythonFile(fetched, mode="r") as source:
             metadata = pq.read_metadata(source)  # from the tail; a longer footer fetches the rest (one more GET)
             for first, end in _coalesced(_chunk_ranges(metadata, columns), RANGE_GAP_BYTES):
                 fetched.add(first, file_io.read_range(path, first, end))
-            return read_parquet_source(source, metadata, columns, pre_buffer=False)
+            return read_parquet_source(source, metadata, columns, pre_buffer=False, dictionaries=dictionaries)
     except (pa.ArrowInvalid, OSError) as exc:
         if isinstance(exc, FileNotFoundError) or stored == size:
             raise  # missing (the caller says so), or damaged at the size recorded
@@ -274,6 +294,36 @@ class DataReader:
                 table = read_parquet(path, self._fs)
         table = self._keep(self._to_current(table, entry, wanted))  # dictionary columns become plain in the cast
         return table if columns is None or wanted is not None else table.select(list(columns))
+
+    def read_key_values(
+        self,
+        entry: ScanEntry,
+        columns: Sequence[str],
+        system_columns: Sequence[str],
+        deleted_positions: Any = None,
+    ) -> pa.Table:
+        """One data file of a primary-key table: the table's ``columns`` (mapped by field id, as
+        :meth:`read_entry`), then the file's ``system_columns`` (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) as stored.
+        Only those columns are read. ``deleted_positions``: the file's row positions its deletion vector marks
+        (any integer sequence or array), dropped before anything else. No record TTL: the caller merges first."""
+        stored = [*self._stored_names(entry, columns), *system_columns]
+        with self._errors(entry) as path:
+            if self.io.is_object_store:
+                table = fetch_parquet(self.io, path, entry.file.file_size, stored, dictionaries=False)
+            else:
+                with self._fs.open_input_file(path) as source:
+                    table = read_parquet_source(source, columns=stored, dictionaries=False)
+        missing = [name for name in system_columns if name not in table.column_names]
+        if missing:
+            raise CorruptMetadataError(
+                self.io.url(self.path_of(entry)), f"a primary-key data file without the column(s) {missing}"
+            )
+        if deleted_positions is not None and len(deleted_positions):
+            table = without_positions(table, deleted_positions)
+        current = self._to_current(table, entry, list(columns))
+        for name in system_columns:
+            current = current.append_column(name, table.column(name))
+        return current
 
     def _stored_names(self, entry: ScanEntry, columns: Sequence[str]) -> list[str]:
         """The names the fields called ``columns`` have in the entry's file (by field id)."""

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from tableformat.clock import system_clock
 from tableformat.codec.arrow_schema import arrow_type_of
 from tableformat.codec.binary_row import decode_field
 from tableformat.errors import ValidationError
@@ -353,8 +353,8 @@ def _stored_expire_ms(schema: TableSchema) -> int | None:
 
 
 def system_now_ms() -> int:
-    """The read path's clock (epoch ms); tests replace it to read at a fixed time."""
-    return time.time_ns() // 1_000_000
+    """The read path's clock (the one clock, tableformat/clock.py); tests replace it to read at a fixed time."""
+    return system_clock()
 
 
 def scan_record_ttl(

@@ -39,7 +39,8 @@ from tableformat.durations import MAX_SIZE_BYTES, parse_memory_bytes
 from tableformat.errors import ValidationError
 from tableformat.io.storage_options import storage_options_from_items
 from tableformat.model.partition import parse_spec_text
-from tableformat.options import DYNAMIC_PARTITION_OVERWRITE, INT32_MAX, REGISTRY
+from tableformat.option_types import INT32_MAX
+from tableformat.options import DYNAMIC_PARTITION_OVERWRITE, REGISTRY
 
 PATH = "path"
 STORAGE_PREFIX = "storage."

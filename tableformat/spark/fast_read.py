@@ -89,6 +89,8 @@ def native_url(file_io: FileIO, path: str) -> str:
 def native_blocker(table: Table, entries: Sequence[ManifestEntry], paths: Sequence[str]) -> str | None:
     """Why Spark's Parquet reader cannot read these files as the table's schema (None: it can)."""
     schema = table.schema
+    if schema.primary_keys:
+        return "a primary-key table: its rows are merged on read"
     older = sorted({e.file.schema_id for e in entries if e.file.schema_id != schema.id})
     if older:
         return f"files were written under older schema(s) {older}"

@@ -24,7 +24,6 @@ from tableformat.cleanup.snapshots import SNAPSHOT_EXPIRATION, ExpireResult
 from tableformat.context import TableContext
 from tableformat.parallel import resolve_parallelism
 from tableformat.spark.storage import ExecutorAssistedFileIO, prelist_table
-from tableformat.store import MetadataStore
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +66,7 @@ def run_distributed_orphan_cleanup(
     listings = prelist_table(sc, ctx.io, ctx.layout.root, parallelism or sc.defaultParallelism)
     prelisted = len(listings)
     assisted = ExecutorAssistedFileIO(ctx.io, sc, listings)
-    assisted_ctx = TableContext(
-        location=ctx.location,
-        io=assisted,
-        layout=ctx.layout,
-        store=MetadataStore(assisted, ctx.layout),
-        schema=ctx.schema,
-    )
+    assisted_ctx = ctx.with_io(assisted)
     result = local.remove_orphan_files(
         assisted_ctx, older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force, now_ms=now_ms
     )

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
 
@@ -365,3 +366,26 @@ def _drain(fd: int) -> str:
         chunks.append(chunk)
     os.close(fd)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_create_write_and_tag_speak_json_too(tmp_path: Path) -> None:
+    source = tmp_path / "rows.parquet"
+    rows = pa.table({"id": [1, 2], "dt": [dt.date(2024, 1, 1)] * 2, "v": ["a", "b"]}, SCHEMA)
+    pq.write_table(rows, source)
+    root = str(tmp_path / "t")
+    created = json.loads(run("create", root, "--schema-from", str(source), "--partition-keys", "dt", "--json").stdout)
+    assert created == {
+        "location": root,
+        "schema_id": 0,
+        "columns": ["id", "dt", "v"],
+        "partition_keys": ["dt"],
+        "options": {"file.format": "parquet"},
+    }
+    written = json.loads(run("write", root, str(source), "--json").stdout)
+    ran = written.pop("after_commit")
+    assert written == {"snapshot_id": 1, "commit_kind": "APPEND", "record_count": 2}
+    assert [(r["operation"], r["expired_snapshots"], r["deleted_paths"]) for r in ran] == [("expire", 0, [])]
+    tagged = json.loads(run("tag", "create", root, "v1", "--time-retained", "1d", "--json").stdout)
+    assert (tagged["name"], tagged["snapshot_id"], tagged["time_retained_seconds"]) == ("v1", 1, 86_400)
+    assert tagged["expire_time_ms"] == int(Table.open(root).context.store.read_tag("v1").expires_ms() or 0)
+    assert json.loads(run("tag", "delete", root, "v1", "--json").stdout) == {"name": "v1", "deleted": True}

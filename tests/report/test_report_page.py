@@ -12,6 +12,7 @@ import pytest
 from support.browser import render
 from support.events import build_events
 
+from tableformat.cleanup.maintainer import MaintainSettings, TableTarget, maintain_table
 from tableformat.errors import ValidationError
 from tableformat.report import charts, render_html, write_html
 from tableformat.table import Table
@@ -156,3 +157,35 @@ def test_missing_matplotlib_is_one_line_naming_the_extra(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ValidationError, match=r"pip install 'tablefmt\[report\]'"):
         render_html(report)
+
+
+DUE_CELLS = """(() => {
+  const header = [...document.querySelectorAll("th")].find(th => th.textContent.startsWith("next due"));
+  const height = cell => { const range = document.createRange(); range.selectNodeContents(cell);
+                           return range.getBoundingClientRect().height; };
+  return [...header.closest("table").querySelectorAll("tbody tr")].map(row => ({
+    text: row.lastElementChild.textContent,
+    due: height(row.lastElementChild),
+    line: height(row.children[1]),
+  }));
+})()"""
+"""Per row of the rules table: the next-due cell's text, the height of its text (a Range's bounding rectangle:
+the cell itself is as tall as the row, whose rule cell has two lines) and that of the one-line "frees now" cell."""
+
+
+def test_the_next_due_cell_stays_on_one_line(chromium_binary: str, events: Table, tmp_path: Path) -> None:
+    maintained = maintain_table(TableTarget(events.location, events.location), MaintainSettings(), owner="test")
+    assert maintained.ok, maintained.errors
+    report = events.report()
+    due = [r for r in report.rules if r.next_due_ms is not None and r.next_due_ms > report.now_ms]
+    assert [r.operation for r in due] == ["expire-partitions", "expire", "remove-orphans"]  # dated, not "now"
+    html = tmp_path / "report.html"
+    write_html(report, str(html))
+    rendered = render(html, tmp_path / "report.png", width=1200, evaluate=(DUE_CELLS,))
+    assert rendered.errors == []
+    cells = rendered.values[0]
+    assert len(cells) == len(report.rules)
+    dated = [c for c in cells if re.search(r"\d\d:\d\d", c["text"])]
+    assert len(dated) == 3, cells
+    for cell in cells:
+        assert 0 < cell["line"] < 30 and cell["due"] <= cell["line"] * 1.2, f"{cell['text']!r} wraps: {cell}"

@@ -3,7 +3,8 @@
 ``chromium()`` finds ``/usr/bin/chromium`` and installs Debian's package when it is missing and the run may install
 packages (CI set, or running as root); under CI an install that fails is an error, elsewhere the caller skips.
 ``render(html_file, png_file)`` loads a page, records console errors, uncaught exceptions, error log entries
-(failed loads included) and every URL the page requested, then writes a full-page PNG screenshot.
+(failed loads included) and every URL the page requested, then writes a full-page PNG screenshot; ``evaluate``
+expressions are run in the loaded page (layout measurements) and their JSON values returned.
 """
 
 from __future__ import annotations
@@ -147,6 +148,8 @@ class Rendered:
     """Every URL the page requested (the page itself first)."""
     width: int = 0
     height: int = 0
+    values: list[Any] = field(default_factory=list)
+    """The values of the ``evaluate`` expressions, in order."""
 
 
 class _Session:
@@ -228,16 +231,17 @@ def _start(binary: str, profile: str, timeout: float) -> tuple[subprocess.Popen[
 
 
 def render(html_file: Path, png_file: Path, *, width: int = 1200, height: int | None = None,
-           timeout: float = 90.0) -> Rendered:
+           timeout: float = 90.0, evaluate: tuple[str, ...] = ()) -> Rendered:
     """Load ``html_file`` in headless Chromium and write a PNG screenshot of the whole page (or of the top
-    ``height`` CSS pixels) to ``png_file``."""
+    ``height`` CSS pixels) to ``png_file``; each ``evaluate`` JavaScript expression's value is in ``values``."""
     binary = chromium()
     with tempfile.TemporaryDirectory(prefix="tablefmt-chromium-", ignore_cleanup_errors=True) as profile:
         process, port = _start(binary, profile, timeout)
         try:
             ws = _WebSocket(_page_socket(port, timeout), timeout)
             try:
-                return _load_and_capture(_Session(ws, time.monotonic() + timeout), html_file, png_file, width, height)
+                session = _Session(ws, time.monotonic() + timeout)
+                return _load_and_capture(session, html_file, png_file, width, height, evaluate)
             finally:
                 ws.close()
         finally:
@@ -263,7 +267,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def _load_and_capture(
-    session: _Session, html_file: Path, png_file: Path, width: int, height: int | None
+    session: _Session, html_file: Path, png_file: Path, width: int, height: int | None, evaluate: tuple[str, ...]
 ) -> Rendered:
     for domain in ("Page", "Runtime", "Log", "Network"):
         session.call(f"{domain}.enable")
@@ -279,6 +283,11 @@ def _load_and_capture(
     shot = session.call("Page.captureScreenshot", format="png")
     png_file.write_bytes(base64.b64decode(shot["data"]))
     rendered = Rendered(width=width, height=shot_height)
+    for expression in evaluate:
+        answer = session.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in answer:
+            raise RuntimeError(f"{expression!r} failed: {answer['exceptionDetails']}")
+        rendered.values.append(answer["result"].get("value"))
     rendered.errors = _errors(session.events)
     rendered.requests = [
         e["params"]["request"]["url"] for e in session.events if e.get("method") == "Network.requestWillBeSent"
