@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from tableformat.context import TableContext
@@ -27,6 +27,7 @@ from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotN
 from tableformat.layout import CHANGELOG_PREFIX, MANIFEST_DIR, STATISTICS_DIR, TAG_PREFIX, check_file_name
 from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
+from tableformat.options import CHANGELOG_PRODUCER
 from tableformat.parallel import bounded_map
 from tableformat.store import MetadataStore
 
@@ -110,8 +111,11 @@ class References:
             names = self.ctx.io.list_names(layout.join("changelog"))
             return sorted(n[len(CHANGELOG_PREFIX) :] for n in names if n[len(CHANGELOG_PREFIX) :].isdigit())
 
+        produce = self.ctx.options.require(CHANGELOG_PRODUCER) != "none"
+
         def read_changelog(key: str) -> Snapshot | None:
-            return store.read_changelog(key)
+            changelog = store.read_changelog(key)
+            return None if changelog is None else changelog_root_view(changelog, produce)
 
         def snapshot_keys() -> list[tuple[str, str]]:
             if not branch:
@@ -343,6 +347,27 @@ class References:
                 if rows is not None and any(row.file_name == manifest_name for row in rows):
                     return root.label
         return None
+
+
+def keeps_whole(changelog: Snapshot, produce_changelog: bool) -> bool:
+    """Whether a long-lived changelog (``changelog/changelog-<id>``) needs its base and delta manifest lists: with
+    ``changelog-producer=none`` and no changelog manifest list its delta's data files are the changelog, and Paimon
+    keeps its lists and data files; otherwise Paimon deleted those lists with its snapshot."""
+    return not produce_changelog and not changelog.changelog_manifest_list
+
+
+def changelog_root_view(changelog: Snapshot, produce_changelog: bool) -> Snapshot:
+    """A long-lived changelog as a root: itself when it keeps_whole, else without its base and delta manifest lists
+    (they name nothing it keeps), so it references its changelog list, index manifest and statistics only."""
+    if keeps_whole(changelog, produce_changelog):
+        return changelog
+    return replace(
+        changelog,
+        base_manifest_list="",
+        base_manifest_list_size=None,
+        delta_manifest_list="",
+        delta_manifest_list_size=None,
+    )
 
 
 def index_manifest_owners(roots: list[Root]) -> dict[str, list[Root]]:

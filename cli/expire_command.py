@@ -77,6 +77,8 @@ def _render(result: ExpireResult) -> None:
         say(f"{expired} tag(s): {', '.join(result.expired_tags)}")
     if result.expired_consumers:
         say(f"{expired} consumer(s): {', '.join(result.expired_consumers)}")
+    if result.expired_changelogs:
+        say(f"{expired} {result.expired_changelogs} changelog(s): {', '.join(map(str, result.expired_changelog_ids))}")
     if result.completed_journals:
         say(f"finished {len(result.completed_journals)} interrupted expiration(s)")
     if result.skipped_external_files:

@@ -195,18 +195,15 @@ SNAPSHOT_TIME_RETAINED = _register(
     )
 )
 CHANGELOG_NUM_RETAINED_MIN = _register(
-    Option(
-        "changelog.num-retained.min", INT, None, "Unset: snapshot.num-retained.min; higher: expire refuses.", minimum=1
-    )
+    Option("changelog.num-retained.min", INT, None, "Unset: snapshot.num-retained.min; above it: decoupled.", minimum=1)
 )
 CHANGELOG_NUM_RETAINED_MAX = _register(
-    Option(
-        "changelog.num-retained.max", INT, None, "Unset: snapshot.num-retained.max; higher: expire refuses.", minimum=1
-    )
+    Option("changelog.num-retained.max", INT, None, "Unset: snapshot.num-retained.max; above it: decoupled.", minimum=1)
 )
 CHANGELOG_TIME_RETAINED = _register(
-    Option("changelog.time-retained", DURATION, None, "Unset: snapshot.time-retained; longer: expire refuses.")
+    Option("changelog.time-retained", DURATION, None, "Unset: snapshot.time-retained; longer: decoupled.")
 )
+CHANGELOG_PRODUCER = _register(Option("changelog-producer", STRING, "none", "none, input, lookup or full-compaction."))
 INDEX_FILE_IN_DATA_FILE_DIR = _register(
     Option("index-file-in-data-file-dir", BOOL, False, "Index files live in the bucket directories, not in index/.")
 )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, TypeVar
 
+from tableformat.changelog_store import ChangelogStore
 from tableformat.codec import avro_codec, avro_projection, entry_codec, journal_codec, json_codec, maintain_codec
 from tableformat.codec.binary_row import decode_row, encode_row
 from tableformat.codec.partition_codec import PartitionCodec
@@ -64,7 +65,7 @@ class WrittenFile:
 _T = TypeVar("_T")
 
 
-class MetadataStore(IndexFileStore):
+class MetadataStore(IndexFileStore, ChangelogStore):
     """Metadata access for one table (one FileIO, one root)."""
 
     def __init__(self, file_io: FileIO, layout: TableLayout) -> None:
@@ -167,15 +168,6 @@ class MetadataStore(IndexFileStore):
         if snapshot.id != snapshot_id:
             raise CorruptMetadataError(self.io.url(path), f"file holds snapshot id {snapshot.id}")
         return snapshot, len(data)
-
-    def read_changelog(self, key: str) -> Snapshot | None:
-        """``changelog/changelog-<key>`` (a snapshot-shaped root), or None when it does not exist."""
-        path = self.layout.changelog_file(key)
-        try:
-            data = self._read(path)
-        except FileNotFoundError:
-            return None
-        return json_codec.snapshot_from_json(data, self.io.url(path))
 
     def try_read_snapshot(self, snapshot_id: int) -> Snapshot | None:
         try:

@@ -35,7 +35,13 @@ LAYERS: list[tuple[str, ...]] = [
     ("tableformat.options",),
     ("tableformat.codec", "tableformat.data_paths"),
     ("tableformat.io",),
-    ("tableformat.store", "tableformat.index_store", "tableformat.parallel", "tableformat.options_doc"),
+    (
+        "tableformat.store",
+        "tableformat.index_store",
+        "tableformat.changelog_store",
+        "tableformat.parallel",
+        "tableformat.options_doc",
+    ),
     ("tableformat.live_set", "tableformat.context", "tableformat.claims"),
     ("tableformat.commit", "tableformat.scan"),
     ("tableformat.cleanup",),
@@ -49,6 +55,7 @@ SIDEWAYS = {
     ("tableformat.cli", "tableformat.spark"),
     ("tableformat.data_paths", "tableformat.codec"),
     ("tableformat.store", "tableformat.index_store"),
+    ("tableformat.store", "tableformat.changelog_store"),
     ("tableformat.report", "tableformat.inspect"),
 }
 """Same-layer imports that are allowed (importer, imported)."""
@@ -65,10 +72,11 @@ METADATA_CODEC_USERS = (
     "tableformat.codec",
     "tableformat.store",
     "tableformat.index_store",
+    "tableformat.changelog_store",
     "tableformat.commit.committer",
 )
-"""The store (with its mixin for index files) alone turns metadata files into models; the committer also encodes its
-commit log into a snapshot property (a value, not a file)."""
+"""The store (with its mixins for index files and long-lived changelogs) alone turns metadata files into models;
+the committer also encodes its commit log into a snapshot property (a value, not a file)."""
 
 SERIALISERS = ("json", "fastavro", "avro")
 SERIALISER_HOMES = ("tableformat.codec", "tableformat.cli", "tableformat.spark")

@@ -57,7 +57,9 @@ class CompactConfig:
                 raise ValidationError("compact: the table is not partitioned; give no partition")
             text = parse_spec_text(spec) if isinstance(spec, str) else spec
             partition = normalize_spec(
-                text, ctx.schema.partition_fields, default_name=options.require(PARTITION_DEFAULT_NAME),
+                text,
+                ctx.schema.partition_fields,
+                default_name=options.require(PARTITION_DEFAULT_NAME),
                 allow_partial=True,
             )
         ttl_at(ctx, 0, None, None)  # a TTL on a bad time field is refused before anything is read

@@ -2,8 +2,8 @@
 its changelog (changelog manifest list, changelog manifests, the changelog files ADDed in them), its index manifest
 (with the index files it lists) and its statistics file.
 
-Paimon's rules with the changelog lifecycle coupled to the snapshots' (``changelogDecoupled`` false; a decoupled
-lifecycle is refused before planning, see config.changelog_decoupled):
+Paimon's rules with the changelog lifecycle coupled to the snapshots' (``changelogDecoupled`` false; decoupled, the
+expired snapshots' changelogs are kept for their long-lived changelogs, changelog.py):
 
 * ``ExpireSnapshotsImpl.collectChangelogFilesToDelete`` / ``FileDeletionBase.planAddedInChangelogManifest``: every
   expired snapshot but the one that ends the range gives up the changelog files ADDed in its changelog manifests;
@@ -25,6 +25,7 @@ and a changelog belongs to the one snapshot that committed it. Unreadable metada
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from tableformat.context import TableContext
@@ -107,12 +108,22 @@ class AttachedFiles:
             refs.index_files.update(check_file_name(e.index_file.file_name) for e in index_entries)
         return refs
 
-    def plan(self, gone: Sequence[Snapshot], kept: Sequence[Snapshot]) -> Attached:
-        """What ``gone`` (the expired snapshots, which never include the end, and the expired tags older than the end)
-        name and no ``kept`` root or long-lived changelog does."""
+    def plan(
+        self,
+        gone: Sequence[Snapshot],
+        kept: Sequence[Snapshot],
+        changelogs: Sequence[Snapshot] = (),
+        leaving: AbstractSet[int] = frozenset(),
+    ) -> Attached:
+        """What ``gone`` (the expired snapshots, which never include the end, and the expired tags older than the end;
+        or expired long-lived changelogs) name and no ``kept`` root or long-lived changelog (but those ``leaving``)
+        does; of ``changelogs`` (expired snapshots that become long-lived changelogs, changelog.py) the changelog is
+        kept."""
         if not any(names_attached(s) for s in gone):
             return Attached()
-        keep = self.referenced([*kept, *changelog_roots(self.ctx)])
+        keep = self.referenced([*kept, *(c for c in changelog_roots(self.ctx) if c.id not in leaving)])
+        new = self.referenced(changelogs)
+        keep.add(Referenced(lists=new.lists, manifests=new.manifests, files=new.files))
         lists: dict[str, int] = {}
         for snapshot in gone:
             name = snapshot.changelog_manifest_list

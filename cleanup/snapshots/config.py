@@ -5,10 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from tableformat.errors import MaintenanceError, ValidationError
+from tableformat.errors import ValidationError
+from tableformat.option_types import INT32_MAX
 from tableformat.options import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
+    CHANGELOG_PRODUCER,
     CHANGELOG_TIME_RETAINED,
     CONSUMER_EXPIRATION_TIME,
     FILE_OPERATION_THREAD_NUM,
@@ -44,7 +46,17 @@ class ExpireConfig:
     """Consumers not updated for this long stop protecting snapshots and are removed (``consumer.expiration-time``)."""
     changelog_decoupled: str = ""
     """Why changelogs outlive their snapshots (Paimon's ``changelogDecoupled``: a ``changelog.*`` retention above the
-    snapshot one, e.g. ``changelog.num-retained.max (20) > 5``); '' when the changelog expires with its snapshot."""
+    snapshot one, e.g. ``changelog.num-retained.max (20) > 5``); '' when the changelog expires with its snapshot.
+    Decoupled, each expired snapshot leaves ``changelog/changelog-<id>`` (changelog.py)."""
+    produce_changelog: bool = False
+    """``changelog-producer`` is not ``none``: the changelog is in changelog manifests (else the delta's data files
+    are the changelog, and a long-lived changelog keeps its manifest lists and data files)."""
+    changelog_retain_min: int = 1
+    """Long-lived changelogs never expired: the newest N ids (``changelog.num-retained.min``, default retain_min)."""
+    changelog_retain_max: int = INT32_MAX
+    """Long-lived changelogs beyond the newest N ids expire whatever their age (``changelog.num-retained.max``)."""
+    changelog_time_retained_ms: int = 0
+    """A long-lived changelog expires once older than this (``changelog.time-retained``, default time_retained_ms)."""
 
     def __post_init__(self) -> None:
         for name in ("retain_min", "retain_max", "time_retained_ms", "limit", "parallelism"):
@@ -64,17 +76,13 @@ class ExpireConfig:
             raise ValidationError(f"snapshot.expire.limit must be >= 1, got {self.limit}")
         if self.parallelism < 1:
             raise ValidationError(f"parallelism must be >= 1, got {self.parallelism}")
+        if self.changelog_decoupled and self.changelog_retain_max < self.changelog_retain_min:
+            raise ValidationError(
+                f"changelog.num-retained.max ({self.changelog_retain_max}) must be >= "
+                f"changelog.num-retained.min ({self.changelog_retain_min})"
+            )
         if self.consumer_expiration_ms is not None and self.consumer_expiration_ms < 0:
             raise ValidationError(f"consumer.expiration-time must not be negative: {self.consumer_expiration_ms} ms")
-
-    def refuse_decoupled(self) -> None:
-        """Raise when changelogs must outlive their snapshots: Paimon then writes ``changelog/changelog-<id>`` as it
-        expires a snapshot and expires those separately (ExpireChangelogImpl), which tablefmt does not do yet."""
-        if self.changelog_decoupled:
-            raise MaintenanceError(
-                f"expiration refused, nothing was deleted: {self.changelog_decoupled}, so changelogs outlive their "
-                "snapshots (Paimon's decoupled changelog lifecycle), which tablefmt does not expire yet"
-            )
 
     @classmethod
     def resolve(
@@ -100,7 +108,15 @@ class ExpireConfig:
             parallelism=options.require_or(FILE_OPERATION_THREAD_NUM, parallelism, "parallelism"),
             consumer_expiration_ms=options.get(CONSUMER_EXPIRATION_TIME),
             changelog_decoupled=changelog_decoupled(options, low, high, time_ms),
+            produce_changelog=options.require(CHANGELOG_PRODUCER) != "none",
+            changelog_retain_min=_or(options.get(CHANGELOG_NUM_RETAINED_MIN), low),
+            changelog_retain_max=_or(options.get(CHANGELOG_NUM_RETAINED_MAX), high),
+            changelog_time_retained_ms=_or(options.get(CHANGELOG_TIME_RETAINED), time_ms),
         )
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 def changelog_decoupled(options: TableOptions, retain_min: int, retain_max: int, time_retained_ms: int) -> str:

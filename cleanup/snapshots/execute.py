@@ -46,6 +46,7 @@ from tableformat.units import human_bytes
 from ..kernel import Deleter, OperationResult, Progress
 from ..roots import Root
 from .attached import AttachedFiles, Referenced, without_referenced
+from .changelog import delete_changelogs, write_changelogs
 from .config import ExpireConfig
 from .journal import remove_journal, write_journal
 from .metadata import DataPaths, MetadataCache, TagRef
@@ -73,6 +74,8 @@ class ExpireResult(OperationResult):
     deleted_index_manifests: int = 0
     expired_tags: tuple[str, ...] = ()
     expired_consumers: tuple[str, ...] = ()
+    expired_changelog_ids: tuple[int, ...] = ()
+    """Long-lived changelogs (``changelog/changelog-<id>``) expired (decoupled lifecycle, changelog_expiry.py)."""
     skipped_external_files: tuple[str, ...] = ()
     completed_journals: tuple[str, ...] = ()
     """Plan ids of interrupted earlier runs that this run finished."""
@@ -82,6 +85,10 @@ class ExpireResult(OperationResult):
 
     def did_something(self) -> bool:
         return bool(self.expired_snapshots or self.expired_tags or self.expired_consumers or self.deleted_paths)
+
+    @property
+    def expired_changelogs(self) -> int:
+        return len(self.expired_changelog_ids)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (the CLI's ``--json`` object)."""
@@ -105,6 +112,8 @@ class ExpireResult(OperationResult):
             "backlog": self.backlog,
             "expired_tags": list(self.expired_tags),
             "expired_consumers": list(self.expired_consumers),
+            "expired_changelogs": self.expired_changelogs,
+            "expired_changelog_ids": list(self.expired_changelog_ids),
             "skipped_external_paths": list(self.skipped_external_files),
             "removed_dirs": list(self.removed_dirs),
             "completed_journals": list(self.completed_journals),
@@ -116,6 +125,7 @@ def _expire_headline(result: ExpireResult) -> str:
     expired = "would expire" if result.dry_run else "expired"
     verb = "would delete" if result.dry_run else "deleted"
     tags = f" and tag(s) {', '.join(result.expired_tags)}" if result.expired_tags else ""
+    tags += f" and {result.expired_changelogs} changelog(s)" if result.expired_changelogs else ""
     return (
         f"{result.operation or 'expire'}: {expired} {result.expired_snapshots} snapshot(s){tags}; {verb} "
         f"{len(result.deleted_paths)} file(s), {human_bytes(result.deleted_bytes)}"
@@ -154,6 +164,7 @@ def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | No
         deleted_paths=tuple(p for r in results for p in r.deleted_paths),
         expired_tags=tuple(t for r in results for t in r.expired_tags),
         expired_consumers=tuple(c for r in results for c in r.expired_consumers),
+        expired_changelog_ids=tuple(i for r in results for i in r.expired_changelog_ids),
         skipped_external_files=tuple(sorted({p for r in results for p in r.skipped_external_files})),
         removed_dirs=tuple(d for r in results for d in r.removed_dirs),
         completed_journals=tuple(j for r in results for j in r.completed_journals),
@@ -164,7 +175,7 @@ def _merge(results: Sequence[ExpireResult], *, dry_run: bool, earliest: int | No
 
 def planned_result(plan: ExpirePlan) -> ExpireResult:
     """The dry-run result: exactly the plan's lists."""
-    paths = [f.path for f in plan.consumer_files + plan.snapshot_files + plan.tag_files]
+    paths = [f.path for f in plan.consumer_files + plan.snapshot_files + plan.changelog_root_files + plan.tag_files]
     paths += [path for path, _ in _data_step(plan)]
     result = ExpireResult(
         expired_snapshots=len(plan.expired_snapshots),
@@ -178,6 +189,7 @@ def planned_result(plan: ExpirePlan) -> ExpireResult:
         deleted_paths=tuple(paths),
         expired_tags=tuple(t.name for t in plan.expired_tags),
         expired_consumers=plan.expired_consumers,
+        expired_changelog_ids=plan.expired_changelogs,
         skipped_external_files=plan.skipped_external,
         notes=(plan.note,) if plan.note else (),
         backlog=plan.backlog,
@@ -398,7 +410,9 @@ def _complete(
         journal = _journal_and_hint(ctx, plan, journal, hint, pool)
         consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
         asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None
+        write_changelogs(ctx, plan.changelog_roots)  # decoupled: before the snapshot files go
         snapshots = _delete(deleter, plan.snapshot_files, ordered=True, listed=fresh)
+        changelogs = delete_changelogs(ctx, plan, lambda files: _delete(deleter, files, ordered=True, listed=fresh))
         deletes = _deletes_files(plan)
         now = roots_now(ctx, plan, workers, branches=deletes) if plan.tag_files or deletes else None
         tags = _delete(deleter, _unchanged_tags(plan, now), listed=True) if now is not None else []
@@ -425,6 +439,9 @@ def _complete(
         deleted_paths=tuple(deleter.deleted),
         expired_tags=tuple(sorted(tag_names[p] for p in tags)),
         expired_consumers=tuple(sorted(p.rsplit("/", 1)[-1][len("consumer-") :] for p in consumers)),
+        expired_changelog_ids=tuple(
+            i for i, f in zip(plan.expired_changelogs, plan.changelog_root_files) if f.path in changelogs
+        ),
         skipped_external_files=plan.skipped_external,
         removed_dirs=tuple(removed),
         notes=tuple(n for n in (plan.note, _absent_note(deleter)) if n),
@@ -492,6 +509,10 @@ def _remaining(ctx: TableContext, plan: ExpirePlan, workers: Workers) -> ExpireP
         snapshot_files=tuple(f for _, f in snapshots),
         expired_tags=tuple(r for r, _ in tags),
         tag_files=tuple(f for _, f in tags),
+        expired_changelogs=tuple(
+            i for i, f in zip(plan.expired_changelogs, plan.changelog_root_files) if f.path in present
+        ),
+        changelog_root_files=_present(plan.changelog_root_files, present),
         consumer_files=tuple(f for f in plan.consumer_files if f.path in present),
         expired_consumers=tuple(c for c, f in zip(plan.expired_consumers, plan.consumer_files) if f.path in present),
         data_files=_present(plan.data_files, present),

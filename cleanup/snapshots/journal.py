@@ -23,6 +23,7 @@ from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.errors import MaintenanceError, UnsafePathError
 from tableformat.layout import (
+    CHANGELOG_PREFIX,
     INDEX_DIR,
     INDEX_FILE_PREFIX,
     INDEX_MANIFEST_PREFIX,
@@ -68,6 +69,10 @@ def plan_to_document(plan: ExpirePlan) -> dict[str, Any]:
         "nowMs": plan.now_ms,
         "end": plan.end,
         "expiredSnapshots": list(plan.expired_snapshots),
+        "changelogRoots": list(plan.changelog_roots),
+        "expiredChangelogs": list(plan.expired_changelogs),
+        "changelogRootFiles": _files(plan.changelog_root_files),
+        "changelogEnd": plan.changelog_end,
         "fingerprints": [list(fp) for fp in plan.fingerprints],
         "snapshotFiles": _files(plan.snapshot_files),
         "dataFiles": RowList(plan.data_files, _file_with_extras),
@@ -123,6 +128,9 @@ def _check_path(path: str, kind: str, data_dir: str = "") -> str:
         ok = len(parts) == 2 and parts[0] == "snapshot" and parts[1].startswith("snapshot-") and parts[1][9:].isdigit()
     elif kind == "manifest":
         ok = len(parts) == 2 and parts[0] == "manifest" and parts[1].startswith("manifest-")
+    elif kind == "changelog":
+        ok = len(parts) == 2 and parts[0] == "changelog" and parts[1].startswith(CHANGELOG_PREFIX)
+        ok = ok and parts[1][len(CHANGELOG_PREFIX) :].isdigit()
     elif kind == "tag":
         ok = len(parts) == 2 and parts[0] == "tag" and parts[1].startswith("tag-")
         ok = ok and bool(check_tag_name(parts[1][4:]))
@@ -165,6 +173,10 @@ def plan_from_document(doc: Mapping[str, Any], data_dir: str = "") -> ExpirePlan
         now_ms=int(doc["nowMs"]),
         end=None if doc["end"] is None else int(doc["end"]),
         expired_snapshots=tuple(int(i) for i in doc["expiredSnapshots"]),
+        changelog_roots=tuple(int(i) for i in doc.get("changelogRoots", [])),
+        expired_changelogs=tuple(int(i) for i in doc.get("expiredChangelogs", [])),
+        changelog_root_files=_load_files(doc.get("changelogRootFiles", []), "changelog"),
+        changelog_end=None if doc.get("changelogEnd") is None else int(doc["changelogEnd"]),
         fingerprints=tuple((int(i), str(name)) for i, name in doc["fingerprints"]),
         snapshot_files=_load_files(doc["snapshotFiles"], "snapshot"),
         data_files=_load_files(doc["dataFiles"], "data", with_extras=True, data_dir=data_dir),

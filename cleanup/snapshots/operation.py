@@ -15,6 +15,7 @@ from tableformat.options import MAINTAIN_INTERVAL
 from tableformat.parallel import Workers, executor
 
 from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
+from .changelog_expiry import plan_changelog_expiration
 from .config import Duration, ExpireConfig
 from .execute import (
     EarliestHint,
@@ -43,6 +44,9 @@ class ExpirationRun:
     pending: tuple[tuple[str, ExpirePlan], ...]
     stale: tuple[str, ...]
     plan: ExpirePlan
+    changelogs: ExpirePlan | None = None
+    """Decoupled lifecycle: the changelog expiration of the long-lived changelogs present when planning (a real run
+    plans it again after snapshot expiration when that wrote new ones)."""
 
 
 class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
@@ -81,10 +85,12 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
 
             plan = plan_expiration(ctx, config, now_ms, pending=pending, workers=workers)
             found, stale = gathered.result()
-        return ExpirationRun(tuple(found), tuple(stale), plan)
+            changelogs = plan_changelog_expiration(ctx, config, now_ms, workers)
+        return ExpirationRun(tuple(found), tuple(stale), plan, changelogs)
 
     def changes(self, plan: ExpirationRun) -> bool:
-        return bool(plan.pending or plan.stale or not plan.plan.is_empty)
+        changelogs = plan.changelogs is not None and not plan.changelogs.is_empty
+        return bool(plan.pending or plan.stale or not plan.plan.is_empty or changelogs)
 
     def still_valid(self, ctx: TableContext, plan: ExpirationRun) -> bool:
         """The snapshot the plan keeps as the first (``end``) still holds what planning read: a rollback that ended
@@ -105,6 +111,8 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
                 done = planned_result(_remaining(ctx, protect_new_tags(ctx, journaled, workers), workers))
                 results.append(replace(done, completed_journals=(journaled.plan_id,)))
         results.append(planned_result(plan.plan))
+        if plan.changelogs is not None and not plan.changelogs.is_empty:  # the backlog stays the snapshot plan's
+            results.append(replace(planned_result(plan.changelogs), backlog=plan.plan.backlog))
         return _merge(results, dry_run=True, earliest=_earliest(ctx, plan.plan))
 
     def execute(
@@ -125,6 +133,12 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
                 ctx, new, config=config, progress=progress, workers=workers, hint=hint, fresh=True
             )
             results.append(result)
+            changelogs = plan.changelogs
+            if config.changelog_decoupled:  # planned again: snapshot expiration may have written long-lived changelogs
+                changelogs = plan_changelog_expiration(ctx, config, new.now_ms, workers)
+            if changelogs is not None and not changelogs.is_empty:
+                done = execute_expiration(ctx, changelogs, config=config, workers=workers, fresh=True)
+                results.append(replace(done, backlog=result.backlog))  # the backlog stays the snapshot plan's
         return _merge(results, dry_run=False, earliest=_earliest(ctx, plan.plan))
 
 

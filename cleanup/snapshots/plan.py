@@ -63,6 +63,7 @@ from tableformat.parallel import Workers
 from ..kernel.clock import resolve_now
 from ..roots import Root
 from .attached import AttachedFiles
+from .changelog import NewChangelogs
 from .config import ExpireConfig
 from .metadata import Candidate, DataPaths, MetadataCache, RangeReader, TagRef, tag_expired
 from .planned import (
@@ -97,7 +98,6 @@ def plan_expiration(
     """
     now = resolve_now(now_ms)
     config = config or ExpireConfig.resolve(ctx.options)
-    config.refuse_decoupled()
     if workers is None:
         with Workers(config.parallelism) as own:
             return plan_expiration(ctx, config, now, pending=pending, workers=own)
@@ -406,7 +406,8 @@ class _Planner:
         layout = self.ctx.layout
         expired = [span.expired[i][0] for i in sorted(span.expired)]
         protected = [t.snapshot for t in protecting] + [r.snapshot for r in branches]
-        keep_roots = [span.end_snapshot, *([newest] if newest.id != span.end else []), *protected]
+        changelogs = NewChangelogs.of(self.config, expired)  # decoupled: the expired leave changelog roots
+        keep_roots = [span.end_snapshot, *([newest] if newest.id != span.end else []), *protected, *changelogs.whole]
         gone_roots = [*expired, *[t.snapshot for t in stale_tags]]
         roots = [*keep_roots, *gone_roots]
         self.cache.load_lists(n for s in roots for n in (s.base_manifest_list, s.delta_manifest_list))
@@ -415,7 +416,7 @@ class _Planner:
         candidates, external = self._unprotected_data(span, stale_tags, keep_roots)
         lists, manifests = self._unreferenced_metadata(keep_roots, gone_roots)
         attached = AttachedFiles(self.ctx, self.cache, self.paths)
-        attached_files = attached.plan(gone_roots, keep_roots)
+        attached_files = attached.plan(gone_roots, keep_roots, changelogs.changelog_only)
         data = []
         for path in sorted(candidates):
             candidate = candidates.pop(path)  # frees as it goes: this is the planner's peak on huge tables
@@ -428,6 +429,7 @@ class _Planner:
             now_ms=self.now,
             end=span.end,
             expired_snapshots=tuple(s.id for s in expired),
+            changelog_roots=changelogs.ids,
             fingerprints=tuple(fingerprints),
             snapshot_files=tuple(
                 PlannedFile(layout.relative(layout.snapshot_file(i)), size) for i, size in sorted(sizes.items())

@@ -68,6 +68,14 @@ class ExpirePlan:
     end: int | None
     """The snapshot that becomes EARLIEST (None when the table has no snapshot)."""
     expired_snapshots: tuple[int, ...] = ()
+    changelog_roots: tuple[int, ...] = ()
+    """Decoupled changelog lifecycle: the expired snapshots copied to ``changelog/changelog-<id>`` before their
+    snapshot files are deleted (changelog.py)."""
+    expired_changelogs: tuple[int, ...] = ()
+    """Long-lived changelogs this plan expires (changelog_expiry.py); their files are ``changelog_root_files``."""
+    changelog_root_files: tuple[PlannedFile, ...] = ()
+    changelog_end: int | None = None
+    """The first long-lived changelog kept: ``changelog/EARLIEST`` moves there before the changelogs are deleted."""
     fingerprints: tuple[tuple[int, str], ...] = ()
     """(id, base manifest list) of every expired snapshot and of ``end``: a re-run refuses a changed table."""
     snapshot_files: tuple[PlannedFile, ...] = ()
@@ -113,6 +121,7 @@ class ExpirePlan:
         return [
             *self.consumer_files,
             *self.snapshot_files,
+            *self.changelog_root_files,
             *self.tag_files,
             *self.step_files(),
         ]

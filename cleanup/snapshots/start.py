@@ -14,7 +14,8 @@ from tableformat.model.snapshot import Consumer, Snapshot, Tag
 from tableformat.parallel import executor
 from tableformat.threads import InlineExecutor
 
-from ..roots import References, Root
+from ..roots import References, Root, keeps_whole
+from .changelog import produces_changelog
 from .metadata import MetadataCache
 
 
@@ -24,11 +25,12 @@ def branch_roots(ctx: TableContext, unchanged: Mapping[str, str] | None = None) 
 
     Also the main table's long-lived changelogs without a changelog manifest list (``changelog/changelog-<id>`` of
     ``changelog-producer=none``: Paimon keeps their manifest lists and data files for the changelog), which protect
-    like a branch root; those with one keep their base and delta lists no longer, and protect only the changelog and
-    the files they name (attached.py)."""
+    like a branch root; the others (with a changelog list, or a compaction's of a changelog producer) keep their base
+    and delta lists no longer, and protect only the changelog and the files they name (attached.py)."""
     refs = References(ctx, InlineExecutor(), 1)
     roots = refs.collect_roots(include_main=False, unchanged=unchanged, main_changelogs=True)
-    names_only = [r.kind == "changelog" and not r.branch and bool(r.snapshot.changelog_manifest_list) for r in roots]
+    produce = produces_changelog(ctx)
+    names_only = [r.kind == "changelog" and not r.branch and not keeps_whole(r.snapshot, produce) for r in roots]
     return [r for r, only in zip(roots, names_only) if not only], refs.unchanged_labels
 
 

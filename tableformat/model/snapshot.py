@@ -52,7 +52,7 @@ class Snapshot:
 
     def manifest_lists(self) -> tuple[str, ...]:
         """Every manifest list file this snapshot references (names, not paths)."""
-        names = [self.base_manifest_list, self.delta_manifest_list]
+        names = [name for name in (self.base_manifest_list, self.delta_manifest_list) if name]
         if self.changelog_manifest_list:
             names.append(self.changelog_manifest_list)
         return tuple(names)

@@ -29,13 +29,15 @@ ROUNDS = 8
 METADATA_DIRS = ("snapshot/", "schema/", "tag/", "branch/")
 
 
-def upserts(pp: Paimon, name: str) -> dict[int, pa.Table]:
+def upserts(pp: Paimon, name: str, options: dict[str, str] | None = None) -> dict[int, pa.Table]:
     """8 rounds of 25 upserted keys out of 60 (partitions d1/d2, 3 buckets); the input of each round, by snapshot."""
     from pypaimon import Schema
 
     pp.catalog.create_table(
         f"db.{name}",
-        Schema.from_pyarrow_schema(SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"], options=OPTIONS),
+        Schema.from_pyarrow_schema(
+            SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"], options={**OPTIONS, **(options or {})}
+        ),
         False,
     )
     rng = random.Random(1)

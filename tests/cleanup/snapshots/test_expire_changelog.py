@@ -1,6 +1,6 @@
 """What expiration deletes of a snapshot's changelog and statistics file: exact file sets, with the roots that keep
-them (a tag, a branch's snapshot, a long-lived changelog), the dry run, the journal and a crash; and the refusal of
-a decoupled changelog lifecycle."""
+them (a tag, a branch's snapshot, a long-lived changelog), the dry run, the journal and a crash, with the changelog
+lifecycle coupled to the snapshots' (decoupled: test_changelog_lifecycle.py)."""
 
 from __future__ import annotations
 
@@ -252,20 +252,6 @@ def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_
             failures.append(f"point {point} {counter.calls[point - 1]}: lost {lost}, left {left}, {again.notes}")
         shutil.rmtree(copy)
     assert not failures, "\n".join(failures)
-
-
-def test_decoupled_changelog_retention_is_refused_and_nothing_is_deleted(kit) -> None:
-    table, _ = history(kit, 3)
-    table = kit.table("decoupled", **{"changelog.num-retained.max": "50"})
-    for i in range(1, 4):
-        table.append(kit.rows(4))
-        attach_changelog(table, i)
-    before = files_under(kit.root(table))
-
-    with pytest.raises(MaintenanceError, match=r"changelog.num-retained.max \(50\) is above the snapshot retention"):
-        expire(table, retain_max=2)
-
-    assert files_under(kit.root(table)) == before
 
 
 def test_changelog_retention_equal_to_the_snapshot_one_is_coupled(kit) -> None:
