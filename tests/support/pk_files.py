@@ -15,11 +15,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from tableformat.cleanup.check import check_table
+from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.data_paths import DataPaths
+from tableformat.errors import MaintenanceError
 from tableformat.layout import NameFactory
 from tableformat.table import Table
 
 from .manifests import Manifests
+from .tables import files_under
 
 
 def _rewrite_snapshot(table: Table, snapshot_id: int, **fields: Any) -> None:
@@ -84,3 +88,21 @@ def copy_snapshot_to_changelog(table: Table, snapshot_id: int) -> str:
     target = ctx.layout.changelog_file(str(snapshot_id))
     ctx.io.write_bytes(target, ctx.io.read_bytes(ctx.layout.snapshot_file(snapshot_id)))
     return ctx.layout.relative(target)
+
+
+def assert_unreadable_metadata_stops_cleanup_and_check(table: Table, damaged: str) -> None:
+    """With ``damaged`` (a manifest path relative to the root) unreadable, orphan cleanup raises MaintenanceError
+    naming it and deletes nothing, and check is not ok, counts no orphans and names it among its errors."""
+    root = table.context.layout.root
+    name = damaged.split("/")[-1]
+    before = files_under(root)
+    try:
+        remove_orphan_files(table.context)
+    except MaintenanceError as exc:
+        assert name in str(exc), exc
+    else:
+        raise AssertionError(f"orphan cleanup ran with {damaged} unreadable")
+    checked = check_table(table.context)
+    assert files_under(root) == before
+    assert not checked.ok and checked.orphan_files is None
+    assert any(name in error for error in checked.errors), checked.errors

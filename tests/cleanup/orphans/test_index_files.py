@@ -9,15 +9,14 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import pytest
 from support.paimon_index import PaimonIndex
+from support.pk_files import assert_unreadable_metadata_stops_cleanup_and_check
 from support.tables import DAY_S, ID_PART_SCHEMA, age_files, age_path, files_under, id_part_rows
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal, remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
-from tableformat.errors import MaintenanceError
 
 
 def make_table(path: Path, **options: str) -> Table:
@@ -137,15 +136,7 @@ def test_unreadable_index_manifest_deletes_nothing(tmp_path: Path) -> None:
     (root / manifest).write_bytes(b"not avro")
     age_files(root, 10 * DAY_S)
     plant(root, f"index/index-{uuid.uuid4()}-0")
-    before = files_under(root)
-
-    with pytest.raises(MaintenanceError, match=manifest.split("/")[1]):
-        remove_orphan_files(table.context)
-    checked = check_table(table.context)
-
-    assert files_under(root) == before
-    assert not checked.ok and checked.orphan_files is None
-    assert any(manifest.split("/")[1] in error for error in checked.errors)
+    assert_unreadable_metadata_stops_cleanup_and_check(table, manifest)
 
 
 def test_index_files_in_the_data_file_directory(tmp_path: Path) -> None:

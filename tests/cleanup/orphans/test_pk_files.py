@@ -10,14 +10,18 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from support.pk_files import attach_changelog, attach_statistics, copy_snapshot_to_changelog
+from support.pk_files import (
+    assert_unreadable_metadata_stops_cleanup_and_check,
+    attach_changelog,
+    attach_statistics,
+    copy_snapshot_to_changelog,
+)
 from support.tables import DAY_S, ID_PART_SCHEMA, age_files, age_path, files_under, id_part_rows
 
 from tableformat import Table
 from tableformat.cleanup.check import CheckResult, check_table
 from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal, remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
-from tableformat.errors import MaintenanceError
 
 
 def make_table(path: Path, **options: str) -> Table:
@@ -161,15 +165,7 @@ def test_unreadable_changelog_manifest_deletes_nothing(table: Table) -> None:
     (root / manifest).write_bytes(b"not avro")
     age_files(root, 10 * DAY_S)
     plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet")
-    before = files_under(root)
-
-    with pytest.raises(MaintenanceError, match=manifest.split("/")[1]):
-        remove_orphan_files(table.context)
-    checked = check_table(table.context)
-
-    assert files_under(root) == before
-    assert not checked.ok and checked.orphan_files is None
-    assert any(manifest.split("/")[1] in error for error in checked.errors)
+    assert_unreadable_metadata_stops_cleanup_and_check(table, manifest)
 
 
 def test_check_takes_the_cutoff_remove_orphans_takes(table: Table) -> None:
