@@ -22,6 +22,7 @@ from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
 from tableformat.commit.rollback import RollbackResult, rollback
 from tableformat.commit.schema_change import SchemaChangeResult, alter_options
+from tableformat.commit.uncommitted import discard_uncommitted
 from tableformat.context import TableContext
 from tableformat.data_paths import outside_root_reason, require_data_inside_root
 from tableformat.durations import duration_arg_ms
@@ -217,12 +218,7 @@ class Table(TableReaders, RewriteMethods):
         return result.snapshot
 
     def _remove_unreferenced(self, paths: list[str]) -> None:
-        if not paths:
-            return
-        try:
-            self._ctx.io.delete_files(paths)
-        except OSError as exc:
-            log.warning("could not remove %d unreferenced data file(s): %s", len(paths), exc)
+        discard_uncommitted(self._ctx.io, paths, "data file(s) of a write no snapshot took")
 
     def _check_atomic_create(self) -> None:
         """Before the first commit: refuse stores that cannot create snapshot files atomically."""

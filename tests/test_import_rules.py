@@ -282,3 +282,26 @@ def test_cleanup_packages_import_down_only() -> None:
             if level_of[target] >= level_of[unit]:
                 found.append(f"{module} imports {imported}: {unit} must not import {target}")
     assert found == []
+
+
+DISCARD_HOME = "tableformat.commit.uncommitted"
+"""The one place files no snapshot references are discarded after a write or commit attempt."""
+
+
+def test_one_way_to_discard_uncommitted_files() -> None:
+    def discards(node: ast.AST) -> bool:
+        if not isinstance(node, ast.FunctionDef):
+            return False
+        name = node.name.lower()
+        return any(word in name for word in ("discard", "unreferenced", "remove_files", "_remove")) and any(
+            isinstance(n, ast.Attribute) and n.attr == "delete_files" for n in ast.walk(node)
+        )
+
+    found = sorted(
+        f"{module}.{node.name}"
+        for module, path in modules().items()
+        if module != DISCARD_HOME
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if discards(node)
+    )
+    assert found == [], f"uncommitted files are discarded through {DISCARD_HOME} only; also in: {found}"

@@ -26,6 +26,7 @@ from typing import Any
 from tableformat.commit.committer import ChangeKind, CommitRequest, CommitResult, Committer
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.rolling_writer import RollingFileWriter
+from tableformat.commit.uncommitted import discard_uncommitted
 from tableformat.context import TableContext
 from tableformat.errors import CommitConflictError, CommitStateUnknownError
 from tableformat.layout import NameFactory
@@ -237,12 +238,7 @@ class Rewriter:
                 log.info("rewrite commit retried: %s", exc)
 
     def _remove(self, paths: Sequence[str]) -> None:
-        if not paths:
-            return
-        try:
-            self.ctx.io.delete_files(list(paths))
-        except OSError as exc:
-            log.warning("could not remove %d unreferenced data file(s) of a rewrite: %s", len(paths), exc)
+        discard_uncommitted(self.ctx.io, paths, "data file(s) of a rewrite")
 
 
 def batches(units: Sequence[RewriteUnit], max_files: int) -> list[list[RewriteUnit]]:

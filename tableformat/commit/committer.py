@@ -25,6 +25,7 @@ from tableformat.codec.entry_codec import EntryRecord
 from tableformat.commit.carried_metadata import carried_index_manifest, carried_statistics
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.manifest_merge import ManifestMerger, MergePolicy
+from tableformat.commit.uncommitted import discard_uncommitted
 from tableformat.errors import (
     CommitConflictError,
     CommitRetriesExhaustedError,
@@ -474,14 +475,7 @@ class Committer:
 
     def _discard(self, paths: list[str]) -> None:
         """Remove metadata files of an attempt that did not create a snapshot (nothing references them)."""
-        if not paths:
-            return
-        try:
-            self.store.io.delete_files(paths)
-        except OSError as exc:
-            log.warning(
-                "could not remove %d unreferenced metadata file(s) of a failed commit attempt: %s", len(paths), exc
-            )
+        discard_uncommitted(self.store.io, paths, "metadata file(s) of a failed commit attempt")
 
 
 class _Lost:

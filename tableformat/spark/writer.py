@@ -29,6 +29,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from tableformat.commit.committer import read_commit_log
 from tableformat.commit.data_writer import NewDataFile
+from tableformat.commit.uncommitted import discard_uncommitted
 from tableformat.errors import CommitError, ValidationError
 from tableformat.io.factory import open_location
 from tableformat.io.fileio import FileIO
@@ -239,7 +240,7 @@ def remove_files(file_io: FileIO | None, plan: WritePlan, files: Sequence[NewDat
     try:
         if file_io is None:
             file_io = open_location(plan.location, dict(plan.storage_options))[0]
-        deleted = file_io.delete_files([f.path for f in files])
-        log.info("tablefmt: removed %d data file(s) of %s", len(deleted), why)
     except Exception as exc:
         log.warning("tablefmt: could not remove %d data file(s) of %s: %s", len(files), why, exc)
+        return
+    discard_uncommitted(file_io, [f.path for f in files], f"data file(s) of {why}")
