@@ -13,12 +13,11 @@ import logging
 from tableformat.codec import json_codec
 from tableformat.errors import StorageError
 from tableformat.io.fileio import FileIO
-from tableformat.layout import CHANGELOG_PREFIX, TableLayout
+from tableformat.layout import CHANGELOG_DIR, CHANGELOG_PREFIX, TableLayout
 from tableformat.model.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
-CHANGELOG_DIR = "changelog"
 
 
 class ChangelogStore:

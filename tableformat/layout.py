@@ -6,6 +6,7 @@ import itertools
 import re
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tableformat.errors import UnsafePathError
@@ -23,7 +24,12 @@ BRANCH_DIR = "branch"
 MANIFEST_DIR = "manifest"
 STATISTICS_DIR = "statistics"
 INDEX_DIR = "index"
-METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog")
+SNAPSHOT_DIR = "snapshot"
+SCHEMA_DIR = "schema"
+TAG_DIR = "tag"
+CONSUMER_DIR = "consumer"
+CHANGELOG_DIR = "changelog"
+METADATA_DIRS = (SNAPSHOT_DIR, SCHEMA_DIR, TAG_DIR, CONSUMER_DIR, CHANGELOG_DIR)
 """Directories of metadata roots, in the table root and in every branch: only temp files there can be orphans."""
 TABLE_DIRS = frozenset({*METADATA_DIRS, MANIFEST_DIR, STATISTICS_DIR, INDEX_DIR, BRANCH_DIR})
 """Every directory of the table root that holds metadata (data directories are everything else the format makes)."""
@@ -64,6 +70,45 @@ def check_tag_name(name: str) -> str:
             f"invalid tag name {name!r}: use letters, digits, '_', '.', '-' (not only digits, at most 200 chars)"
         )
     return name
+
+
+def is_path_of_kind(parts: Sequence[str], kind: str) -> bool:
+    """Whether a path relative to the table root (split at '/', data paths without the data-file directory) is
+    one of ``kind``: 'snapshot', 'manifest' (lists too), 'changelog', 'tag', 'index', 'index manifest',
+    'statistics', 'consumer', 'data' (a file in a bucket directory below partition directories) or 'dir' (a
+    partition or bucket directory). The file-name grammar journals are checked against."""
+
+    def named(directory: str, prefix: str) -> bool:
+        return len(parts) == 2 and parts[0] == directory and parts[1].startswith(prefix)
+
+    if kind == "snapshot":
+        return named(SNAPSHOT_DIR, SNAPSHOT_PREFIX) and parts[1][len(SNAPSHOT_PREFIX) :].isdigit()
+    if kind == "changelog":
+        return named(CHANGELOG_DIR, CHANGELOG_PREFIX) and parts[1][len(CHANGELOG_PREFIX) :].isdigit()
+    if kind == "tag":
+        return named(TAG_DIR, TAG_PREFIX) and _is_tag_name(parts[1][len(TAG_PREFIX) :])
+    simple = {
+        "manifest": (MANIFEST_DIR, MANIFEST_PREFIX),
+        "index": (INDEX_DIR, INDEX_FILE_PREFIX),
+        "index manifest": (MANIFEST_DIR, INDEX_MANIFEST_PREFIX),
+        "statistics": (STATISTICS_DIR, STATISTICS_PREFIX),
+        "consumer": (CONSUMER_DIR, CONSUMER_PREFIX),
+    }
+    if kind in simple:
+        return named(*simple[kind])
+    if kind == "data":
+        return len(parts) >= 2 and parts[-2].startswith(BUCKET_PREFIX) and all("=" in p for p in parts[:-2])
+    if kind == "dir":
+        return all("=" in p for p in parts[:-1]) and ("=" in parts[-1] or parts[-1].startswith(BUCKET_PREFIX))
+    return False
+
+
+def _is_tag_name(name: str) -> bool:
+    try:
+        check_tag_name(name)
+    except UnsafePathError:
+        return False
+    return True
 
 
 def bucket_dir_name(bucket: int) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from tableformat.context import TableContext
 from tableformat.errors import MissingMetadataError
-from tableformat.layout import CHANGELOG_PREFIX, INDEX_DIR, STATISTICS_DIR, check_file_name
+from tableformat.layout import CHANGELOG_DIR, CHANGELOG_PREFIX, INDEX_DIR, STATISTICS_DIR, check_file_name
 from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
 from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
@@ -75,7 +75,7 @@ def names_attached(snapshot: Snapshot) -> bool:
 def changelog_roots(ctx: TableContext) -> list[Snapshot]:
     """The main table's long-lived changelogs (``changelog/changelog-<id>``), read; one deleted meanwhile is skipped
     (expired: it protects nothing any more)."""
-    names = ctx.io.list_names(ctx.layout.join("changelog"))
+    names = ctx.io.list_names(ctx.layout.join(CHANGELOG_DIR))
     keys = sorted(n[len(CHANGELOG_PREFIX) :] for n in names if n[len(CHANGELOG_PREFIX) :].isdigit())
     found = (ctx.store.read_changelog(key) for key in keys)
     return [snapshot for snapshot in found if snapshot is not None]

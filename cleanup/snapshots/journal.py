@@ -22,16 +22,7 @@ from tableformat.codec.journal_codec import RowList
 from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.errors import MaintenanceError, UnsafePathError
-from tableformat.layout import (
-    CHANGELOG_PREFIX,
-    INDEX_DIR,
-    INDEX_FILE_PREFIX,
-    INDEX_MANIFEST_PREFIX,
-    STATISTICS_DIR,
-    STATISTICS_PREFIX,
-    check_file_name,
-    check_tag_name,
-)
+from tableformat.layout import INDEX_DIR, check_file_name, is_path_of_kind
 
 from .metadata import TagRef
 from .planned import Attached, ExpirePlan, PlannedFile
@@ -123,29 +114,7 @@ def _check_path(path: str, kind: str, data_dir: str = "") -> str:
         if not ok:
             raise UnsafePathError(f"journal names {path!r}, which is not a {kind} path expiration may delete")
         parts = parts[len(prefix) :]
-    ok = False
-    if kind == "snapshot":
-        ok = len(parts) == 2 and parts[0] == "snapshot" and parts[1].startswith("snapshot-") and parts[1][9:].isdigit()
-    elif kind == "manifest":
-        ok = len(parts) == 2 and parts[0] == "manifest" and parts[1].startswith("manifest-")
-    elif kind == "changelog":
-        ok = len(parts) == 2 and parts[0] == "changelog" and parts[1].startswith(CHANGELOG_PREFIX)
-        ok = ok and parts[1][len(CHANGELOG_PREFIX) :].isdigit()
-    elif kind == "tag":
-        ok = len(parts) == 2 and parts[0] == "tag" and parts[1].startswith("tag-")
-        ok = ok and bool(check_tag_name(parts[1][4:]))
-    elif kind == "index":
-        ok = len(parts) == 2 and parts[0] == INDEX_DIR and parts[1].startswith(INDEX_FILE_PREFIX)
-    elif kind == "index manifest":
-        ok = len(parts) == 2 and parts[0] == "manifest" and parts[1].startswith(INDEX_MANIFEST_PREFIX)
-    elif kind == "statistics":
-        ok = len(parts) == 2 and parts[0] == STATISTICS_DIR and parts[1].startswith(STATISTICS_PREFIX)
-    elif kind == "consumer":
-        ok = len(parts) == 2 and parts[0] == "consumer" and parts[1].startswith("consumer-")
-    elif kind == "data":
-        ok = len(parts) >= 2 and parts[-2].startswith("bucket-") and all("=" in p for p in parts[:-2])
-    elif kind == "dir":
-        ok = all("=" in p for p in parts[:-1]) and ("=" in parts[-1] or parts[-1].startswith("bucket-"))
+    ok = is_path_of_kind(parts, kind)
     if not ok:
         raise UnsafePathError(f"journal names {path!r}, which is not a {kind} path expiration may delete")
     return path
