@@ -1,5 +1,5 @@
-"""What a new snapshot carries over from the latest one besides its data files: the index manifest and the
-statistics file (Paimon's ``FileStoreCommitImpl.tryCommitOnce``).
+"""What a new snapshot carries over from the latest one besides its data files: the index manifest, the
+statistics file, the watermark and the next row id (Paimon's ``FileStoreCommitImpl.tryCommitOnce``).
 
 * **Index manifest** (deletion vectors, hash indexes). A commit that adds no index files names the latest
   snapshot's index manifest again. An OVERWRITE (and a partition drop, which is one) removes the index files of the
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from typing import Any
 
 from tableformat.errors import TableFormatError
 from tableformat.layout import NameFactory
@@ -23,6 +24,27 @@ from tableformat.model.snapshot import Snapshot
 from tableformat.store import MetadataStore
 
 log = logging.getLogger(__name__)
+
+
+def carried_fields(
+    store: MetadataStore,
+    latest: Snapshot | None,
+    schema_id: int,
+    overwritten_partitions: Collection[bytes],
+    names: NameFactory,
+    written: list[str],
+    *,
+    level: int | None = None,
+) -> dict[str, Any]:
+    """The new snapshot's fields taken from ``latest``: index manifest, statistics, watermark, next row id."""
+    if latest is None:
+        return {}
+    return {
+        "index_manifest": carried_index_manifest(store, latest, overwritten_partitions, names, written, level=level),
+        "statistics": carried_statistics(store, latest, schema_id),
+        "watermark": latest.watermark,
+        "next_row_id": latest.next_row_id,
+    }
 
 
 def carried_index_manifest(

@@ -22,7 +22,7 @@ from typing import Any
 from tableformat.clock import system_clock
 from tableformat.codec import json_codec
 from tableformat.codec.entry_codec import EntryRecord
-from tableformat.commit.carried_metadata import carried_index_manifest, carried_statistics
+from tableformat.commit.carried_metadata import carried_fields
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.commit.manifest_merge import ManifestMerger, MergePolicy
 from tableformat.commit.uncommitted import discard_uncommitted
@@ -458,20 +458,8 @@ class Committer:
             properties=properties,
             uuid=str(uuid.uuid4()),
             writer_version=WRITER_VERSION,
-            index_manifest=carried_index_manifest(
-                store, latest, self._overwritten, names, written, level=self.zstd_level
-            ),
-            statistics=carried_statistics(store, latest, self.schema.id),
-            **self._inherited(latest),
+            **carried_fields(store, latest, self.schema.id, self._overwritten, names, written, level=self.zstd_level),
         )
-
-    def _inherited(self, latest: Snapshot | None) -> dict[str, Any]:
-        """What a new snapshot keeps of the latest one besides its index manifest and statistics
-        (commit/carried_metadata.py), as Paimon's commit does (FileStoreCommitImpl.tryCommitOnce): the watermark
-        and the next row id."""
-        if latest is None:
-            return {}
-        return {"watermark": latest.watermark, "next_row_id": latest.next_row_id}
 
     def _discard(self, paths: list[str]) -> None:
         """Remove metadata files of an attempt that did not create a snapshot (nothing references them)."""
