@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.errors import TableBusyError
 from tableformat.options import WRITE_ONLY
 
 from .kernel import OperationResult, run_operation
-from .kernel.clock import resolve_now
 from .registry import after_commit_operations
 
 log = logging.getLogger(__name__)

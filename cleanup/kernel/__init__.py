@@ -1,14 +1,12 @@
-"""The shared kernel of every maintenance operation: its shape, one deleter, one clock, one result base, and the
-ledger that accounts for an operation stopped midway (:mod:`.ledger`)."""
+"""The shared kernel of every maintenance operation: its shape, one deleter, one result base, and the ledger that
+accounts for an operation stopped midway (:mod:`.ledger`). Time comes from the one clock, tableformat/clock.py."""
 
-from .clock import Clock, system_clock
 from .deleter import Deleter, DeletionFile, Progress
 from .operation import Cadence, Operation, Parameter, run_operation
 from .result import OperationResult
 
 __all__ = [
     "Cadence",
-    "Clock",
     "Deleter",
     "DeletionFile",
     "Operation",
@@ -16,5 +14,4 @@ __all__ = [
     "Parameter",
     "Progress",
     "run_operation",
-    "system_clock",
 ]

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from tableformat.claims import MAINTENANCE, TableClaim
+from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.errors import NotApplicableError
 from tableformat.gc_pause import old_objects_frozen, paused_gc
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.store import MetadataStore
 
-from .clock import resolve_now
 from .deleter import Progress
 from .result import OperationResult
 

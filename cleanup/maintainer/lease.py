@@ -21,11 +21,10 @@ import threading
 import uuid
 from typing import NoReturn
 
+from tableformat.clock import Clock, system_clock
 from tableformat.errors import LeaseLostError
 from tableformat.model.maintain import Lease
 from tableformat.store import MetadataStore
-
-from ..kernel.clock import Clock, system_clock
 
 log = logging.getLogger(__name__)
 

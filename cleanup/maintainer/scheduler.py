@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 
+from tableformat.clock import Clock, system_clock
 from tableformat.io.factory import open_location
 from tableformat.threads import thread_pool
 
-from ..kernel.clock import Clock, system_clock
 from .config import MaintainSettings
 from .lease import new_owner
 from .table_pass import TableReport, maintain_table

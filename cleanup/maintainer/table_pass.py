@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tableformat.clock import Clock, system_clock
 from tableformat.context import TableContext
 from tableformat.errors import (
     CorruptMetadataError,
@@ -40,7 +41,6 @@ from tableformat.store import MetadataStore
 from tableformat.units import time_pair
 
 from ..kernel import Cadence, Operation, OperationResult, run_operation
-from ..kernel.clock import Clock, system_clock
 from ..kernel.ledger import CommitNotingFileIO, recording
 from ..registry import OPERATIONS
 from .config import MaintainSettings

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.errors import (
     MaintenanceError,
@@ -12,7 +13,6 @@ from tableformat.errors import (
 from tableformat.parallel import resolve_delete_parallelism
 
 from ..kernel import Deleter
-from ..kernel.clock import resolve_now
 from .model import MAX_PLAN_AGE_MS, OrphanPlan, OrphanResult
 
 log = logging.getLogger(__name__)

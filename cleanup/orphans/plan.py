@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from tableformat.clock import system_clock
 from tableformat.context import TableContext
 from tableformat.data_paths import require_data_inside_root
 from tableformat.errors import (
@@ -17,7 +18,6 @@ from tableformat.errors import (
 from tableformat.io.fileio import FileInfo
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 
-from ..kernel.clock import system_clock
 from .candidates import CandidateSet, _Census, _old_enough, _take_census
 from .model import MIN_SANE_MTIME_MS, STAT_CHUNK, OrphanFile, OrphanPlan, resolve_older_than_ms
 from .references import _discard_referenced

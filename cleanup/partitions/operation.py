@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.errors import ValidationError
 from tableformat.options import PARTITION_EXPIRATION_TIME
 
 from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
-from ..kernel.clock import resolve_now
 from .config import STRATEGIES, PartitionExpireConfig, check_interval_ms
 from .execute import LAST_RUN_PROPERTY, PartitionExpireResult, execute_partition_expiration, planned_result
 from .plan import PartitionExpirePlan, plan_partition_expiration

@@ -48,11 +48,6 @@ class TagRef:
         return cls(tag.name, tag.snapshot.id, tag.snapshot.base_manifest_list)
 
 
-def tag_expired(tag: Tag, now_ms: int) -> bool:
-    """Whether a tag's ``tagTimeRetained`` has passed (its create time is a local date-time, as Paimon writes it)."""
-    return tag.expired(now_ms)
-
-
 class Candidate(NamedTuple):
     """A data file that expiration may delete: size from its manifest entry and its extra files (same directory).
 

@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
+from tableformat.clock import resolve_now
 from tableformat.codec.avro_projection import EntryRef
 from tableformat.context import TableContext
 from tableformat.errors import (
@@ -60,12 +61,11 @@ from tableformat.model.manifest import FileKind, ManifestFileMeta
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
 from tableformat.parallel import Workers
 
-from ..kernel.clock import resolve_now
 from ..roots import Root
 from .attached import AttachedFiles
 from .changelog import NewChangelogs
 from .config import ExpireConfig
-from .metadata import Candidate, DataPaths, MetadataCache, RangeReader, TagRef, tag_expired
+from .metadata import Candidate, DataPaths, MetadataCache, RangeReader, TagRef
 from .planned import (
     ExpirePlan,
     PlannedFile,
@@ -223,7 +223,7 @@ class _Planner:
         cutoff = None if self.config.consumer_expiration_ms is None else self.now - self.config.consumer_expiration_ms
         dead = [c for c in consumers if cutoff is not None and c.modified_ms is not None and c.modified_ms < cutoff]
         alive = [c for c in consumers if c not in dead]
-        expired_tags = [t for t in tags if tag_expired(t, self.now)]
+        expired_tags = [t for t in tags if t.expired(self.now)]
         held = {
             t.name: sorted({r.branch for r in branches if r.branch and r.snapshot.same_state(t.snapshot)})
             for t in expired_tags
