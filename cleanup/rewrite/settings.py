@@ -10,10 +10,8 @@ from tableformat.data_paths import DataPaths
 from tableformat.errors import NotApplicableError, ValidationError
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
-from tableformat.options import BUCKET, TableOptions
+from tableformat.options import BUCKET, DELETION_VECTORS_ENABLED, TableOptions
 from tableformat.scan.record_ttl import RecordTTL, resolve_record_ttl
-
-DELETION_VECTORS_ENABLED = "deletion-vectors.enabled"
 
 PRIMARY_KEY_REASON = (
     "the table has a primary key; tablefmt rewrites append tables only (rewriting a primary-key table's files as "
@@ -28,13 +26,14 @@ def rewrite_refusal(schema: TableSchema) -> str:
     a fixed-bucket table's files must stay in the bucket of their keys."""
     if schema.primary_keys:
         return PRIMARY_KEY_REASON
-    buckets = TableOptions(schema.options).require(BUCKET)
+    options = TableOptions(schema.options)
+    buckets = options.require(BUCKET)
     if buckets != -1:
         return f"the table has bucket={buckets}; tablefmt rewrites bucket-unaware append tables only (bucket=-1)"
-    if str(schema.options.get(DELETION_VECTORS_ENABLED, "false")).strip().lower() == "true":
+    if options.require(DELETION_VECTORS_ENABLED):
         return (
-            f"the table has deletion vectors ({DELETION_VECTORS_ENABLED}=true); tablefmt does not rewrite files that "
-            "deletion vectors mark (rows they delete would come back); Paimon's own compaction applies them"
+            f"the table has deletion vectors ({DELETION_VECTORS_ENABLED.key}=true); tablefmt does not rewrite files "
+            "that deletion vectors mark (rows they delete would come back); Paimon's own compaction applies them"
         )
     return ""
 
