@@ -438,14 +438,14 @@ class TableOptions:
             raise ValidationError(f"option {option.key} is not set")
         return value
 
-    def get_or(self, option: Option[T], override: object, name: str) -> T | None:
-        """A per-call ``override`` (keyword or flag ``name``; None = not given) typed and range-checked as the option
-        (:meth:`Option.argument`), else the table's value."""
-        return self.get(option) if override is None else option.argument(override, name)
+    def get_or(self, option: Option[T], override: T | None) -> T | None:
+        """A per-run ``override`` (None = not given; already typed and range-checked as the option by the
+        maintenance kernel, cleanup/kernel/parameters.py), else the table's value."""
+        return self.get(option) if override is None else override
 
-    def require_or(self, option: Option[T], override: object, name: str) -> T:
+    def require_or(self, option: Option[T], override: T | None) -> T:
         """Like get_or(), for options that always have a value."""
-        return self.require(option) if override is None else option.argument(override, name)
+        return self.require(option) if override is None else override
 
     def validate(self) -> None:
         """Parse every known option, raising a ValidationError on the first bad one."""

@@ -11,11 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.cleanup.after_commit import run_after_commit
-from tableformat.cleanup.check import CheckResult
 from tableformat.cleanup.kernel import OperationResult
-from tableformat.cleanup.orphans import OrphanResult
-from tableformat.cleanup.partitions import PartitionExpireResult
-from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.clock import resolve_now, system_clock
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
@@ -39,7 +35,7 @@ from tableformat.inspect import TableInspector
 from tableformat.io.factory import open_location
 from tableformat.layout import NameFactory, TableLayout
 from tableformat.lazy_module import lazy_module
-from tableformat.maintenance import RewriteMethods, TableMaintenance
+from tableformat.maintenance import TableMaintenance, deprecated_alias
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.options import (
@@ -68,7 +64,7 @@ log = logging.getLogger(__name__)
 __all__ = ["DataFileInfo", "PartitionSpec", "Table"]
 
 
-class Table(TableReaders, RewriteMethods):
+class Table(TableReaders):
     """A Paimon append table on local disk or any fsspec store (S3 via s3fs)."""
 
     def __init__(self, context: TableContext) -> None:
@@ -233,9 +229,7 @@ class Table(TableReaders, RewriteMethods):
             )
         self._atomic_create_checked = True
 
-    def write_files(
-        self, data: pa.Table | pa.RecordBatch, *, fill_missing_columns: bool = False
-    ) -> list[NewDataFile]:
+    def write_files(self, data: pa.Table | pa.RecordBatch, *, fill_missing_columns: bool = False) -> list[NewDataFile]:
         """Write data files without committing them (for engines whose workers write and whose driver commits).
 
         The caller commits the returned files with commit_files, or deletes them if its job fails. Missing columns
@@ -415,9 +409,7 @@ class Table(TableReaders, RewriteMethods):
         return self._ctx.store.tags()
 
     # --- steering: options and rollback ---------------------------------------------------------------------
-    def set_options(
-        self, options: Mapping[str, str], *, allow_unknown_options: bool = False
-    ) -> SchemaChangeResult:
+    def set_options(self, options: Mapping[str, str], *, allow_unknown_options: bool = False) -> SchemaChangeResult:
         """``ALTER TABLE SET``: a new schema version with these options (validated; Paimon's immutable options
         refused once the table has snapshots). Safe against concurrent schema changes; a no-op writes nothing."""
         return self._alter(alter_options(self._ctx.store, options, allow_unknown=allow_unknown_options))
@@ -476,30 +468,10 @@ class Table(TableReaders, RewriteMethods):
         """Every registered maintenance operation of this table (``maintenance.run(name, ...)``)."""
         return TableMaintenance(self._ctx)
 
-    def expire_snapshots(
-        self, retain_min: int | None = None, retain_max: int | None = None,
-        time_retained: dt.timedelta | int | str | None = None, limit: int | None = None, dry_run: bool = False,
-        *, parallelism: int | None = None,
-    ) -> ExpireResult:
-        """``table.maintenance.expire_snapshots``: expire old snapshots and the files only they used."""
-        return self.maintenance.expire_snapshots(
-            retain_min, retain_max, time_retained, limit, dry_run, parallelism=parallelism
-        )
-
-    def expire_partitions(
-        self, expiration_time: dt.timedelta | int | str | None = None, strategy: str | None = None,
-        max_num: int | None = None, dry_run: bool = False,
-    ) -> PartitionExpireResult:
-        """``table.maintenance.expire_partitions``: mark-delete partitions older than the expiration time."""
-        return self.maintenance.expire_partitions(expiration_time, strategy, max_num, dry_run)
-
-    def remove_orphan_files(
-        self, older_than: dt.timedelta | None = None, dry_run: bool = False, parallelism: int | None = None,
-        *, force: bool = False,
-    ) -> OrphanResult:
-        """``table.maintenance.remove_orphan_files``: delete old files nothing references."""
-        return self.maintenance.remove_orphan_files(older_than, dry_run, parallelism, force=force)
-
-    def check(self, parallelism: int | None = None) -> CheckResult:
-        """``table.maintenance.check``: every referenced file exists with its recorded size; orphans counted."""
-        return self.maintenance.check(parallelism)
+    # One-line deprecated aliases of table.maintenance.<operation> (keyword arguments only).
+    expire_snapshots = deprecated_alias("expire_snapshots")
+    expire_partitions = deprecated_alias("expire_partitions")
+    expire_records = deprecated_alias("expire_records")
+    compact = deprecated_alias("compact")
+    remove_orphan_files = deprecated_alias("remove_orphan_files")
+    check = deprecated_alias("check")

@@ -165,7 +165,9 @@ def test_maintain_skips_rewrites_as_not_applicable_and_the_pass_is_ok(tmp_path: 
     result = CliRunner().invoke(cli, ["maintain", str(other)])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith(f"{other}: ok - expire: 0 file(s)")
+    assert lines[0].startswith(
+        f"{other}: ok - expire: expired 0 snapshot(s); deleted 0 file(s), 0 B; remove-orphans: 0 orphan file(s)"
+    )
     assert [line.split(" (")[0] for line in lines[1:3]] == [
         "  expire-records: skipped, not applicable",
         "  compact: skipped, not applicable",

@@ -12,13 +12,12 @@ import uuid
 from typing import Any
 
 import pytest
+from support.operations import expire_snapshots, remove_orphan_files
 from support.s3_requests import RequestLog
 from support.s3_tables import SCHEMA, appended, rows
 
 from tableformat import Table
 from tableformat.cleanup.kernel import Deleter
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.io.factory import open_location
 from tableformat.layout import TableLayout
 

@@ -69,4 +69,4 @@ def test_maintain_beside_a_rollback_in_two_processes(template: Path, tmp_path: P
     else:
         assert rollback_code == 1 and rollback_err.count("\n") == 1 and rollback_err.startswith("error: "), done
         assert (latest.id if latest else None, ids) == (HISTORY, list(range(HISTORY)))
-    assert reopened.check().ok
+    assert reopened.maintenance.check().ok

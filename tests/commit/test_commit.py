@@ -155,7 +155,7 @@ def test_commit_whose_base_snapshot_is_expired_meanwhile_replans(tmp_path: Path)
     def concurrent_writer_and_expirer() -> None:
         other.append(batch([2]))
         other.append(batch([3]))
-        result = other.expire_snapshots(retain_min=1, retain_max=1, time_retained=0)
+        result = other.maintenance.expire_snapshots(retain_min=1, retain_max=1, time_retained=0)
         assert result.expired_snapshot_ids == (1, 2)
 
     slow = Table.open(path)

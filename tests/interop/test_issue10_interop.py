@@ -233,9 +233,9 @@ def test_cli_expire_keeps_the_ttl_tag_a_branch_was_created_from(pp: Paimon) -> N
 
 
 def test_api_expire_after_pypaimon_deleted_the_tag_a_branch_was_created_from(pp: Paimon) -> None:
+    from support.operations import expire_snapshots, remove_orphan_files
+
     from tableformat.cleanup.check import check_table
-    from tableformat.cleanup.orphans import remove_orphan_files
-    from tableformat.cleanup.snapshots import expire_snapshots
 
     rows = Rows()
     root = tag_and_branch(pp, rows, ttl=False)

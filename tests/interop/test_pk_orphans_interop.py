@@ -18,13 +18,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import DAY_S, age_files, age_path, files_under
 
 from interop.helpers import Paimon, metadata_roots, read_avro
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import plan_orphan_removal, remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.orphans import plan_orphan_removal
 
 SCHEMA = pa.schema(
     [

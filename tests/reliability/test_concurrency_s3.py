@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.operations import expire_snapshots
 from support.processes import join_all
 from support.tables import reachable_files, row_counts
 
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import CommitConflictError
 from tableformat.table import Table
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from support.faults import InterleavingFileIO, faulty_context
+from support.operations import expire_snapshots
 from support.rollback_race import WRITE_ONLY_RETENTION, attempt, one_row_history
 from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.commit.rollback import rollback
 from tableformat.context import TableContext
 from tableformat.table import Table

@@ -51,7 +51,7 @@ def _writer(root: str, barrier: Any, stop: Any, out: str) -> None:
 
 
 def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.snapshots import expire_snapshots
+    from support.operations import expire_snapshots
 
     ctx = Table.open(root).context
     barrier.wait(timeout=120)
@@ -66,7 +66,7 @@ def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
 
 
 def _cleaner(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.orphans import remove_orphan_files
+    from support.operations import remove_orphan_files
 
     ctx = Table.open(root).context
     barrier.wait(timeout=120)

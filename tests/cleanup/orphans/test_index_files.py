@@ -9,14 +9,14 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from support.operations import expire_snapshots, remove_orphan_files
 from support.paimon_index import PaimonIndex
 from support.pk_files import assert_unreadable_metadata_stops_cleanup_and_check
 from support.tables import DAY_S, ID_PART_SCHEMA, age_files, age_path, files_under, id_part_rows
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal, remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal
 
 
 def make_table(path: Path, **options: str) -> Table:

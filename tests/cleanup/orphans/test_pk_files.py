@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from support.operations import expire_snapshots, remove_orphan_files
 from support.pk_files import (
     assert_unreadable_metadata_stops_cleanup_and_check,
     attach_changelog,
@@ -20,8 +21,7 @@ from support.tables import DAY_S, ID_PART_SCHEMA, age_files, age_path, files_und
 
 from tableformat import Table
 from tableformat.cleanup.check import CheckResult, check_table
-from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal, remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal
 
 
 def make_table(path: Path, **options: str) -> Table:

@@ -191,15 +191,15 @@ def test_misconfiguration_is_refused_before_anything_is_read(tmp_path: Path) -> 
         match=r"^no expiration time: set the table option partition\.expiration-time or pass "
         r"expiration_time=datetime\.timedelta\(days=30\)$",
     ):
-        table.expire_partitions()
+        table.maintenance.expire_partitions()
     with pytest.raises(ValidationError, match=r"\$day, which is not a partition column"):
-        table.expire_partitions("1d")
+        table.maintenance.expire_partitions(expiration_time="1d")
     with pytest.raises(ValidationError, match="must have a year, a month and a day"):
         table.maintenance.run(
             "expire-partitions", expiration_time="1d", timestamp_pattern="$dt", timestamp_formatter="yyyy-MM"
         )
     with pytest.raises(ValidationError, match="values-time, update-time"):
-        table.expire_partitions("1d", strategy="by-name")
+        table.maintenance.expire_partitions(expiration_time="1d", strategy="by-name")
     assert len(table.snapshots()) == 1
 
 

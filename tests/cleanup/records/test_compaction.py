@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from records_kit import DAY, NOW, TIME_TYPES, append, make_table, rows
+from support.operations import compact
 
-from tableformat.cleanup.compaction import compact
 from tableformat.errors import ValidationError
 from tableformat.model.snapshot import CommitKind
 from tableformat.table import Table
@@ -70,9 +70,9 @@ def test_compaction_drops_expired_rows_too(tmp_path: Path) -> None:
 def test_non_rewritable_tables_are_refused(tmp_path: Path) -> None:
     table = Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
     with pytest.raises(ValidationError, match="record expire time"):
-        table.expire_records()
+        table.maintenance.expire_records()
     with pytest.raises(ValidationError, match="not a column"):
-        table.expire_records(expire_time="1 d", time_field="nope")
+        table.maintenance.expire_records(expire_time="1 d", time_field="nope")
     with pytest.raises(ValidationError, match="has type BIGINT|must be INT"):
         Table.create(str(tmp_path / "u"), pa.schema([("s", pa.string())]),
                      options={"record-level.expire-time": "1 d", "record-level.time-field": "s"})

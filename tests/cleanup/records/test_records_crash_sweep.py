@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 from records_kit import DAY, NOW, TIME_TYPES, append, kept, make_table
 from support.faults import FaultyFileIO, faulty_context
+from support.operations import expire_records, expire_snapshots, remove_orphan_files
 from support.tables import FAR_FUTURE_MS, files_under, reachable_files
 
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.records import expire_records
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
 from tableformat.table import Table
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from records_kit import CUTOFF, DAY, NOW, TIME_TYPES, CountingFileIO, TimeType, append, kept, make_table, rows
 from support.faults import faulty_context
+from support.operations import expire_records
 
-from tableformat.cleanup.records import expire_records
 from tableformat.model.snapshot import CommitKind
 from tableformat.table import Table
 

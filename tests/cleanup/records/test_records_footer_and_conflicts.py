@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 from records_kit import DAY, NOW, TIME_TYPES, CountingFileIO, append, kept, make_table, rows
 from support.faults import faulty_context
+from support.operations import compact, expire_records
 
-from tableformat.cleanup.compaction import compact
-from tableformat.cleanup.records import RECORD_EXPIRATION, expire_records
+from tableformat.cleanup.records import RECORD_EXPIRATION
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter
 from tableformat.layout import NameFactory

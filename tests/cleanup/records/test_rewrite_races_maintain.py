@@ -67,9 +67,9 @@ def test_maintain_once_succeeds_when_expire_records_loses_its_snapshot(
     seen: dict[str, set[str]] = {}
 
     def race() -> None:  # another process compacts everything, appends a partly expired file, keeps 1 snapshot
-        merged = other.compact()
+        merged = other.maintenance.compact()
         _append(other, [4, 5], [OLD, NEW])
-        other.expire_snapshots(retain_min=1, retain_max=1)
+        other.maintenance.expire_snapshots(retain_min=1, retain_max=1)
         seen.update(live=_live(other.location), merged=_names(list(merged.written_files)))
 
     hooked = _interfere(monkeypatch, race, times=1)
@@ -86,7 +86,7 @@ def test_maintain_once_succeeds_when_expire_records_loses_its_snapshot(
     assert _live(table.location) == _names(compacted["written_paths"])
     final = Table.open(table.location)
     assert sorted(r["id"] for r in final.to_arrow(include_expired=True).to_pylist()) == [1, 2, 3, 5]
-    assert final.check().ok
+    assert final.maintenance.check().ok
 
 
 def test_maintain_once_reports_a_rewrite_that_loses_every_race_as_a_lost_race(
@@ -99,12 +99,12 @@ def test_maintain_once_reports_a_rewrite_that_loses_every_race_as_a_lost_race(
     kept = [1, 3]
 
     def race() -> None:  # before every data-file open: compact everything, two partly expired files, keep 1
-        other.compact()
+        other.maintenance.compact()
         for _ in range(2):
             row = 10 * len(kept)
             kept.append(row + 1)
             _append(other, [row, row + 1], [OLD, NEW])
-        other.expire_snapshots(retain_min=1, retain_max=1)
+        other.maintenance.expire_snapshots(retain_min=1, retain_max=1)
 
     hooked = _interfere(monkeypatch, race, times=2 * (REPLANS + 1))
     code, report, err = _maintain(table.location)
@@ -122,7 +122,7 @@ def test_maintain_once_reports_a_rewrite_that_loses_every_race_as_a_lost_race(
     monkeypatch.undo()
     final = Table.open(table.location)
     assert sorted(r["id"] for r in final.to_arrow().to_pylist()) == sorted(kept)
-    assert final.check().ok
+    assert final.maintenance.check().ok
 
 
 def test_maintain_once_counts_ingest_past_a_snapshot_expired_while_it_is_read(
@@ -135,7 +135,7 @@ def test_maintain_once_counts_ingest_past_a_snapshot_expired_while_it_is_read(
 
     def race() -> None:  # the pass counts ingest from the newest snapshot down: it is replaced and expired meanwhile
         _append(other, [3], [NEW])
-        other.expire_snapshots(retain_min=1, retain_max=1)
+        other.maintenance.expire_snapshots(retain_min=1, retain_max=1)
 
     hooked = InterferingFileIO(LocalFileIO(), "manifest-list-", race)  # the first list a pass reads: keep-up's
     monkeypatch.setattr(factory, "LocalFileIO", lambda: hooked)

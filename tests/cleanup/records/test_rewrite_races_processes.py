@@ -120,7 +120,7 @@ def test_rewrites_and_maintain_while_writers_expire_down_to_one_snapshot(tmp_pat
     assert len(failed) <= len(runs) // 4 and sum(len(r["snapshot_ids"]) for r in results) >= 1
 
     table = Table.open(str(root))
-    final = table.expire_records()  # a run with nothing racing it
+    final = table.maintenance.expire_records()  # a run with nothing racing it
     assert final.skipped_files == ()
     committed = {w: json.loads(Path(outs[w]).read_text()) for w in range(WRITERS)}
     assert all(len(c) >= 1 for c in committed.values())
@@ -129,4 +129,4 @@ def test_rewrites_and_maintain_while_writers_expire_down_to_one_snapshot(tmp_pat
     )
     actual = Counter((r["id"], r["ts"]) for r in table.to_arrow(include_expired=True).to_pylist())
     assert actual == expected  # every kept row exactly once, no expired row left
-    assert table.check().ok
+    assert table.maintenance.check().ok

@@ -12,10 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.operations import expire_snapshots
 from support.tables import FAR_FUTURE_MS, branch_from_snapshot, branch_from_tag, files_under, rows_of
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import MaintenanceError, TagError
 from tableformat.scan.reader import DataReader
 from tableformat.table import Table

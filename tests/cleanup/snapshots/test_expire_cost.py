@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from support.faults import faulty_context
+from support.operations import expire_snapshots
 
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.table import Table

@@ -15,10 +15,10 @@ import pytest
 pytest.importorskip("pyspark")
 
 from spark_support import data_files_on_disk
+from support.operations import remove_orphan_files as local_remove_orphan_files
 from support.tables import DAY_S, age_files, paths_under
 
 from tableformat import MaintenanceError, Table
-from tableformat.cleanup.orphans import remove_orphan_files as local_remove_orphan_files
 from tableformat.cleanup.snapshots.journal import journal_path
 from tableformat.spark import maintain, remove_orphan_files
 from tableformat.spark.maintenance import run_distributed_orphan_cleanup

@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("pyspark")
 
 from spark_support import rows
+from support.operations import remove_orphan_files as local_remove_orphan_files
 
 from tableformat import Table
-from tableformat.cleanup.orphans import remove_orphan_files as local_remove_orphan_files
 from tableformat.spark import read_native, remove_orphan_files
 from tableformat.spark.config import ReadConfig
 
