@@ -1,4 +1,4 @@
-"""A table stored inside another one's tree (issue 10, defect 5): ``<root>/dt=zz`` of a table partitioned by ``dt``
+"""A table stored inside another one's tree: ``<root>/dt=zz`` of a table partitioned by ``dt``
 holding its own ``schema/`` and ``snapshot/``. The outer table's orphan cleanup must report it and never enter it;
 its check and expiration must not touch it either.
 """

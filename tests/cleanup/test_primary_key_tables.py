@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.ci import optional
 from support.tables import files_under
 from support.warehouses import FakeClock
 
@@ -119,7 +120,7 @@ def test_appends_and_overwrites_are_refused_in_one_line(table: Table) -> None:
 
 
 def test_spark_writes_are_refused_on_the_driver(table: Table) -> None:
-    pytest.importorskip("pyspark")
+    optional("pyspark")
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
     from tableformat.spark.config import WriteConfig

@@ -41,6 +41,7 @@ def _command(args: list[str], go: Any, results: Any, delay_s: float) -> None:
 
 
 @pytest.mark.parametrize("race", range(6))  # rollback first, refused while expiring, target already expired
+@pytest.mark.slow
 def test_maintain_beside_a_rollback_in_two_processes(template: Path, tmp_path: Path, race: int) -> None:
     table = tmp_path / "wh" / "db.db" / "t"
     shutil.copytree(template, table)

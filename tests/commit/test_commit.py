@@ -28,6 +28,7 @@ def _writer_process(path: str, writer: int, commits: int) -> None:
         table.append(batch([writer * 1000 + i], writer, f"p{i % 4}"))
 
 
+@pytest.mark.slow
 def test_eight_processes_times_25_appends_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     Table.create(path, SCHEMA, partition_keys=["dt"], options={"write-only": "true"})

@@ -1,4 +1,4 @@
-"""Issue 10, defects 3 and 4 against pypaimon 2.1.0's own tables: fixed buckets (``bucket=3``), Paimon's data-path
+"""Fixed buckets and data paths against pypaimon 2.1.0's own tables: fixed buckets (``bucket=3``), Paimon's data-path
 options (``data-file.path-directory``, ``data-file.prefix``, ``partition.default-name``) and external paths.
 
 tablefmt reads, checks, expires and cleans what pypaimon wrote, and pypaimon reads what tablefmt leaves (and writes,

@@ -1,4 +1,4 @@
-"""Orphan cleanup and check on a pypaimon-written primary-key table with changelog files (issue 26, part 3).
+"""Orphan cleanup and check on a pypaimon-written primary-key table with changelog files.
 
 pypaimon 2.1.0 writes, per commit of a table with ``changelog-producer=input``, a changelog data file per bucket
 (``changelog-<uuid>-<n>.parquet`` next to the data files), changelog manifests (``manifest-<uuid>-changelog-<n>``)

@@ -220,6 +220,7 @@ def _traceback_of(process: Any) -> str:
     return f"{process.name} exited with {process.exitcode}"
 
 
+@pytest.mark.slow
 def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})

@@ -78,6 +78,7 @@ def objects(table: Table) -> set[str]:
     return {path[len(prefix) :] for path in fs.find(layout.root)}
 
 
+@pytest.mark.slow
 def test_a_writer_and_two_expirers_at_once_on_s3(s3_root: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
     url, options = s3_root
     table = Table.create(url, SCHEMA, partition_keys=["part"], options={"write-only": "true"}, storage_options=options)

@@ -109,6 +109,7 @@ def sweep(template: Path, tmp_path: Path, outer: Callable[[TableContext], Any], 
 
 
 @pytest.mark.parametrize("name", sorted(MAINTENANCE))
+@pytest.mark.slow
 def test_a_rollback_at_every_change_of_maintenance(template: Path, tmp_path: Path, name: str) -> None:
     sweep(template, tmp_path, MAINTENANCE[name], roll_back, rollback_outer=False)
 
@@ -162,6 +163,7 @@ def _rollback_process(root: str, go: Any, results: Any, delay_s: float) -> None:
 
 
 @pytest.mark.parametrize("race", range(RACES))
+@pytest.mark.slow
 def test_rollback_racing_expiration_in_two_processes(long_history: Path, tmp_path: Path, race: int) -> None:
     context = multiprocessing.get_context("spawn")
     root = fresh(long_history, tmp_path / "t")

@@ -38,6 +38,7 @@ def roll_back(ctx: TableContext) -> Any:
 
 
 @pytest.mark.parametrize("rollback_outer", [False, True], ids=["rollback-inside-expire", "expire-inside-rollback"])
+@pytest.mark.slow
 def test_rollback_and_expiration_interleaved_at_every_change_on_s3(s3_server: SeaweedFS, rollback_outer: bool) -> None:
     outer, inner = (roll_back, expire) if rollback_outer else (expire, roll_back)
     options = s3_server.storage_options()

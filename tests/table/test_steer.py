@@ -112,6 +112,7 @@ def _set_option_process(path: str, index: int) -> None:
         table.set_options({f"tablefmt-test.p{index}": str(round_)}, allow_unknown_options=True)
 
 
+@pytest.mark.slow
 def test_concurrent_schema_changes_lose_nothing(table: Table) -> None:
     """Six processes, five changes each: 30 schema versions, dense ids, and the last one holds every process's
     final value (each change is applied on top of the latest schema, never on a stale copy)."""

@@ -1,4 +1,4 @@
-"""Orphan cleanup racing commits and expiration never deletes a live file (issue 10, defect 2).
+"""Orphan cleanup racing commits and expiration never deletes a live file.
 
 The cleaner lists candidates, reads the snapshots present, and only then reads their manifest lists and manifests.
 If in between a writer commits and an expirer removes the snapshots the cleaner had read (and their manifest lists),

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from records_kit import TIME_TYPES, make_table
 from support.processes import join_all
+from support.ttl_tables import TIME_TYPES, ttl_table
 
 from tableformat.table import Table
 
@@ -63,7 +63,7 @@ def _maintainer(root: str, operation: str, barrier: Any, stop: Any, out: str) ->
 
 def test_writers_expirer_and_compactor_in_processes(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    make_table(root, KIND, **{"compaction.min.file-num": "2", "compaction.max.file-num": "6"})
+    ttl_table(root, KIND, **{"compaction.min.file-num": "2", "compaction.max.file-num": "6"})
     barrier = SPAWN.Barrier(WRITERS + 2)
     stop = SPAWN.Event()
     outs = {name: str(tmp_path / f"{name}.json") for name in ("expire", "compact")}

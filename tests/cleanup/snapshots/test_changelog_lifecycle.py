@@ -174,6 +174,7 @@ def sweep_table(kit, scenario: str) -> tuple[Table, set[str], int]:
 
 @pytest.mark.parametrize("scenario", ["roots", "same-run", "later"])
 @pytest.mark.parametrize(("mode", "sticky"), [("before", False), ("after", False), ("before", True), ("after", True)])
+@pytest.mark.slow
 def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_path, mode, sticky, scenario) -> None:
     """Every mutating call of a decoupled expiration (long-lived changelogs written and expired, snapshots and files
     deleted) fails once (sticky: every later call too, a crash); a re-run leaves exactly what an uninterrupted run

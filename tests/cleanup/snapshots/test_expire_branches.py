@@ -1,4 +1,4 @@
-"""Snapshot expiration and tag deletion never take a file a branch still uses (issue 10, defect 1).
+"""Snapshot expiration and tag deletion never take a file a branch still uses.
 
 Branches are made as Paimon and pypaimon 2.1.0 make them (``FileSystemBranchManager.create_branch``): the tag, the
 snapshot and the schema are copied into ``branch/branch-<name>/``, so the branch's own metadata names the main

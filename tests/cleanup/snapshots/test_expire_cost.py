@@ -1,4 +1,4 @@
-"""Cost follows the work (issue 14): expiring k snapshots reads O(k) files and lists snapshot/ at most once, by
+"""Cost follows the work: expiring k snapshots reads O(k) files and lists snapshot/ at most once, by
 prefix and without a stat per file, whatever the length of the history."""
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
 
 from spark_support import data_files_on_disk, rows
 
@@ -22,7 +23,7 @@ from tableformat import CommitKind, Table
 from tableformat.scan.reader import dictionary_coded_columns
 from tableformat.spark import read_native
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 SCHEMA = "id long, name string, dt string"
 

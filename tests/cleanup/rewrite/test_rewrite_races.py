@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from records_kit import DAY, NOW, TIME_TYPES, append, make_table, rows
 from support.faults import InterferingFileIO, faulty_context
 from support.operations import compact, expire_records
+from support.ttl_tables import DAY, NOW, TIME_TYPES, append, rows, ttl_table
 
 from tableformat.cleanup.rewrite import REPLANS
 from tableformat.errors import (
@@ -50,7 +50,7 @@ def _expire_all_but_latest(table: Table) -> None:
 
 def test_compaction_whose_snapshot_is_expired_while_it_reads_replans_and_finishes(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0, 1], [NOW - 40 * DAY, NOW - DAY])  # partly expired
     append(table, KIND, [2, 3], [NOW - 31 * DAY, NOW - 2 * DAY])  # partly expired
     append(table, KIND, [4], [NOW - 3 * DAY])
@@ -82,7 +82,7 @@ def test_compaction_whose_snapshot_is_expired_while_it_reads_replans_and_finishe
 
 def test_record_expiration_whose_snapshot_is_expired_while_it_reads_replans_and_finishes(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0], [NOW - 40 * DAY])  # fully expired: dropped first, without a read
     append(table, KIND, [1, 2], [NOW - 35 * DAY, NOW - DAY])  # partly expired: rewritten
     append(table, KIND, [3], [NOW - 2 * DAY])
@@ -120,7 +120,7 @@ def test_planning_on_a_snapshot_expired_while_its_manifest_list_is_read_replans(
     tmp_path: Path, operation: str
 ) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0, 1], [NOW - 40 * DAY, NOW - DAY])  # partly expired
     append(table, KIND, [2], [NOW - 2 * DAY])
     first = {e.file.file_name for e in table.plan_files(table.snapshot(1))}
@@ -155,7 +155,7 @@ def test_planning_on_a_snapshot_expired_while_its_manifest_list_is_read_replans(
 
 def test_a_rewrite_that_loses_every_race_stops_with_the_typed_error(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0], [NOW - DAY])
     append(table, KIND, [1], [NOW - DAY])
     other = Table.open(table.location)
@@ -186,7 +186,7 @@ def test_a_rewrite_that_loses_every_race_stops_with_the_typed_error(tmp_path: Pa
 
 def test_a_file_missing_while_its_snapshot_exists_is_still_an_error(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0], [NOW - DAY])
     append(table, KIND, [1], [NOW - DAY])
     victim = sorted(root.rglob("data-*"))[0]
@@ -217,7 +217,7 @@ class _BeforeSnapshotCreate(ForwardingFileIO):
 
 def test_a_rewrite_commit_whose_snapshot_id_was_taken_and_expired_meanwhile_is_made_again(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0], [NOW - DAY])
     append(table, KIND, [1], [NOW - DAY])
     planned = _live(table)

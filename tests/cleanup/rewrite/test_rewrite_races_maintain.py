@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from records_kit import TIME_TYPES, make_table
 from support.faults import InterferingFileIO
+from support.ttl_tables import TIME_TYPES, ttl_table
 
 from tableformat.cli.main import cli
 from tableformat.io import factory
@@ -59,7 +59,7 @@ def _interfere(monkeypatch: pytest.MonkeyPatch, action: object, times: int) -> I
 def test_maintain_once_succeeds_when_expire_records_loses_its_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = make_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
     _append(table, [0, 1], [OLD, NEW])  # partly expired: expire-records rewrites it
     _append(table, [2], [NEW])
     _append(table, [3], [NEW])
@@ -92,7 +92,7 @@ def test_maintain_once_succeeds_when_expire_records_loses_its_snapshot(
 def test_maintain_once_reports_a_rewrite_that_loses_every_race_as_a_lost_race(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = make_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
     _append(table, [0, 1], [OLD, NEW])
     _append(table, [2, 3], [OLD, NEW])
     other = Table.open(table.location)
@@ -128,7 +128,7 @@ def test_maintain_once_reports_a_rewrite_that_loses_every_race_as_a_lost_race(
 def test_maintain_once_counts_ingest_past_a_snapshot_expired_while_it_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = make_table(tmp_path / "t", KIND)
+    table = ttl_table(tmp_path / "t", KIND)
     for row in range(3):
         _append(table, [row], [NEW])
     other = Table.open(table.location)
