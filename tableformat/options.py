@@ -359,6 +359,14 @@ RECORD_LEVEL_EXPIRE_TIME = _register(
         "Rows with a null time are kept.",
     )
 )
+ADD_COLUMN_BEFORE_PARTITION = _register(
+    Option(
+        "add-column-before-partition",
+        BOOL,
+        False,
+        "A column added without a position goes before the first partition column instead of last.",
+    )
+)
 RECORD_LEVEL_TIME_FIELD = _register(
     Option(
         "record-level.time-field",
