@@ -39,6 +39,14 @@ BUCKET = _register(
 BUCKET_KEY = _register(
     Option("bucket-key", STRING, None, "Comma-separated bucket key columns for fixed-bucket tables.")
 )
+ADD_COLUMN_BEFORE_PARTITION = _register(
+    Option(
+        "add-column-before-partition",
+        BOOL,
+        False,
+        "A column added without a position goes before the first partition column instead of last.",
+    )
+)
 FILE_FORMAT = _register(Option("file.format", STRING, "parquet", "Data file format; tablefmt writes parquet."))
 FILE_COMPRESSION = _register(Option("file.compression", STRING, "zstd", "Parquet compression codec for data files."))
 FILE_COMPRESSION_ZSTD_LEVEL = _register(
@@ -357,14 +365,6 @@ RECORD_LEVEL_EXPIRE_TIME = _register(
         "Rows whose `record-level.time-field` is older than now minus this are expired: never returned by reads, "
         "dropped by `expire-records` (whole files by statistics, partly expired files rewritten) and by compaction. "
         "Rows with a null time are kept.",
-    )
-)
-ADD_COLUMN_BEFORE_PARTITION = _register(
-    Option(
-        "add-column-before-partition",
-        BOOL,
-        False,
-        "A column added without a position goes before the first partition column instead of last.",
     )
 )
 RECORD_LEVEL_TIME_FIELD = _register(
