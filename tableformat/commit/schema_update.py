@@ -54,6 +54,8 @@ TypeSpec = Union[str, DataType, "pa.DataType"]
 
 @dataclass(frozen=True, slots=True)
 class AddColumn:
+    """Paimon's ``AddColumn``: a new nullable column, last or right after ``after``."""
+
     name: str
     type: DataType
     after: str | None = None
@@ -62,17 +64,23 @@ class AddColumn:
 
 @dataclass(frozen=True, slots=True)
 class RenameColumn:
+    """Paimon's ``RenameColumn``: the column keeps its field id."""
+
     name: str
     new_name: str
 
 
 @dataclass(frozen=True, slots=True)
 class DropColumn:
+    """Paimon's ``DropColumn``: the field id is retired."""
+
     name: str
 
 
 @dataclass(frozen=True, slots=True)
 class UpdateColumn:
+    """Paimon's ``UpdateColumnType`` / ``UpdateColumnNullability`` / ``UpdateColumnComment`` in one."""
+
     name: str
     type: DataType | None = None
     nullable: bool | None = None
