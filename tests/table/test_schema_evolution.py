@@ -213,7 +213,7 @@ def test_maintenance_rewrites_files_of_every_schema_version(tmp_path: Path) -> N
         update.rename_column("amount", "total")
         update.add_column("note", "STRING")
     table.append(pa.table({"id": pa.array([3], pa.int32()), "total": [3.0], "dt": ["a"], "note": ["n"]}))
-    result = table.compact()
+    result = table.maintenance.compact()
     assert len(result.compacted_files) == 2 and len(result.written_files) == 1
     assert {f.schema_id for f in table.files()} == {0, 1}  # partition b kept its schema-0 file
     assert sorted_rows(table) == [
