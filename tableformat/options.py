@@ -39,6 +39,14 @@ BUCKET = _register(
 BUCKET_KEY = _register(
     Option("bucket-key", STRING, None, "Comma-separated bucket key columns for fixed-bucket tables.")
 )
+ADD_COLUMN_BEFORE_PARTITION = _register(
+    Option(
+        "add-column-before-partition",
+        BOOL,
+        False,
+        "A column added without a position goes before the first partition column instead of last.",
+    )
+)
 FILE_FORMAT = _register(Option("file.format", STRING, "parquet", "Data file format; tablefmt writes parquet."))
 FILE_COMPRESSION = _register(Option("file.compression", STRING, "zstd", "Parquet compression codec for data files."))
 FILE_COMPRESSION_ZSTD_LEVEL = _register(

@@ -18,6 +18,7 @@ from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
 from tableformat.commit.rollback import RollbackResult, rollback
 from tableformat.commit.schema_change import SchemaChangeResult, alter_options
+from tableformat.commit.schema_update import SchemaUpdate, merge_schema
 from tableformat.commit.uncommitted import discard_uncommitted
 from tableformat.context import TableContext
 from tableformat.data_paths import outside_root_reason, require_data_inside_root
@@ -180,7 +181,10 @@ class Table(TableReaders):
         commit_user: str | None = None,
         commit_identifier: int | None = None,
         fill_missing_columns: bool = False,
+        merge_schema: bool = False,
     ) -> Snapshot | None:
+        if merge_schema and data is not None:
+            self.merge_schema_for(data.schema)
         self._refresh_schema()
         ctx = self._ctx
         if data is not None:  # refuse data that does not fit before anything is written (the S3 probe included)
@@ -301,6 +305,7 @@ class Table(TableReaders):
         data: pa.Table | pa.RecordBatch,
         *,
         fill_missing_columns: bool = False,
+        merge_schema: bool = False,
         commit_user: str | None = None,
         commit_identifier: int | None = None,
     ) -> Snapshot | None:
@@ -308,7 +313,9 @@ class Table(TableReaders):
 
         ``data`` must have every column of the table; a missing one is refused before anything is written. With
         ``fill_missing_columns=True`` missing nullable columns are written as nulls (never a partition key: its
-        rows would all land in the default partition, nor a NOT NULL column).
+        rows would all land in the default partition, nor a NOT NULL column). With ``merge_schema=True`` the data's
+        columns the table lacks are added (nullable) and its wider types widen the table's, in a schema version
+        committed before the data (docs/schema.md).
         """
         return self._commit(
             ChangeKind.APPEND,
@@ -316,6 +323,7 @@ class Table(TableReaders):
             commit_user=commit_user,
             commit_identifier=commit_identifier,
             fill_missing_columns=fill_missing_columns,
+            merge_schema=merge_schema,
         )
 
     def overwrite(
@@ -325,6 +333,7 @@ class Table(TableReaders):
         *,
         dynamic: bool | None = None,
         fill_missing_columns: bool = False,
+        merge_schema: bool = False,
         commit_user: str | None = None,
         commit_identifier: int | None = None,
     ) -> Snapshot | None:
@@ -333,7 +342,8 @@ class Table(TableReaders):
         ``partition`` given: static overwrite of that (possibly partial) partition spec; every row must be inside
         it. ``partition=None``: the whole table, or, when ``dynamic`` is true (default: the table option
         ``dynamic-partition-overwrite``, false unless set), exactly the partitions present in ``data``. Missing
-        columns are refused, or filled as in append() with ``fill_missing_columns=True``.
+        columns are refused, or filled as in append() with ``fill_missing_columns=True``; ``merge_schema`` as in
+        append().
         """
         scope, use_dynamic = self._overwrite_scope(partition, dynamic)
         return self._commit(
@@ -344,6 +354,7 @@ class Table(TableReaders):
             commit_user=commit_user,
             commit_identifier=commit_identifier,
             fill_missing_columns=fill_missing_columns,
+            merge_schema=merge_schema,
         )
 
     def drop_partitions(self, partitions: Iterable[PartitionSpec]) -> Snapshot | None:
@@ -425,6 +436,22 @@ class Table(TableReaders):
         except UnknownOptionError as exc:
             raise UnknownOptionError(exc.suggestions, UNSET_HINT) from None
         return self._alter(alter_options(self._ctx.store, None, keys))
+
+    def update_schema(self) -> SchemaUpdate:
+        """Column changes committed as one new schema version when the ``with`` block ends (docs/schema.md)::
+
+            with table.update_schema() as update:
+                update.add_column("region", "STRING", after="id")
+                update.rename_column("amount", "total")
+                update.update_column("total", type="DOUBLE")
+
+        Paimon's rules apply (SchemaChangeError, nothing written); field ids are kept."""
+        return SchemaUpdate(self._ctx.store, on_commit=lambda _result: self._refresh_schema())
+
+    def merge_schema_for(self, incoming: pa.Schema) -> SchemaChangeResult:
+        """Add the columns of Arrow schema ``incoming`` that the table lacks (nullable) and widen the columns it
+        holds wider, as ``append(..., merge_schema=True)`` does before writing; nothing is written when it fits."""
+        return self._alter(merge_schema(self._ctx.store, incoming))
 
     def _alter(self, result: SchemaChangeResult) -> SchemaChangeResult:
         self._refresh_schema()
