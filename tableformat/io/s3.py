@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import random
 import time
 import uuid
@@ -223,6 +224,35 @@ class S3FileIO(FsspecFileIO):
 
     def list_subtree(self, path: str) -> list[FileInfo]:
         return list(self._subtree(path))
+
+    def list_subtree_range(self, path: str, first: str, last: str) -> list[FileInfo]:
+        """One ListObjectsV2 without a delimiter from ``<path>/<first>/`` to the end of ``<path>/<last>/``: Prefix
+        is what the two have in common (``<path>/<first>/`` itself for one directory), StartAfter ``<path>/<first>/``
+        (below it, not the marker object of ``first`` itself, which says nothing its keys do not); paging stops at
+        the first key past the range. Keys must come in key order, as S3 sends them: a store that sends them in
+        another order (SeaweedFS walks its directory tree, so ``a.txt`` comes after ``a/b``) is listed again one
+        directory at a time (the FileIO default)."""
+        bucket, key = split_path(path)
+        base = f"{key}/" if key else ""
+        low, high = f"{base}{first}/", f"{base}{last}/"
+        prefix = os.path.commonprefix([low, high])
+        result: list[FileInfo] = []
+        previous = low
+        try:
+            for page in self._pages(bucket, prefix, start_after=low if low != prefix else ""):
+                for entry in page.get("Contents", []):
+                    name = entry["Key"]
+                    if name < previous:
+                        _log.debug("listing of %s out of key order at %s: one directory at a time", path, name)
+                        return super().list_subtree_range(path, first, last)
+                    if name > high and not name.startswith(high):
+                        return result
+                    previous = name
+                    marker = name.endswith("/")
+                    result.append(FileInfo(f"{bucket}/{name}", 0, 0, True) if marker else self._file_info(bucket, entry))
+        except FileNotFoundError:  # no such bucket
+            return []
+        return result
 
     def _subtree(self, path: str) -> Iterator[FileInfo]:
         """ListObjectsV2 of ``<path>/`` without a delimiter: every key below, 1,000 a page, whatever the depth;
