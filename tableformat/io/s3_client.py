@@ -24,6 +24,7 @@ from importlib import metadata
 from typing import Any
 
 from dateutil.tz import tzutc
+from fsspec.asyn import sync_wrapper
 from s3fs import S3FileSystem
 from s3fs.core import S3_RETRYABLE_ERRORS
 from s3fs.errors import translate_boto_error
@@ -112,6 +113,8 @@ class LeanS3FileSystem(S3FileSystem):  # type: ignore[misc]
                 pacer.release(prefix, throttled=throttled)
             await pacer.pause_async(attempt)
             attempt += 1
+
+    call_s3 = sync_wrapper(_call_s3)  # s3fs's own wraps its _call_s3, not this one
 
 
 def request_prefix(params: dict[str, Any]) -> str:

@@ -139,6 +139,7 @@ def test_a_delete_whose_requests_are_answered_slowdown_finishes_with_the_same_re
     assert sorted(gone) == sorted(f"{root}/{rel}" for rel in rels)
     calls = len(log.calls)
     assert slowdown.refused == calls // 3 and slowdown.refused > 0  # one request in three answered SlowDown
+    assert io.pacer.retries == slowdown.refused  # each sent again by the pacer (neither botocore nor s3fs retries)
     assert list(io.walk_files(root)) == []
 
 
