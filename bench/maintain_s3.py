@@ -54,8 +54,10 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, args: argparse.Namespace, nu
     counts, twice, _, _ = proxy.stats()
     assert [r.ok for r in reports] == [True], [r.errors for r in reports]
     expired = dict(reports[0].operations)["expire"].to_json()["expired_snapshot_ids"]
-    print(f"round {number}: maintain pass {maintain:.3f} s, expired {len(expired)} snapshots; requests "
-          f"{dict(sorted(counts.items()))}; read twice {len(twice)}")
+    print(
+        f"round {number}: maintain pass {maintain:.3f} s, expired {len(expired)} snapshots; requests "
+        f"{dict(sorted(counts.items()))}; read twice {len(twice)}"
+    )
     proxy.reset()
     start = time.perf_counter()
     table = Table.open(f"{warehouses[1]}/db.db/t", storage_options=proxied)
@@ -64,8 +66,10 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, args: argparse.Namespace, nu
     api = time.perf_counter() - start
     counts, twice, _, _ = proxy.stats()
     assert len(result.expired_snapshot_ids) == len(expired)
-    print(f"  API expire + remove-orphans {api:.3f} s; requests {dict(sorted(counts.items()))}; read twice "
-          f"{len(twice)}; maintain / API {maintain / api:.2f}")
+    print(
+        f"  API expire + remove-orphans {api:.3f} s; requests {dict(sorted(counts.items()))}; read twice "
+        f"{len(twice)}; maintain / API {maintain / api:.2f}"
+    )
     return maintain / api
 
 

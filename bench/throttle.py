@@ -63,8 +63,9 @@ def timed(proxy: LatencyProxy, run: Any) -> tuple[float, Any, Counter[str]]:
     return time.perf_counter() - start, result, proxy.stats()[0]
 
 
-def one_round(weed: SeaweedFS, plain: LatencyProxy, throttling: LatencyProxy, args: argparse.Namespace,
-              number: int) -> dict[str, float]:
+def one_round(
+    weed: SeaweedFS, plain: LatencyProxy, throttling: LatencyProxy, args: argparse.Namespace, number: int
+) -> dict[str, float]:
     direct = weed.storage_options()
     urls = {name: f"s3://{DEFAULT_BUCKET}/throttle-{name}-{uuid.uuid4().hex[:10]}" for name in ("plain", "throttled")}
     start = time.perf_counter()
@@ -81,8 +82,14 @@ def one_round(weed: SeaweedFS, plain: LatencyProxy, throttling: LatencyProxy, ar
     future = int(time.time() * 1000) + 2 * DAY_MS
     operations = {
         "remove-orphans": lambda t: remove_orphan_files(t.context, now_ms=future, parallelism=args.parallelism),
-        "expire": lambda t: expire_snapshots(t.context, retain_min=args.keep, retain_max=args.keep, time_retained=0,
-                                             limit=1_000_000, parallelism=args.parallelism),
+        "expire": lambda t: expire_snapshots(
+            t.context,
+            retain_min=args.keep,
+            retain_max=args.keep,
+            time_retained=0,
+            limit=1_000_000,
+            parallelism=args.parallelism,
+        ),
     }
     figures: dict[str, float] = {}
     for name, operation in operations.items():
@@ -98,9 +105,11 @@ def one_round(weed: SeaweedFS, plain: LatencyProxy, throttling: LatencyProxy, ar
         else:
             assert result.expired_snapshot_ids == expected.expired_snapshot_ids
         refused = counts.pop("SlowDown", 0)
-        print(f"  {name:<15} unthrottled {fast:6.3f} s ({sum(plain_counts.values())} requests)  throttled {slow:6.3f} "
-              f"s ({sum(counts.values())} requests, {refused} answered SlowDown)  same result: "
-              f"{len(result.deleted_paths)} files  throughput throttled/unthrottled {fast / slow:.2f}")
+        print(
+            f"  {name:<15} unthrottled {fast:6.3f} s ({sum(plain_counts.values())} requests)  throttled {slow:6.3f} "
+            f"s ({sum(counts.values())} requests, {refused} answered SlowDown)  same result: "
+            f"{len(result.deleted_paths)} files  throughput throttled/unthrottled {fast / slow:.2f}"
+        )
         figures[name] = fast / slow
     return figures
 
@@ -117,14 +126,18 @@ def main() -> None:
     parser.add_argument("--slowdown-every", type=int, default=10)
     parser.add_argument("--parallelism", type=int, default=8)
     args = parser.parse_args()
-    print(f"workload: {args.commits} commits x {args.rows} rows over {PARTS} partitions, partition 0 dropped after "
-          f"commit {args.drop_at}; expire keeps {args.keep}; {args.strays} strays; {args.latency_ms:g} ms per request; "
-          f"1 request in {args.slowdown_every} answered SlowDown; concurrency {args.parallelism}; {args.rounds} rounds")
+    print(
+        f"workload: {args.commits} commits x {args.rows} rows over {PARTS} partitions, partition 0 dropped after "
+        f"commit {args.drop_at}; expire keeps {args.keep}; {args.strays} strays; {args.latency_ms:g} ms per request; "
+        f"1 request in {args.slowdown_every} answered SlowDown; concurrency {args.parallelism}; {args.rounds} rounds"
+    )
     with SeaweedFS() as weed:
         host, port = weed.endpoint_url.rsplit("//", 1)[1].split(":")
         latency = args.latency_ms / 1000
-        with LatencyProxy(host, int(port), latency) as plain, \
-                LatencyProxy(host, int(port), latency, slowdown_every=args.slowdown_every) as throttling:
+        with (
+            LatencyProxy(host, int(port), latency) as plain,
+            LatencyProxy(host, int(port), latency, slowdown_every=args.slowdown_every) as throttling,
+        ):
             rounds = [one_round(weed, plain, throttling, args, number) for number in range(1, args.rounds + 1)]
     print("throughput throttled / unthrottled (same work, same result):")
     for key in rounds[0]:

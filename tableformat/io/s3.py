@@ -235,7 +235,7 @@ class S3FileIO(FsspecFileIO):
         bucket, key = split_path(path)
         base = f"{key}/" if key else ""
         low, high = f"{base}{first}/", f"{base}{last}/"
-        prefix = os.path.commonprefix([low, high])
+        prefix = os.path.commonprefix([low, high])  # noqa: RUF071 - a key prefix, character by character
         result: list[FileInfo] = []
         previous = low
         try:
@@ -249,7 +249,8 @@ class S3FileIO(FsspecFileIO):
                         return result
                     previous = name
                     marker = name.endswith("/")
-                    result.append(FileInfo(f"{bucket}/{name}", 0, 0, True) if marker else self._file_info(bucket, entry))
+                    info = FileInfo(f"{bucket}/{name}", 0, 0, True) if marker else self._file_info(bucket, entry)
+                    result.append(info)
         except FileNotFoundError:  # no such bucket
             return []
         return result
@@ -559,7 +560,7 @@ class S3FileIO(FsspecFileIO):
                 break
             pacer.pause(attempt)
             pending, attempt = again, attempt + 1
-        _log.debug("DeleteObjects %s: %d deleted, %d failed in %d request(s)", bucket, len(deleted), len(errors), attempt)
+        _log.debug("DeleteObjects %s: %d deleted, %d failed, %d request(s)", bucket, len(deleted), len(errors), attempt)
         return bucket, deleted, errors
 
     def _delete_request(self, bucket: str, keys: list[str]) -> tuple[set[str], dict[str, tuple[str, str]]]:

@@ -139,4 +139,3 @@ def new_filesystem(options: dict[str, Any]) -> Any:
     """The filesystem for ``options`` (without listings cache or instance sharing, see S3FileIO.create)."""
     kwargs = {**filesystem_options(options), "use_listings_cache": False, "skip_instance_cache": True}
     return LeanS3FileSystem(**kwargs)
-

@@ -10,8 +10,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from support.s3_throttle import SlowDown, every, keys_always, zero_backoff_pacer
 from support.s3_tables import appended
+from support.s3_throttle import SlowDown, every, keys_always, zero_backoff_pacer
 
 from tableformat import Table
 from tableformat.cleanup.orphans import remove_orphan_files
