@@ -108,7 +108,10 @@ class LeanS3FileSystem(S3FileSystem):  # type: ignore[misc]
                 throttled = is_throttle(code, status)
                 again = throttled or is_transient(code, status) or isinstance(exc, S3_RETRYABLE_ERRORS)
                 if not again or attempt >= pacer.max_attempts:
-                    raise translate_boto_error(exc) from exc
+                    translated = translate_boto_error(exc)  # as s3fs raises it (its cause set to exc)
+                    if translated is exc:
+                        raise
+                    raise translated from exc
             finally:
                 pacer.release(prefix, throttled=throttled)
             await pacer.pause_async(attempt)

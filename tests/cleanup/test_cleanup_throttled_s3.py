@@ -1,6 +1,7 @@
 """Expiration and orphan cleanup on SeaweedFS with one request in ten answered SlowDown (injected at the botocore
 call, zero backoff): the same result as without throttling; DeleteObjects entries the store keeps refusing are
-reported exactly, and stay."""
+reported exactly and stay (orphan cleanup: in its result; expiration: it stops with its journal, which a re-run
+finishes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from support.s3_throttle import SlowDown, every, keys_always, zero_backoff_pacer
 from tableformat import Table
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.errors import MaintenanceError
 from tableformat.io.s3 import S3FileIO
 
 pytestmark = pytest.mark.s3
@@ -92,3 +94,21 @@ def test_orphan_cleanup_reports_the_files_the_store_keeps_refusing(s3_root: tupl
     assert sorted(result.failures()) == [f"{root}/{rel}: SlowDown: Please reduce your request rate." for rel in stuck]
     assert slowdown.refused_keys == 2 * 3  # each refused in all three requests
     assert listing(table) == sorted(set(before) - set(strays[2:]))
+
+
+def test_expiration_the_store_keeps_refusing_stops_with_its_journal_and_a_rerun_finishes(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    table = appended(s3_root, 12, drop_after=6)
+    dry = expire_snapshots(table.context, dry_run=True, **SETTINGS)
+    stuck = sorted(path for path in dry.deleted_paths if path.endswith(".parquet"))[0]
+    bucket_root = table.context.layout.root.split("/", 1)[1]
+    slowdown = throttled(table, keys_always({f"{bucket_root}/{stuck}"}), max_attempts=3)
+    with pytest.raises(MaintenanceError, match=r"could not delete 1 file\(s\), first: .*SlowDown") as raised:
+        expire_snapshots(table.context, **SETTINGS)
+    assert stuck in str(raised.value) and slowdown.refused_keys == 3
+    assert stuck in listing(table)  # still there, and the journal names it: the next run finishes the job
+    again = expire_snapshots(Table.open(*s3_root).context, **SETTINGS)  # a new client: no more SlowDown
+    assert again.failures() == ()
+    assert set(listing(table)).isdisjoint(dry.deleted_paths)
+    assert table.to_arrow().num_rows == 6 * 4 + 6 * 8
