@@ -185,17 +185,20 @@ class RequestPacer:
 
     def pause(self, attempt: int) -> None:
         """Sleep the backoff before send ``attempt + 1`` in a worker thread (nothing when the backoff is zero)."""
-        delay = self.backoff(attempt)
-        self.retries += 1
+        delay = self._next_delay(attempt)
         if delay > 0:
             time.sleep(delay)
 
     async def pause_async(self, attempt: int) -> None:
         """:meth:`pause` on the event loop."""
-        delay = self.backoff(attempt)
-        self.retries += 1
+        delay = self._next_delay(attempt)
         if delay > 0:
             await asyncio.sleep(delay)
+
+    def _next_delay(self, attempt: int) -> float:
+        with self._lock:
+            self.retries += 1
+        return self.backoff(attempt)
 
     def _adapt(self, prefix: str, window: _Window, throttled: bool, count: int) -> None:
         if not throttled:
