@@ -33,8 +33,6 @@ from s3 import build
 from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS
 
 from tableformat.cleanup.maintainer import Maintainer, MaintainSettings
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.table import Table
 
 RETAIN = {"snapshot.num-retained.min": "10", "snapshot.num-retained.max": "10", "snapshot.time-retained": "1 ms"}
@@ -61,8 +59,8 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, args: argparse.Namespace, nu
     proxy.reset()
     start = time.perf_counter()
     table = Table.open(f"{warehouses[1]}/db.db/t", storage_options=proxied)
-    result = expire_snapshots(table.context)
-    remove_orphan_files(table.context)
+    result = table.maintenance.expire_snapshots()
+    table.maintenance.remove_orphan_files()
     api = time.perf_counter() - start
     counts, twice, _, _ = proxy.stats()
     assert len(result.expired_snapshot_ids) == len(expired)

@@ -37,8 +37,6 @@ from latency_proxy import LatencyProxy
 from s3 import DAY_MS, PARTS, build
 from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS
 
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.table import Table
 
 
@@ -81,9 +79,8 @@ def one_round(
     order = ["plain", "throttled"] if number % 2 else ["throttled", "plain"]
     future = int(time.time() * 1000) + 2 * DAY_MS
     operations = {
-        "remove-orphans": lambda t: remove_orphan_files(t.context, now_ms=future, parallelism=args.parallelism),
-        "expire": lambda t: expire_snapshots(
-            t.context,
+        "remove-orphans": lambda t: t.maintenance.remove_orphan_files(now_ms=future, parallelism=args.parallelism),
+        "expire": lambda t: t.maintenance.expire_snapshots(
             retain_min=args.keep,
             retain_max=args.keep,
             time_retained=0,

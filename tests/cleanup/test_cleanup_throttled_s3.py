@@ -11,12 +11,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from support.operations import expire_snapshots, remove_orphan_files
 from support.s3_tables import appended
 from support.s3_throttle import SlowDown, every, keys_always, zero_backoff_pacer
 
 from tableformat import Table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import MaintenanceError
 from tableformat.io.s3 import S3FileIO
 

@@ -113,6 +113,7 @@ def test_prefixes_are_directories() -> None:
 
 
 @pytest.mark.s3
+@pytest.mark.slow
 def test_throttled_delete_objects_entries_are_sent_again_until_gone(s3_root: tuple[str, dict[str, Any]]) -> None:
     rels = [f"part=0/bucket-0/data-{i:05d}.parquet" for i in range(2500)]
     io, root, slowdown = throttled_io(s3_root, first_attempt_of_each(("DeleteObjects",)), rels)
