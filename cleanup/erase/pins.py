@@ -1,0 +1,87 @@
+"""Who still holds erased rows: every snapshot, tag and branch whose live files include one of the given data files
+(read through the same roots orphan cleanup and expiration read, :mod:`..roots`), and the consumers whose next
+snapshot is such a snapshot (snapshot expiration never passes a consumer)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tableformat.context import TableContext
+from tableformat.live_set import merge_entries
+from tableformat.model.manifest import ManifestEntry
+from tableformat.parallel import resolve_parallelism
+from tableformat.threads import thread_pool
+
+from ..roots import References, Root
+
+KINDS = ("snapshot", "tag", "branch", "changelog", "consumer")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Pin:
+    """One root that still references a file holding erased rows."""
+
+    kind: str
+    """``snapshot``, ``tag``, ``branch`` (one of its snapshots or tags), ``changelog`` or ``consumer``."""
+    name: str
+    """The snapshot id as text, the tag's name, ``<branch> <snapshot|tag> <key>``, the consumer's id."""
+    snapshot_id: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "snapshot_id": self.snapshot_id}
+
+    def text(self) -> str:
+        return f"{self.kind} {self.name}" + ("" if self.kind == "snapshot" else f" (snapshot {self.snapshot_id})")
+
+
+class ManifestCache:
+    """Manifests read once for many roots (manifest files never change once written)."""
+
+    def __init__(self, ctx: TableContext) -> None:
+        self.ctx = ctx
+        self._entries: dict[str, list[ManifestEntry]] = {}
+
+    def live_names(self, root: Root) -> set[str]:
+        """The file names of the root's live data files."""
+        lists: list[list[ManifestEntry]] = []
+        for meta in self.ctx.store.manifests_of(root.snapshot):
+            if meta.file_name not in self._entries:
+                self._entries[meta.file_name] = self.ctx.store.read_manifest(meta.file_name)
+            lists.append(self._entries[meta.file_name])
+        return {entry.file.file_name for entry in merge_entries(lists).values()}
+
+
+def _pin_of(root: Root) -> Pin:
+    key = root.label.rpartition(" ")[2]
+    if root.branch:
+        return Pin("branch", f"{root.branch} {root.kind} {key}", root.snapshot.id)
+    return Pin(root.kind, key, root.snapshot.id)
+
+
+def holding_roots(ctx: TableContext, file_names: Collection[str]) -> dict[Pin, frozenset[str]]:
+    """Every root (and consumer) that references one of ``file_names``, sorted, with the names it references; none
+    for no names."""
+    if not file_names:
+        return {}
+    wanted = set(file_names)
+    threads = resolve_parallelism(ctx.options, ctx.io, None)
+    with thread_pool(threads, "tablefmt-erase-roots") as pool:
+        roots = References(ctx, pool, threads).collect_roots(main_changelogs=True)
+    cache = ManifestCache(ctx)
+    pins: dict[Pin, frozenset[str]] = {}
+    for root in roots:
+        held = frozenset(cache.live_names(root) & wanted)
+        if held:
+            pins[_pin_of(root)] = held
+    by_snapshot = {p.snapshot_id: names for p, names in pins.items() if p.kind == "snapshot"}
+    for consumer in ctx.store.consumers():
+        if consumer.next_snapshot in by_snapshot:
+            pins[Pin("consumer", consumer.consumer_id, consumer.next_snapshot)] = by_snapshot[consumer.next_snapshot]
+    order = sorted(pins, key=lambda p: (KINDS.index(p.kind), p.snapshot_id or 0, p.name))
+    return {pin: pins[pin] for pin in order}
+
+
+def pins_json(pins: Sequence[Pin]) -> list[dict[str, Any]]:
+    return [pin.to_json() for pin in pins]
