@@ -193,9 +193,22 @@ def _planned_purge(ctx: TableContext, keep_from: int, plan: ErasePlan, holders: 
         return now
     kept = {name for pin, names in holders.items() if pin.kind in ("tag", "branch", "changelog") for name in names}
     files = [f for f in plan.files if f.entry.file.file_name not in kept]
+    metadata = _latest_snapshot_files(ctx, latest)
+    sizes = sum(ctx.io.file_size(ctx.layout.join(path)) for path in metadata)
     return Purge(
         (*now.snapshot_ids, latest),
-        (*now.deleted_paths, *(f.path for f in files)),
-        now.deleted_bytes + sum(f.entry.file.file_size for f in files),
+        (*now.deleted_paths, *metadata, *(f.path for f in files)),
+        now.deleted_bytes + sizes + sum(f.entry.file.file_size for f in files),
         _purge_notes(ExpireResult(expired_snapshot_ids=(*now.snapshot_ids, latest)), keep_from),
     )
+
+
+def _latest_snapshot_files(ctx: TableContext, latest: int) -> tuple[str, ...]:
+    """The files expiring the (current) latest snapshot deletes besides data files: its snapshot file, and its
+    manifest lists unless a tag or a branch names the same snapshot (and so the same lists)."""
+    snapshot = ctx.store.read_snapshot(latest)
+    paths = [ctx.layout.relative(ctx.layout.snapshot_file(latest))]
+    tagged = any(tag.snapshot.id == latest for tag in ctx.store.tags()) or ctx.store.branches_holding(snapshot)
+    if not tagged:
+        paths += [ctx.layout.relative(ctx.layout.manifest_file(name)) for name in snapshot.manifest_lists()]
+    return tuple(paths)
