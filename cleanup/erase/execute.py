@@ -13,7 +13,7 @@ never the filter's values (they are the personal data erased).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tableformat.context import TableContext
@@ -23,7 +23,16 @@ from tableformat.units import iso_from_ms
 
 from ..kernel import Progress
 from ..kernel.parameters import coerce_overrides
-from ..rewrite import CommitSettings, RewriteOutcome, Rewriter, RewriteUnit, batches, replan_notes, run_replanning
+from ..rewrite import (
+    REPLANS,
+    CommitSettings,
+    RewriteOutcome,
+    Rewriter,
+    RewriteUnit,
+    batches,
+    replan_notes,
+    run_replanning,
+)
 from ..snapshots import SNAPSHOT_EXPIRATION, ExpireResult
 from .pins import Pin, holding_roots
 from .plan import EraseConfig, ErasePlan, plan_erase
@@ -104,7 +113,7 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
         for batch in batches(_units(current), config.commit_max_files):
             rewriter.rewrite(batch, outcome)
 
-    _final, lost_rewriting = run_replanning(plan, lambda: plan_erase(ctx, config, plan.now_ms), run)
+    lost_rewriting, abandoned, rounds = _rewrite_until_settled(ctx, plan, config, outcome, run)
     paths = {f.entry.identifier(): f.path for p in plans for f in p.files}
     rewritten = tuple(paths[e.identifier()] for e in outcome.replaced)
     purge = Purge()
@@ -128,9 +137,38 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
         deleted_bytes=purge.deleted_bytes,
         deadline_ms=deadline if pins else None,
         filter_description=config.filter.description,
-        skipped_files=tuple((paths[u.files[0].identifier()], reason) for u, reason in outcome.abandoned),
-        notes=_notes(replan_notes(lost), purge, pins, deadline if pins else None),
-        backlog=len(outcome.abandoned),
+        skipped_files=tuple((paths[u.files[0].identifier()], reason) for u, reason in abandoned),
+        notes=_race_notes(rounds) + _notes(replan_notes(lost), purge, pins, deadline if pins else None),
+        backlog=len(abandoned),
+    )
+
+
+def _rewrite_until_settled(
+    ctx: TableContext, plan: ErasePlan, config: EraseConfig, outcome: RewriteOutcome, run: Callable[[ErasePlan], None]
+) -> tuple[tuple[int, ...], list[tuple[RewriteUnit, str]], int]:
+    """Run the plan; while a concurrent commit replaced files it was rewriting (their units abandoned by the guarded
+    commit), plan again on the latest snapshot and run that, at most :data:`REPLANS` more times: an erasure does not
+    leave matching rows behind because of a race. Returns the snapshots lost while rewriting, the units still
+    abandoned after the last round, and the extra rounds made."""
+    lost: list[int] = []
+    current, rounds = plan, 0
+    while True:
+        seen = len(outcome.abandoned)
+        _final, lost_now = run_replanning(current, lambda: plan_erase(ctx, config, plan.now_ms), run)
+        lost += lost_now
+        fresh = outcome.abandoned[seen:]
+        if not fresh or rounds >= REPLANS:
+            return tuple(lost), fresh, rounds
+        rounds += 1
+        current = plan_erase(ctx, config, plan.now_ms)
+
+
+def _race_notes(rounds: int) -> tuple[str, ...]:
+    if not rounds:
+        return ()
+    return (
+        f"a concurrent commit replaced files this erasure was rewriting; it planned again {rounds} time(s) on the "
+        "latest snapshot and erased the rows from the files that replaced them",
     )
 
 
