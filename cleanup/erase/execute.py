@@ -67,10 +67,11 @@ def _expire_overrides(ctx: TableContext, keep: int, expire: int) -> dict[str, in
 
 
 def _purge_notes(expired: ExpireResult, keep_from: int | None) -> tuple[str, ...]:
+    finished = ("finished an interrupted expiration (its journal) first",) if expired.completed_journals else ()
     if not expired.expired_snapshot_ids:
-        return ()
+        return finished
     ids = expired.expired_snapshot_ids
-    return (
+    return finished + (
         f"purge expired snapshot(s) {min(ids)}..{max(ids)}, overriding snapshot.num-retained.min/max and "
         f"snapshot.time-retained for those only (snapshots from {keep_from} on are kept by the table's retention)",
     )
@@ -81,8 +82,8 @@ def purge_through(ctx: TableContext, keep_from: int, now_ms: int, progress: Prog
     ones are kept; the expiration's own rules still keep what tags, branches and consumers hold."""
     latest = ctx.store.latest_snapshot_id()
     earliest = ctx.store.earliest_snapshot_id()
-    if latest is None or earliest is None or keep_from <= earliest:
-        return Purge()
+    if latest is None or earliest is None:
+        return Purge()  # with nothing to expire the expiration still runs: it finishes an interrupted purge
     keep = latest - keep_from + 1
     overrides = _expire_overrides(ctx, keep, keep_from - earliest)
     config = SNAPSHOT_EXPIRATION.configure(ctx, overrides)
