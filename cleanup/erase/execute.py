@@ -71,7 +71,8 @@ def _purge_notes(expired: ExpireResult, keep_from: int | None) -> tuple[str, ...
     if not expired.expired_snapshot_ids:
         return finished
     ids = expired.expired_snapshot_ids
-    return finished + (
+    return (
+        *finished,
         f"purge expired snapshot(s) {min(ids)}..{max(ids)}, overriding snapshot.num-retained.min/max and "
         f"snapshot.time-retained for those only (snapshots from {keep_from} on are kept by the table's retention)",
     )

@@ -28,7 +28,7 @@ ERASED = {3, 25}
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Counter[tuple[object, ...]]]:
     root = tmp_path_factory.mktemp("base") / "t"
-    table = events_table(root, STANDARD_APPENDS, **{"compaction.commit.max-files": "1"})
+    events_table(root, STANDARD_APPENDS, **{"compaction.commit.max-files": "1"})
     return root, Counter(r for r in _rows(root) if r[0] not in ERASED)
 
 
