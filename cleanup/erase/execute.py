@@ -34,8 +34,8 @@ from ..rewrite import (
     run_replanning,
 )
 from ..snapshots import SNAPSHOT_EXPIRATION, ExpireResult
-from .pins import Pin, holding_roots
-from .plan import EraseConfig, ErasePlan, plan_erase
+from .pins import Pin, RootFiles
+from .plan import EraseConfig, ErasePlan, held_matches, live_names_of, plan_erase
 from .result import EraseResult
 
 COMMIT_USER_PREFIX = "tablefmt-erase-"
@@ -124,7 +124,10 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
         keep_from = max(outcome.snapshot_ids) if outcome.snapshot_ids else latest
         if keep_from is not None:
             purge = purge_through(ctx, keep_from, plan.now_ms, progress, dry_run=False)
-    pins = list(holding_roots(ctx, {e.file.file_name for e in outcome.replaced}))
+    roots = RootFiles(ctx)
+    live = live_names_of(ctx, ctx.store.latest_snapshot_id())
+    held = held_matches(ctx, config.filter, roots, live, known={e.file.file_name for e in outcome.replaced})
+    pins = list(roots.holding(held))
     lost = tuple(i for p in plans for i in p.lost_races) + lost_rewriting
     return EraseResult(
         snapshot_id=max(outcome.snapshot_ids) if outcome.snapshot_ids else None,
@@ -191,8 +194,10 @@ def planned_result(ctx: TableContext, plan: ErasePlan) -> EraseResult:
     manifests and manifest lists are those of the snapshots expired; the erasure's own snapshot, not yet written,
     changes which manifests the latest snapshot shares.)"""
     config = plan.config
-    names = {f.entry.file.file_name for f in plan.files}
-    holders = holding_roots(ctx, names)
+    roots = RootFiles(ctx)
+    live = live_names_of(ctx, plan.base_snapshot_id)
+    names = held_matches(ctx, config.filter, roots, live, known={f.entry.file.file_name for f in plan.files})
+    holders = roots.holding(names)
     pins = list(holders)
     purge = Purge()
     if config.purge and plan.base_snapshot_id is not None:

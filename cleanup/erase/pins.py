@@ -36,21 +36,53 @@ class Pin:
         return f"{self.kind} {self.name}" + ("" if self.kind == "snapshot" else f" (snapshot {self.snapshot_id})")
 
 
-class ManifestCache:
-    """Manifests read once for many roots (manifest files never change once written)."""
+class RootFiles:
+    """Every root of the table (main and branches: snapshots, tags, changelogs) and the live data files of each,
+    read once (manifests are shared by many roots and never change once written)."""
 
     def __init__(self, ctx: TableContext) -> None:
         self.ctx = ctx
-        self._entries: dict[str, list[ManifestEntry]] = {}
+        threads = resolve_parallelism(ctx.options, ctx.io, None)
+        with thread_pool(threads, "tablefmt-erase-roots") as pool:
+            self.roots = References(ctx, pool, threads).collect_roots()
+        manifests: dict[str, list[ManifestEntry]] = {}
+        self.live: list[tuple[Root, dict[str, ManifestEntry]]] = []
+        for root in self.roots:
+            lists = []
+            for meta in ctx.store.manifests_of(root.snapshot):
+                if meta.file_name not in manifests:
+                    manifests[meta.file_name] = ctx.store.read_manifest(meta.file_name)
+                lists.append(manifests[meta.file_name])
+            live = {entry.file.file_name: entry for entry in merge_entries(lists).values()}
+            self.live.append((root, live))
 
-    def live_names(self, root: Root) -> set[str]:
-        """The file names of the root's live data files."""
-        lists: list[list[ManifestEntry]] = []
-        for meta in self.ctx.store.manifests_of(root.snapshot):
-            if meta.file_name not in self._entries:
-                self._entries[meta.file_name] = self.ctx.store.read_manifest(meta.file_name)
-            lists.append(self._entries[meta.file_name])
-        return {entry.file.file_name for entry in merge_entries(lists).values()}
+    def entries_outside(self, names: Collection[str]) -> list[ManifestEntry]:
+        """One entry per data file some root holds whose name is not in ``names`` (files only older snapshots, tags
+        or branches hold when ``names`` are the latest snapshot's)."""
+        found: dict[str, ManifestEntry] = {}
+        for _, live in self.live:
+            for name, entry in live.items():
+                if name not in names:
+                    found.setdefault(name, entry)
+        return list(found.values())
+
+    def holding(self, file_names: Collection[str]) -> dict[Pin, frozenset[str]]:
+        """Every root (and consumer) that references one of ``file_names``, sorted, with the names it references."""
+        wanted = set(file_names)
+        pins: dict[Pin, frozenset[str]] = {}
+        if not wanted:
+            return pins
+        for root, live in self.live:
+            held = frozenset(wanted.intersection(live))
+            if held:
+                pins[_pin_of(root)] = held
+        by_snapshot = {p.snapshot_id: names for p, names in pins.items() if p.kind == "snapshot"}
+        for consumer in self.ctx.store.consumers():
+            if consumer.next_snapshot in by_snapshot:
+                pin = Pin("consumer", consumer.consumer_id, consumer.next_snapshot)
+                pins[pin] = by_snapshot[consumer.next_snapshot]
+        order = sorted(pins, key=lambda p: (KINDS.index(p.kind), p.snapshot_id or 0, p.name))
+        return {pin: pins[pin] for pin in order}
 
 
 def _pin_of(root: Root) -> Pin:
@@ -61,26 +93,10 @@ def _pin_of(root: Root) -> Pin:
 
 
 def holding_roots(ctx: TableContext, file_names: Collection[str]) -> dict[Pin, frozenset[str]]:
-    """Every root (and consumer) that references one of ``file_names``, sorted, with the names it references; none
-    for no names."""
+    """Every root (and consumer) that references one of ``file_names`` (none for no names)."""
     if not file_names:
         return {}
-    wanted = set(file_names)
-    threads = resolve_parallelism(ctx.options, ctx.io, None)
-    with thread_pool(threads, "tablefmt-erase-roots") as pool:
-        roots = References(ctx, pool, threads).collect_roots(main_changelogs=True)
-    cache = ManifestCache(ctx)
-    pins: dict[Pin, frozenset[str]] = {}
-    for root in roots:
-        held = frozenset(cache.live_names(root) & wanted)
-        if held:
-            pins[_pin_of(root)] = held
-    by_snapshot = {p.snapshot_id: names for p, names in pins.items() if p.kind == "snapshot"}
-    for consumer in ctx.store.consumers():
-        if consumer.next_snapshot in by_snapshot:
-            pins[Pin("consumer", consumer.consumer_id, consumer.next_snapshot)] = by_snapshot[consumer.next_snapshot]
-    order = sorted(pins, key=lambda p: (KINDS.index(p.kind), p.snapshot_id or 0, p.name))
-    return {pin: pins[pin] for pin in order}
+    return RootFiles(ctx).holding(file_names)
 
 
 def pins_json(pins: Sequence[Pin]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ the latest one (:mod:`..rewrite.races`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +20,8 @@ from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
 from tableformat.scan.reader import DataReader
 
-from ..rewrite import FilePaths, plan_on_latest, require_rewritable
+from ..rewrite import MISSING_FILE_ERRORS, FilePaths, plan_on_latest, require_rewritable
+from .pins import RootFiles
 from .predicate import EraseFilter, erase_filter
 
 
@@ -102,3 +103,37 @@ def _plan_on(ctx: TableContext, config: EraseConfig, now_ms: int, latest: Snapsh
         if rows:
             matched.append(MatchedFile(entry, paths.relative(entry), rows))
     return ErasePlan(config, latest.id, now_ms, tuple(matched), len(entries), len(candidates))
+
+
+def held_matches(
+    ctx: TableContext,
+    row_filter: EraseFilter,
+    roots: RootFiles,
+    live_names: Collection[str],
+    known: Collection[str] = (),
+) -> set[str]:
+    """Names of the data files some retained root (an older snapshot, a tag, a branch) holds but the latest
+    snapshot does not, with a row ``row_filter`` matches: pruned by statistics, then the filter columns read.
+    ``known``: names already known to match (not read again). A file gone meanwhile (expired) holds nothing."""
+    entries = [e for e in roots.entries_outside(live_names) if e.file.file_name not in known]
+    scan = TableScan(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, entries, row_filter=row_filter.prune)
+    reader = DataReader(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec(), threads=1)
+    found = set(known)
+    for entry in scan.files():
+        if not isinstance(entry, ManifestEntry):
+            continue
+        try:
+            table = reader.read_entry(entry, columns=list(row_filter.columns))
+        except MISSING_FILE_ERRORS:
+            continue
+        if row_filter.count(table):
+            found.add(entry.file.file_name)
+    return found
+
+
+def live_names_of(ctx: TableContext, snapshot_id: int | None) -> set[str]:
+    """The data file names of a snapshot's live files (none for no snapshot)."""
+    if snapshot_id is None:
+        return set()
+    snapshot = ctx.store.read_snapshot(snapshot_id)
+    return {e.file.file_name for e in live_entries(ctx.store, snapshot, ctx.partition_codec(), None, 1)}

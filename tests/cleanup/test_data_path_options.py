@@ -154,9 +154,7 @@ def test_remove_orphans_lists_the_data_directory(table: Table) -> None:
     root = root_of(table)
     table.append(rows([1, 2, 3], ["a", None, "b"]))
     live = data_files(root)
-    uncommitted = {
-        Path(f.path).relative_to(root).as_posix() for f in table.write_files(rows([9], ["c"]))
-    }
+    uncommitted = {Path(f.path).relative_to(root).as_posix() for f in table.write_files(rows([9], ["c"]))}
     stray = f"data/dt=a/bucket-0/part-{uuid.uuid4()}-0.parquet"
     (root / stray).write_bytes(b"stray")
     (root / "data/dt=a/bucket-0/notes.txt").write_text("keep me")
@@ -219,11 +217,16 @@ EXTERNAL = [
 def add_external_file(table: Table) -> None:
     """Commit one data file that records an external path (as Paimon's external-path writers do)."""
     ctx = table.context
-    meta = DataFileMeta(file_name=f"data-{uuid.uuid4()}-0.parquet", file_size=10, row_count=1,
-                        external_path="file:///elsewhere/a/dt=x/bucket-0/f.parquet")
+    meta = DataFileMeta(
+        file_name=f"data-{uuid.uuid4()}-0.parquet",
+        file_size=10,
+        row_count=1,
+        external_path="file:///elsewhere/a/dt=x/bucket-0/f.parquet",
+    )
     part = encode_row(["x"], [ctx.schema.field("dt").type])
-    new = NewDataFile(partition=part, partition_values=("x",), partition_path="dt=x", bucket=0, total_buckets=-1,
-                      meta=meta, path="")
+    new = NewDataFile(
+        partition=part, partition_values=("x",), partition_path="dt=x", bucket=0, total_buckets=-1, meta=meta, path=""
+    )
     assert Committer(ctx.store, ctx.schema).commit(CommitRequest(kind=ChangeKind.APPEND, new_files=[new])).created
 
 
@@ -311,7 +314,5 @@ def test_data_directory_is_normalised_as_paimon_resolves_it(tmp_path: Path, dire
     table = Table.create(str(tmp_path / "t"), SCHEMA, ["dt"], {"data-file.path-directory": directory})
     table.append(rows([1], ["a"]))
     prefix = f"{resolved}/" if resolved else ""
-    assert data_files(tmp_path / "t") == {
-        f"{prefix}dt=a/bucket-0/{Path(table.files()[0].path).name}"
-    }
+    assert data_files(tmp_path / "t") == {f"{prefix}dt=a/bucket-0/{Path(table.files()[0].path).name}"}
     assert read(table) == [(1, "a")]

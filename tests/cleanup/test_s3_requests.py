@@ -251,8 +251,11 @@ def test_a_commit_reads_five_objects_once_each(s3_root: tuple[str, dict[str, Any
     log = RequestLog().attach(table.context.io)
     table.append(rows(16))
     reads = sorted(call.key.rsplit("/", 2)[-2] + "/" + call.key.rsplit("/", 1)[-1] for call in log.of("GetObject"))
-    assert [r for r in reads if not r.startswith("manifest/")] == ["schema/schema-0", "snapshot/LATEST",
-                                                                     "snapshot/snapshot-2"]
+    assert [r for r in reads if not r.startswith("manifest/")] == [
+        "schema/schema-0",
+        "snapshot/LATEST",
+        "snapshot/snapshot-2",
+    ]
     assert len([r for r in reads if r.startswith("manifest/")]) == 2  # the base and delta lists of snapshot 2
     assert log.read_twice() == []
     assert log.counts()["HeadObject"] == 3  # snapshot 3 before, snapshots 2 and 4 after the conditional PUT

@@ -169,9 +169,19 @@ def _file_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
 def _java_style() -> dict[str, Any]:
     """Java Paimon 0.9-style: fewer trailing DataFileMeta fields (no external path, row ids, write columns)."""
     schema = copy.deepcopy(avro_codec.MANIFEST_ENTRY_SCHEMA)
-    kept = [f for f in _file_fields(schema) if f["name"] not in (
-        "_EXTERNAL_PATH", "_FIRST_ROW_ID", "_WRITE_COLS", "_WRITE_COLS_SEQUENCES", "_VALUE_STATS_COLS", "_FILE_SOURCE"
-    )]
+    kept = [
+        f
+        for f in _file_fields(schema)
+        if f["name"]
+        not in (
+            "_EXTERNAL_PATH",
+            "_FIRST_ROW_ID",
+            "_WRITE_COLS",
+            "_WRITE_COLS_SEQUENCES",
+            "_VALUE_STATS_COLS",
+            "_FILE_SOURCE",
+        )
+    ]
     schema["fields"][-1]["type"]["fields"] = kept
     return schema
 
@@ -206,8 +216,17 @@ UNKNOWN_FIELDS: list[tuple[dict[str, Any], Any]] = [
     ({"name": "_E", "type": {"type": "enum", "name": "color", "symbols": ["RED", "GREEN"]}}, "GREEN"),
     ({"name": "_M", "type": {"type": "map", "values": ["null", "long", "string"]}}, {"a": 1, "b": None, "c": "x"}),
     (
-        {"name": "_AR", "type": {"type": "array", "items": {"type": "record", "name": "kv", "fields": [
-            {"name": "k", "type": "string"}, {"name": "v", "type": "bytes"}]}}},
+        {
+            "name": "_AR",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "kv",
+                    "fields": [{"name": "k", "type": "string"}, {"name": "v", "type": "bytes"}],
+                },
+            },
+        },
         [{"k": "x", "v": b"1"}, {"k": "ÿ", "v": b""}],
     ),
     ({"name": "_U", "type": ["null", "int", "string", "fx16", "color"]}, "RED"),
@@ -256,8 +275,11 @@ def test_foreign_schemas_take_the_fast_path_and_match(case: str, codec: str) -> 
 
 def test_java_style_manifest_list_without_trailing_fields() -> None:
     schema = copy.deepcopy(avro_codec.MANIFEST_FILE_META_SCHEMA)
-    schema["fields"] = [f for f in schema["fields"] if f["name"] not in ("_MIN_ROW_ID", "_MAX_ROW_ID", "_TOTAL_BUCKETS",
-                                                                          "_EXTRA_FILES", "_MIN_LEVEL", "_MAX_LEVEL")]
+    schema["fields"] = [
+        f
+        for f in schema["fields"]
+        if f["name"] not in ("_MIN_ROW_ID", "_MAX_ROW_ID", "_TOTAL_BUCKETS", "_EXTRA_FILES", "_MIN_LEVEL", "_MAX_LEVEL")
+    ]
     records = [avro_codec.manifest_meta_to_record(_meta(i)) for i in range(50)]
     data = _write(schema, records)
     assert avro_projection._fast_read(data, "list") is not None
@@ -267,8 +289,9 @@ def test_java_style_manifest_list_without_trailing_fields() -> None:
     assert avro_projection.ManifestListReader().read(data, "l") == expected
 
 
-def _unusual(mutate: Callable[[list[dict[str, Any]]], None], record: Callable[[dict[str, Any]], dict[str, Any]]
-             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _unusual(
+    mutate: Callable[[list[dict[str, Any]]], None], record: Callable[[dict[str, Any]], dict[str, Any]]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     schema = copy.deepcopy(avro_codec.MANIFEST_ENTRY_SCHEMA)
     mutate(_file_fields(schema))
     return schema, [record(r) for r in _records(ENTRIES)]
@@ -280,12 +303,14 @@ def _set_type(name: str, avro_type: Any) -> Callable[[list[dict[str, Any]]], Non
             if field["name"] == name:
                 field["type"] = avro_type
                 field.pop("default", None)
+
     return mutate
 
 
 def _set_value(name: str, value: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def change(record: dict[str, Any]) -> dict[str, Any]:
         return dict(record, _FILE=dict(record["_FILE"], **{name: value}))
+
     return change
 
 
@@ -294,10 +319,16 @@ UNUSUAL = [
     ("size as string", _set_type("_FILE_SIZE", "string"), _set_value("_FILE_SIZE", "12")),
     ("nullable level", _set_type("_LEVEL", ["null", "int"]), _set_value("_LEVEL", None)),
     ("nullable level set", _set_type("_LEVEL", ["null", "int"]), _set_value("_LEVEL", 3)),
-    ("uuid file name", _set_type("_FILE_NAME", {"type": "string", "logicalType": "uuid"}),
-     _set_value("_FILE_NAME", "d1b7a1a2-7d3c-4c56-9a6b-2f7e1c9b0a11")),
-    ("date in unknown field", lambda f: f.append({"name": "_X", "type": {"type": "int", "logicalType": "date"}}),
-     _set_value("_X", 3)),
+    (
+        "uuid file name",
+        _set_type("_FILE_NAME", {"type": "string", "logicalType": "uuid"}),
+        _set_value("_FILE_NAME", "d1b7a1a2-7d3c-4c56-9a6b-2f7e1c9b0a11"),
+    ),
+    (
+        "date in unknown field",
+        lambda f: f.append({"name": "_X", "type": {"type": "int", "logicalType": "date"}}),
+        _set_value("_X", 3),
+    ),
     ("no row count", lambda f: f.remove(next(x for x in f if x["name"] == "_ROW_COUNT")), dict),
     ("no extra files", lambda f: f.remove(next(x for x in f if x["name"] == "_EXTRA_FILES")), dict),
     ("three-way union", _set_type("_EXTERNAL_PATH", ["null", "string", "long"]), dict),

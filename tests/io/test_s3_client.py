@@ -37,8 +37,13 @@ def test_http_dates_parse_to_what_botocore_returns(moment: dt.datetime) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["2026-11-24T03:52:00+01:00", "2026-11-24T03:52:00.1234567Z", "1700000000", "Tue, 24 Nov 2026 03:52:00 +0100",
-     "Tue, 24 Nov 2026 03:52:00 -0000"],
+    [
+        "2026-11-24T03:52:00+01:00",
+        "2026-11-24T03:52:00.1234567Z",
+        "1700000000",
+        "Tue, 24 Nov 2026 03:52:00 +0100",
+        "Tue, 24 Nov 2026 03:52:00 -0000",
+    ],
 )
 def test_other_forms_go_to_botocore(text: str) -> None:
     assert parse_timestamp(text) == DEFAULT_TIMESTAMP_PARSER(text)

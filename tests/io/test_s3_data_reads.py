@@ -85,8 +85,13 @@ def evolved_table(s3_root: tuple[str, dict[str, Any]]) -> tuple[Table, pa.Table,
     newer = pa.table(
         {"id": [5000, 5001], "action": ["buy", "view"], "blob": [b"a", b"b"], "part": [0, 0], "score": [1.5, None]},
         schema=pa.schema(
-            [("id", pa.int64()), ("action", pa.string()), ("blob", pa.binary()), ("part", pa.int32()),
-             ("score", pa.float64())]
+            [
+                ("id", pa.int64()),
+                ("action", pa.string()),
+                ("blob", pa.binary()),
+                ("part", pa.int32()),
+                ("score", pa.float64()),
+            ]
         ),
     )
     table.append(newer)

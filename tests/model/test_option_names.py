@@ -176,9 +176,7 @@ def create(tmp_path: Path, source: str, *extra: str) -> tuple[int, str, str]:
         ),
     ],
 )
-def test_cli_create_refuses_bad_options_with_one_line(
-    tmp_path: Path, source: str, extra: list[str], line: str
-) -> None:
+def test_cli_create_refuses_bad_options_with_one_line(tmp_path: Path, source: str, extra: list[str], line: str) -> None:
     code, out, err = create(tmp_path, source, *extra)
     assert (code, out, err) == (2, "", line + "\n")
     assert not (tmp_path / "t").exists()

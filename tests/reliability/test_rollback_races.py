@@ -83,8 +83,13 @@ def roll_back(ctx: TableContext) -> Any:
     return rollback(ctx.store, snapshot_id=TARGET)
 
 
-def sweep(template: Path, tmp_path: Path, outer: Callable[[TableContext], Any], inner: Callable[[TableContext], Any],
-          rollback_outer: bool) -> None:
+def sweep(
+    template: Path,
+    tmp_path: Path,
+    outer: Callable[[TableContext], Any],
+    inner: Callable[[TableContext], Any],
+    rollback_outer: bool,
+) -> None:
     """Run ``outer`` once per change it makes, with ``inner`` run whole just before that change; then the table
     must read exactly the target (the rollback went through) or exactly its last state (it did not)."""
     counting, io = context_with(fresh(template, tmp_path / "count"), None, lambda: None)

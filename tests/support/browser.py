@@ -59,8 +59,11 @@ def chromium() -> str:
         raise BrowserUnavailable("chromium is not installed (apt-get install chromium)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    for command in (["apt-get", "install", "-y", "-q", "chromium"], ["apt-get", "update", "-q"],
-                    ["apt-get", "install", "-y", "-q", "chromium"]):
+    for command in (
+        ["apt-get", "install", "-y", "-q", "chromium"],
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", "chromium"],
+    ):
         done = subprocess.run([*sudo, *command], env=env, capture_output=True, text=True, timeout=900)
         if done.returncode == 0 and command[1] == "install":
             break
@@ -230,8 +233,15 @@ def _start(binary: str, profile: str, timeout: float) -> tuple[subprocess.Popen[
     return process, int(port_file.read_text().split()[0])
 
 
-def render(html_file: Path, png_file: Path, *, width: int = 1200, height: int | None = None,
-           timeout: float = 90.0, evaluate: tuple[str, ...] = ()) -> Rendered:
+def render(
+    html_file: Path,
+    png_file: Path,
+    *,
+    width: int = 1200,
+    height: int | None = None,
+    timeout: float = 90.0,
+    evaluate: tuple[str, ...] = (),
+) -> Rendered:
     """Load ``html_file`` in headless Chromium and write a PNG screenshot of the whole page (or of the top
     ``height`` CSS pixels) to ``png_file``; each ``evaluate`` JavaScript expression's value is in ``values``."""
     binary = chromium()
@@ -271,15 +281,17 @@ def _load_and_capture(
 ) -> Rendered:
     for domain in ("Page", "Runtime", "Log", "Network"):
         session.call(f"{domain}.enable")
-    session.call("Emulation.setDeviceMetricsOverride", width=width, height=height or 800, deviceScaleFactor=1,
-                 mobile=False)
+    session.call(
+        "Emulation.setDeviceMetricsOverride", width=width, height=height or 800, deviceScaleFactor=1, mobile=False
+    )
     session.call("Page.navigate", url=Path(html_file).resolve().as_uri())
     session.wait_for("Page.loadEventFired")
     metrics = session.call("Page.getLayoutMetrics")
     full = int(metrics.get("cssContentSize", metrics.get("contentSize", {})).get("height", 800))
     shot_height = min(full, height) if height else full
-    session.call("Emulation.setDeviceMetricsOverride", width=width, height=shot_height, deviceScaleFactor=1,
-                 mobile=False)
+    session.call(
+        "Emulation.setDeviceMetricsOverride", width=width, height=shot_height, deviceScaleFactor=1, mobile=False
+    )
     shot = session.call("Page.captureScreenshot", format="png")
     png_file.write_bytes(base64.b64decode(shot["data"]))
     rendered = Rendered(width=width, height=shot_height)

@@ -91,8 +91,13 @@ def test_a_crashed_runs_claim_counts_until_it_lapses_then_is_deleted(table: Tabl
     clock = Clock()
     store = table.context.store
     crashed = Claim(
-        kind=MAINTENANCE, owner="deadbeef", operation="expire", host="elsewhere", pid=os.getpid() + 1,
-        acquired_ms=T0, expires_ms=T0 + CLAIM_DURATION_MS,
+        kind=MAINTENANCE,
+        owner="deadbeef",
+        operation="expire",
+        host="elsewhere",
+        pid=os.getpid() + 1,
+        acquired_ms=T0,
+        expires_ms=T0 + CLAIM_DURATION_MS,
     )
     store.write_claim(crashed)
     clock.now = T0 + CLAIM_DURATION_MS + CLOCK_SKEW_MS - 1  # another host's clock may be behind

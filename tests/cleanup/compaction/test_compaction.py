@@ -74,7 +74,10 @@ def test_non_rewritable_tables_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="not a column"):
         table.maintenance.expire_records(expire_time="1 d", time_field="nope")
     with pytest.raises(ValidationError, match="has type BIGINT|must be INT"):
-        Table.create(str(tmp_path / "u"), pa.schema([("s", pa.string())]),
-                     options={"record-level.expire-time": "1 d", "record-level.time-field": "s"})
+        Table.create(
+            str(tmp_path / "u"),
+            pa.schema([("s", pa.string())]),
+            options={"record-level.expire-time": "1 d", "record-level.time-field": "s"},
+        )
     with pytest.raises(ValidationError, match="record-level.time-field is not"):
         Table.create(str(tmp_path / "v"), pa.schema([("s", pa.int32())]), options={"record-level.expire-time": "1 d"})

@@ -82,7 +82,10 @@ def test_subtree_listings_find_what_per_directory_listings_find(s3_root: tuple[s
     assert not [rel for _, rel, *_ in flat if rel.startswith(("unknown", "dt=zz/", "dt=1/other"))]
     # one listing of the root, then one recursive listing per directory the format uses below it; never unknown/
     assert sorted(calls) == sorted(
-        [("", "/")] + [(f"{name}/", "") for name in ("schema", "snapshot", "manifest", "dt=1", "dt=2", "dt=3",
-                                                       "dt=zz", "branch", "tag")]
+        [("", "/")]
+        + [
+            (f"{name}/", "")
+            for name in ("schema", "snapshot", "manifest", "dt=1", "dt=2", "dt=3", "dt=zz", "branch", "tag")
+        ]
     )
     assert len(log.of("ListObjectsV2")) > len(calls)  # a listing per directory costs more requests

@@ -72,8 +72,7 @@ def test_writers_expirer_and_compactor_in_processes(tmp_path: Path) -> None:
         for w in range(WRITERS)
     ]
     others = [
-        SPAWN.Process(target=_maintainer, args=(str(root), op, barrier, stop, out), name=op)
-        for op, out in outs.items()
+        SPAWN.Process(target=_maintainer, args=(str(root), op, barrier, stop, out), name=op) for op, out in outs.items()
     ]
     for process in writers + others:
         process.start()

@@ -116,9 +116,7 @@ def test_record_expiration_whose_snapshot_is_expired_while_it_reads_replans_and_
 
 
 @pytest.mark.parametrize("operation", ["compact", "expire-records"])
-def test_planning_on_a_snapshot_expired_while_its_manifest_list_is_read_replans(
-    tmp_path: Path, operation: str
-) -> None:
+def test_planning_on_a_snapshot_expired_while_its_manifest_list_is_read_replans(tmp_path: Path, operation: str) -> None:
     root = tmp_path / "t"
     table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0, 1], [NOW - 40 * DAY, NOW - DAY])  # partly expired

@@ -91,9 +91,7 @@ def test_crash_at_journal_and_hint_writes(kit, tmp_path, scenario, point) -> Non
     before = files_under(copy)
     earliest = Table.open(str(copy)).context.store.read_hint(EARLIEST)
     with pytest.raises(kit.Crash):
-        expire_snapshots(
-            context_with_io(copy, kit.CrashingIO(crash_at_write=point)), **SETTINGS, now_ms=FAR_FUTURE_MS
-        )
+        expire_snapshots(context_with_io(copy, kit.CrashingIO(crash_at_write=point)), **SETTINGS, now_ms=FAR_FUTURE_MS)
     ctx = Table.open(str(copy)).context
     assert len(list_journals(ctx)) == (0 if point == 2 else 1)
     assert ctx.store.read_hint(EARLIEST) == earliest
@@ -127,9 +125,7 @@ def test_dry_run_after_a_crash_lists_what_the_rerun_deletes(kit, tmp_path, scena
     copy = tmp_path / "copy"
     shutil.copytree(base, copy)
     with pytest.raises(kit.Crash):
-        expire_snapshots(
-            context_with_io(copy, kit.CrashingIO(crash_at_delete=8)), **SETTINGS, now_ms=FAR_FUTURE_MS
-        )
+        expire_snapshots(context_with_io(copy, kit.CrashingIO(crash_at_delete=8)), **SETTINGS, now_ms=FAR_FUTURE_MS)
     ctx = Table.open(str(copy)).context
     assert len(list_journals(ctx)) == 1
     dry = expire_snapshots(ctx, **SETTINGS, dry_run=True, now_ms=FAR_FUTURE_MS)
@@ -145,8 +141,13 @@ def test_rerun_counts_the_journal_against_the_limit(kit, tmp_path) -> None:
         table.append(kit.rows(2))
     root = kit.root(table)
     with pytest.raises(kit.Crash):
-        expire_snapshots(context_with_io(root, kit.CrashingIO(crash_at_delete=2)), retain_min=1, time_retained=0,
-                         limit=3, now_ms=FAR_FUTURE_MS)
+        expire_snapshots(
+            context_with_io(root, kit.CrashingIO(crash_at_delete=2)),
+            retain_min=1,
+            time_retained=0,
+            limit=3,
+            now_ms=FAR_FUTURE_MS,
+        )
     again = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=3, now_ms=FAR_FUTURE_MS)
     assert again.expired_snapshot_ids[-1] == 3 and set(again.expired_snapshot_ids) <= {1, 2, 3}
     assert [s.id for s in table.snapshots()] == list(range(4, 11))
@@ -156,7 +157,10 @@ def crash_after_journal(kit, table: Table) -> Path:
     with pytest.raises(kit.Crash):
         expire_snapshots(
             context_with_io(kit.root(table), kit.CrashingIO(crash_at_delete=1)),
-            retain_min=1, time_retained=0, limit=100, now_ms=FAR_FUTURE_MS,
+            retain_min=1,
+            time_retained=0,
+            limit=100,
+            now_ms=FAR_FUTURE_MS,
         )
     journals = list_journals(table.context)
     assert len(journals) == 1
@@ -181,8 +185,15 @@ def test_unreadable_journal_stops_before_deleting(kit) -> None:
     assert files_under(kit.root(table)) == before
 
 
-@pytest.mark.parametrize("field, bad", [("manifests", "schema/schema-0"), ("dataFiles", "../../etc/passwd"),
-                                        ("snapshotFiles", "snapshot/LATEST"), ("tagFiles", "/abs/tag-x")])
+@pytest.mark.parametrize(
+    "field, bad",
+    [
+        ("manifests", "schema/schema-0"),
+        ("dataFiles", "../../etc/passwd"),
+        ("snapshotFiles", "snapshot/LATEST"),
+        ("tagFiles", "/abs/tag-x"),
+    ],
+)
 def test_tampered_journal_is_refused(kit, field, bad) -> None:
     table = small(kit)
     journal = crash_after_journal(kit, table)

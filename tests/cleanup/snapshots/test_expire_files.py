@@ -24,11 +24,7 @@ def expire(kit, table: Table, **kwargs):
 
 def data_paths(table: Table, snapshot_id: int, part: int | None = None) -> set[str]:
     root = table.context.layout.root + "/"
-    return {
-        f.path[len(root) :]
-        for f in table.files(snapshot_id)
-        if part is None or f.partition["part"] == part
-    }
+    return {f.path[len(root) :] for f in table.files(snapshot_id) if part is None or f.partition["part"] == part}
 
 
 def assert_exact(kit, table: Table, before: set[str], result) -> None:
@@ -164,10 +160,21 @@ def test_dry_run_lists_exactly_what_the_real_run_deletes(kit, tmp_path) -> None:
     real = expire(kit, table, retain_min=2)
     assert not real.dry_run
     assert sorted(dry.deleted_paths) == sorted(real.deleted_paths)
-    assert (dry.expired_snapshot_ids, dry.deleted_data_files, dry.deleted_manifests, dry.deleted_manifest_lists,
-            dry.deleted_bytes, dry.earliest_snapshot) == (
-        real.expired_snapshot_ids, real.deleted_data_files, real.deleted_manifests, real.deleted_manifest_lists,
-        real.deleted_bytes, real.earliest_snapshot)
+    assert (
+        dry.expired_snapshot_ids,
+        dry.deleted_data_files,
+        dry.deleted_manifests,
+        dry.deleted_manifest_lists,
+        dry.deleted_bytes,
+        dry.earliest_snapshot,
+    ) == (
+        real.expired_snapshot_ids,
+        real.deleted_data_files,
+        real.deleted_manifests,
+        real.deleted_manifest_lists,
+        real.deleted_bytes,
+        real.earliest_snapshot,
+    )
 
 
 def test_dry_run_on_a_copy_matches(kit, tmp_path) -> None:

@@ -76,8 +76,9 @@ def test_limit_caps_each_run(kit) -> None:
 
 
 def test_table_options_are_the_defaults(kit) -> None:
-    table = history(kit, 8, **{"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms",
-                               "snapshot.expire.limit": "4"})
+    table = history(
+        kit, 8, **{"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms", "snapshot.expire.limit": "4"}
+    )
     result = expire_snapshots(table.context, now_ms=FAR_FUTURE_MS)
     assert result.expired_snapshot_ids == (1, 2, 3, 4)
     result = expire_snapshots(table.context, limit=50, now_ms=FAR_FUTURE_MS)  # a per-call override
@@ -135,8 +136,9 @@ def test_gap_in_ids_never_stalls(kit) -> None:
         f"manifest/{gone.base_manifest_list}",
         f"manifest/{gone.delta_manifest_list}",
     }
-    assert expire_snapshots(table.context, retain_min=1, time_retained=0, limit=100,
-                            now_ms=FAR_FUTURE_MS).expired_snapshot_ids == (10, 11)
+    assert expire_snapshots(
+        table.context, retain_min=1, time_retained=0, limit=100, now_ms=FAR_FUTURE_MS
+    ).expired_snapshot_ids == (10, 11)
 
 
 def test_wide_gap_with_a_small_limit_moves_on(kit) -> None:

@@ -54,8 +54,13 @@ def test_data_source_and_read_native_hide_expired_rows(spark: Any, tmp_path: Pat
 @pytest.mark.parametrize("name", sorted(TYPES))
 def test_the_spark_condition_keeps_exactly_what_the_arrow_rule_keeps(spark: Any, name: str) -> None:
     arrow_type, value = TYPES[name]
-    root = {"int": "INT", "bigint": "BIGINT", "timestamp": "TIMESTAMP", "timestamp_ltz": "TIMESTAMP_LTZ",
-            "date": "DATE"}[name]
+    root = {
+        "int": "INT",
+        "bigint": "BIGINT",
+        "timestamp": "TIMESTAMP",
+        "timestamp_ltz": "TIMESTAMP_LTZ",
+        "date": "DATE",
+    }[name]
     now = dt.datetime(2026, 3, 10, 12, 34, 56, 789000)
     ttl = RecordTTL(1, "ts", root, 30 * 86_400_000, int((now - dt.datetime(1970, 1, 1)).total_seconds() * 1000))
     cutoff = now - dt.timedelta(days=30)
@@ -63,8 +68,13 @@ def test_the_spark_condition_keeps_exactly_what_the_arrow_rule_keeps(spark: Any,
     values = [value(m) for m in moments] + [None]
     data = pa.table({"id": list(range(len(values))), "ts": pa.array(values, arrow_type)})
     expected = [i for i, keep in enumerate(ttl.keep_mask(data.column("ts")).to_pylist()) if keep]
-    ddl = {"int": "int", "bigint": "bigint", "timestamp": "timestamp_ntz", "timestamp_ltz": "timestamp",
-           "date": "date"}[name]
+    ddl = {
+        "int": "int",
+        "bigint": "bigint",
+        "timestamp": "timestamp_ntz",
+        "timestamp_ltz": "timestamp",
+        "date": "date",
+    }[name]
     frame = spark.createDataFrame(list(enumerate(values)), f"id long, ts {ddl}")
     got = sorted(r.id for r in frame.where(keep_condition(ttl)).collect())
     assert got == expected and 0 not in got and len(values) - 1 in got
