@@ -25,7 +25,7 @@ from support.erase_tables import (
 )
 from support.tables import FAR_FUTURE_MS
 
-from tableformat.errors import ArgumentError
+from tableformat.errors import ArgumentError, ValidationError
 from tableformat.model.snapshot import Consumer
 from tableformat.table import Table
 
@@ -265,3 +265,14 @@ def test_nothing_matching_commits_nothing(events: Table) -> None:
     result = events.erase("user_id = 999")
     assert result.snapshot_id is None and result.erased_rows == 0 and result.rewritten_paths == ()
     assert events.latest_snapshot().id == 5
+
+
+def test_the_deadline_comes_from_erase_deadline_or_the_override(tmp_path: Path) -> None:
+    table = events_table(tmp_path / "t", STANDARD_APPENDS, **{"erase.deadline": "7 d"})
+    result = table.erase("user_id = 1", now_ms=1_000)
+    assert result.deadline_ms == 1_000 + 7 * 86_400_000
+    assert table.latest_snapshot().properties["tablefmt.erase.deadline-ms"] == str(1_000 + 7 * 86_400_000)
+    override = table.erase("user_id = 2", deadline="1h", now_ms=1_000)
+    assert override.deadline_ms == 1_000 + 3_600_000
+    with pytest.raises(ValidationError, match=r"deadline \(erase.deadline\)"):
+        table.erase("user_id = 3", deadline="-1d")
