@@ -45,7 +45,7 @@ class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
         return plan_erase(ctx, config, now_ms)
 
     def changes(self, plan: ErasePlan) -> bool:
-        return True  # a purge may change the table even when no live file matches
+        return bool(plan.files) or plan.config.purge  # a purge may expire snapshots even when no live file matches
 
     def preview(self, ctx: TableContext, plan: ErasePlan) -> EraseResult:
         return planned_result(ctx, plan)
