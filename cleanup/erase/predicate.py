@@ -312,15 +312,40 @@ def keys_filter(path: str, key: str, schema: TableSchema) -> EraseFilter:
         ) from None
     keys = pc.unique(typed.drop_null() if hasattr(typed, "drop_null") else pc.drop_null(typed))
     keys = keys.take(pc.sort_indices(keys))
-    field = pc.field(column)
-    prune = None if len(keys) == 0 else (field >= keys[0]) & (field <= keys[len(keys) - 1])
     return EraseFilter(
         description=f"keys of {path} ({column}={file_column}, {len(keys)} key(s))",
         columns=(column,),
-        prune=prune if prune is not None else pa.scalar(False) == pa.scalar(True),  # no keys: nothing matches
+        prune=key_ranges(pc.field(column), keys),
         key_column=column,
         keys=keys,
     )
+
+
+PRUNE_RANGES = 16
+"""Ranges of keys that prune files at most: keys clustered in a few places of a large key space prune to the files
+holding those places, whatever the number of keys."""
+
+
+def key_ranges(field: pc.Expression, keys: pa.Array, limit: int = PRUNE_RANGES) -> pc.Expression:
+    """An expression true for every key of the sorted ``keys``: an OR of at most ``limit`` ranges, split at the
+    largest gaps between consecutive keys (numbers), else into runs of equal counts. No keys: false."""
+    count = len(keys)
+    if count == 0:
+        return pc.scalar(False)
+    if count <= limit:
+        starts = list(range(count))
+    elif pa.types.is_integer(keys.type) or pa.types.is_floating(keys.type):
+        gaps = pc.subtract(keys.slice(1).cast(pa.float64()), keys.slice(0, count - 1).cast(pa.float64()))
+        widest = pc.select_k_unstable(gaps, k=limit - 1, sort_keys=[("dummy", "descending")])
+        starts = [0, *sorted(int(i) + 1 for i in widest.to_pylist())]
+    else:
+        starts = [i * count // limit for i in range(limit)]
+    ends = [*(start - 1 for start in starts[1:]), count - 1]
+    ranges = [field == keys[a] if a == b else (field >= keys[a]) & (field <= keys[b]) for a, b in zip(starts, ends)]
+    result = ranges[0]
+    for term in ranges[1:]:
+        result = result | term
+    return result
 
 
 def _cast_keys(raw: pa.ChunkedArray, dtype: pa.DataType) -> pa.Array:
@@ -337,7 +362,6 @@ def erase_filter(
 ) -> EraseFilter:
     """The filter an erase was given: exactly one of ``where`` (SQL text, or a pyarrow expression from Python) and
     ``keys_file`` with ``key``; ArgumentError otherwise."""
-    _comparisons()
     if (where is None) == (keys_file is None):
         raise ArgumentError("erase needs exactly one of {where} and {keys_file}", where=("...", "--where SQL"),
                             keys_file=("...", "--keys-file FILE"))  # fmt: skip
@@ -347,6 +371,7 @@ def erase_filter(
                                 key=("'COL'", "--key COL[=FILECOL]"))  # fmt: skip
         return keys_filter(keys_file, key, schema)
     if isinstance(where, str):
+        _comparisons()  # sqlglot is imported here: a keys file never loads it
         return where_filter(where, schema)
     return expression_filter(where, schema)
 
