@@ -34,7 +34,7 @@ from ..rewrite import (
     run_replanning,
 )
 from ..snapshots import SNAPSHOT_EXPIRATION, ExpireResult
-from .pins import Pin, RootFiles
+from .pins import Pin, RootFiles, pins_text
 from .plan import EraseConfig, ErasePlan, held_matches, live_names_of, plan_erase
 from .result import EraseResult
 
@@ -180,7 +180,8 @@ def _race_notes(rounds: int) -> tuple[str, ...]:
 def _notes(replans: tuple[str, ...], purge: Purge, pins: Sequence[Pin], deadline: int | None) -> tuple[str, ...]:
     notes = [*replans, *purge.notes]
     if deadline is not None:
-        holders = ", ".join(pin.text() for pin in pins[:5]) + (", ..." if len(pins) > 5 else "")
+        texts = pins_text(pins)
+        holders = ", ".join(texts[:5]) + (", ..." if len(texts) > 5 else "")
         notes.append(
             f"erased rows are still held by {holders}; erase.deadline: they must be gone by {iso_from_ms(deadline)} "
             "(erase --purge expires the snapshots; tags and branches must be deleted by their owners)"

@@ -99,5 +99,20 @@ def holding_roots(ctx: TableContext, file_names: Collection[str]) -> dict[Pin, f
     return RootFiles(ctx).holding(file_names)
 
 
+def pins_text(pins: Sequence[Pin]) -> list[str]:
+    """The pins as text lines, runs of consecutive snapshots as one (``snapshots 1..200``)."""
+    lines: list[str] = []
+    ids = sorted(p.snapshot_id for p in pins if p.kind == "snapshot" and p.snapshot_id is not None)
+    start = previous = None
+    for snapshot_id in [*ids, None]:
+        if start is not None and (snapshot_id is None or previous is None or snapshot_id != previous + 1):
+            lines.append(f"snapshot {start}" if start == previous else f"snapshots {start}..{previous}")
+            start = None
+        if start is None:
+            start = snapshot_id
+        previous = snapshot_id
+    return lines + [pin.text() for pin in pins if pin.kind != "snapshot"]
+
+
 def pins_json(pins: Sequence[Pin]) -> list[dict[str, Any]]:
     return [pin.to_json() for pin in pins]

@@ -9,7 +9,7 @@ from tableformat.units import human_bytes, time_pair
 
 from ..kernel import OperationResult
 from ..kernel.result import shown_paths
-from .pins import Pin, pins_json
+from .pins import Pin, pins_json, pins_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,7 +68,7 @@ class EraseResult(OperationResult):
                 f"{purged} {len(self.purged_snapshot_ids)} snapshot(s), {len(self.deleted_paths)} file(s), "
                 f"{human_bytes(self.deleted_bytes)}"
             )
-        lines += [f"still held by {pin.text()}" for pin in self.pinned_by]
+        lines += [f"still held by {text}" for text in pins_text(self.pinned_by)]
         lines += [f"skipped {path}: {reason}" for path, reason in self.skipped_files]
         return tuple(lines + [f"note: {note}" for note in self.notes])
 

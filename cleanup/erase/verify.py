@@ -17,7 +17,7 @@ from tableformat.context import TableContext
 from tableformat.lazy_module import lazy_module
 from tableformat.units import time_pair
 
-from .pins import Pin, holding_roots, pins_json
+from .pins import Pin, holding_roots, pins_json, pins_text
 from .predicate import EraseFilter
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class VerifyResult:
         ]
         lines += [f"  {path}: {count} row(s)" for path, count in self.matched_files]
         lines += [f"unreadable {path}: {reason}" for path, reason in self.unreadable]
-        lines += [f"still held by {pin.text()}" for pin in self.pinned_by]
+        lines += [f"still held by {text}" for text in pins_text(self.pinned_by)]
         return tuple(lines)
 
 
