@@ -35,7 +35,7 @@ from ..rewrite import (
 )
 from ..snapshots import SNAPSHOT_EXPIRATION, ExpireResult
 from .pins import Pin, RootFiles, pins_text
-from .plan import EraseConfig, ErasePlan, held_matches, live_names_of, plan_erase
+from .plan import EraseConfig, ErasePlan, held_matches, plan_erase
 from .result import EraseResult
 
 COMMIT_USER_PREFIX = "tablefmt-erase-"
@@ -125,8 +125,9 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
         if keep_from is not None:
             purge = purge_through(ctx, keep_from, plan.now_ms, progress, dry_run=False)
     roots = RootFiles(ctx)
-    live = live_names_of(ctx, ctx.store.latest_snapshot_id())
-    held = held_matches(ctx, config.filter, roots, live, known={e.file.file_name for e in outcome.replaced})
+    held = held_matches(
+        ctx, config.filter, roots, roots.latest_names(), known={e.file.file_name for e in outcome.replaced}
+    )
     pins = list(roots.holding(held))
     lost = tuple(i for p in plans for i in p.lost_races) + lost_rewriting
     return EraseResult(
@@ -196,8 +197,8 @@ def planned_result(ctx: TableContext, plan: ErasePlan) -> EraseResult:
     changes which manifests the latest snapshot shares.)"""
     config = plan.config
     roots = RootFiles(ctx)
-    live = live_names_of(ctx, plan.base_snapshot_id)
-    names = held_matches(ctx, config.filter, roots, live, known={f.entry.file.file_name for f in plan.files})
+    planned = {f.entry.file.file_name for f in plan.files}
+    names = held_matches(ctx, config.filter, roots, roots.latest_names(), known=planned)
     holders = roots.holding(names)
     pins = list(holders)
     purge = Purge()

@@ -129,11 +129,3 @@ def held_matches(
         if row_filter.count(table):
             found.add(entry.file.file_name)
     return found
-
-
-def live_names_of(ctx: TableContext, snapshot_id: int | None) -> set[str]:
-    """The data file names of a snapshot's live files (none for no snapshot)."""
-    if snapshot_id is None:
-        return set()
-    snapshot = ctx.store.read_snapshot(snapshot_id)
-    return {e.file.file_name for e in live_entries(ctx.store, snapshot, ctx.partition_codec(), None, 1)}
