@@ -23,7 +23,7 @@ from support.erase_tables import (
     live_files,
     parquet_names_under,
 )
-from support.tables import FAR_FUTURE_MS
+from support.tables import FAR_FUTURE_MS, branch_from_snapshot
 
 from tableformat.errors import ArgumentError, ValidationError
 from tableformat.model.snapshot import Consumer
@@ -276,3 +276,20 @@ def test_the_deadline_comes_from_erase_deadline_or_the_override(tmp_path: Path) 
     assert override.deadline_ms == 1_000 + 3_600_000
     with pytest.raises(ValidationError, match=r"deadline \(erase.deadline\)"):
         table.erase("user_id = 3", deadline="-1d")
+
+
+def test_pins_follow_compactions_expired_snapshots_and_branches(tmp_path: Path) -> None:
+    table = events_table(tmp_path / "t", STANDARD_APPENDS, **{"compaction.min.file-num": "2"})
+    table.maintenance.compact()  # snapshot 6: days 0 and 1 merged (DELETE entries in its delta)
+    table.append(event_rows([50], 3, seq=7))  # snapshot 7
+    table.maintenance.expire_snapshots(retain_min=5, retain_max=5)  # snapshots 3..7 stay: the walk starts at 3
+    branch_from_snapshot(Path(table.location), "audit", 4)  # the branch holds snapshot 4's files
+    result = table.erase("user_id IN (13, 50)")
+    # user 13 lived in day 0's second file (snapshots 3..5), then in the merged file (6, 7); user 50 in 7 only
+    assert [p.text() for p in result.pinned_by] == [
+        *(f"snapshot {i}" for i in (3, 4, 5, 6, 7)),
+        "branch audit snapshot 4 (snapshot 4)",
+    ]
+    assert result.erased_rows == 2
+    check = table.maintenance.verify_erasure("user_id IN (13, 50)")
+    assert check.matches == 3 and {p.text() for p in check.pinned_by} == {p.text() for p in result.pinned_by}
