@@ -23,6 +23,7 @@ from tableformat.cli.common import (
     storage_option_flag,
 )
 from tableformat.cli.demo_command import demo
+from tableformat.cli.erase_command import erase
 from tableformat.cli.expire_command import expire
 from tableformat.cli.inspect_commands import describe, files, partitions, snapshots
 from tableformat.cli.maintain_command import maintain
@@ -224,6 +225,7 @@ def drop_partition(table: str, partitions: tuple[str, ...], as_json: bool, stora
 
 
 cli.add_command(demo)
+cli.add_command(erase)
 cli.add_command(expire)
 cli.add_command(remove_orphans)
 cli.add_command(check)

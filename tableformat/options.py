@@ -424,6 +424,18 @@ COMPACTION_COMMIT_MAX_FILES = _register(
         minimum=1,
     )
 )
+ERASE_DEADLINE = _register(
+    Option(
+        "erase.deadline",
+        DURATION,
+        30 * 86_400_000,
+        "tablefmt only (not a Paimon option). How long after an `erase` the files that held the erased rows may "
+        "stay on storage, kept by older snapshots (the undo window): `erase --purge` removes them at once; without "
+        "it the erasure reports the time by which they must be gone (default 30 d: GDPR's one month). Tags and "
+        "branches that hold erased rows are named, never removed.",
+        minimum=0,
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.cleanup.after_commit import run_after_commit
+from tableformat.cleanup.erase import EraseResult
 from tableformat.cleanup.kernel import OperationResult
 from tableformat.clock import resolve_now, system_clock
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
@@ -494,6 +495,11 @@ class Table(TableReaders):
     def maintenance(self) -> TableMaintenance:
         """Every registered maintenance operation of this table (``maintenance.run(name, ...)``)."""
         return TableMaintenance(self._ctx)
+
+    def erase(self, where: Any, **kwargs: Any) -> EraseResult:
+        """Erase the rows ``where`` matches (SQL text or a pyarrow compute expression); ``table.maintenance.erase``
+        with the filter given first (``purge=True``, ``dry_run=True``, ...). See docs/erase.md."""
+        return self.maintenance.erase(where, **kwargs)
 
     # One-line deprecated aliases of table.maintenance.<operation> (keyword arguments only).
     expire_snapshots = deprecated_alias("expire_snapshots")

@@ -87,6 +87,9 @@ def every_command(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     yield "expire-partitions", _cli("expire-partitions", at, "--json")
     yield "remove-orphans", _cli("remove-orphans", at, "--older-than", "1 h", "--json")
     yield "expire", _cli("expire", at, "--json")
+    yield "erase", _cli("erase", at, "--where", "id < 3", "--purge", "--dry-run", "--json")
+    yield "erase", _cli("erase", at, "--where", "id < 3", "--json")
+    yield "erase --verify", _cli("erase", at, "--verify", "--where", "id = -1", "--json")  # certified: exit 0
     yield "rollback", _cli("rollback", at, "--to-tag", "kept", "--dry-run", "--json")
     yield "tag delete", _cli("tag", "delete", at, "kept", "--json")
     yield "schema add-column", _cli("schema", "add-column", at, "region", "VARCHAR(8)", "--comment", "where", "--json")
