@@ -1,0 +1,121 @@
+"""The audit record of a maintenance run (tableformat/audit.py, docs/audit.md), made from the run's ledger.
+
+:func:`audited` wraps the execution of one run in ``run_operation``: it opens a :func:`~.ledger.recording` (nested
+in the maintainer's, which still gets every note), and when the run ends, returned or raised, turns what the
+ledger noted into the run's record: every file the :class:`~.deleter.Deleter` confirmed deleted (state
+``deleted``), and every file a snapshot the run committed took out of the table (the DELETE entries of its delta
+manifests: compaction's and record expiry's replaced files, expired partitions; state ``retired``), each with the
+reason the operation gives (:meth:`Operation.audit_reasons`). The record is written past any lease guard (it is
+not table data, like the claim), and never turns a finished run into a failed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from tableformat.audit import RunRecord, prune_audit
+from tableformat.clock import system_clock
+from tableformat.context import TableContext
+from tableformat.data_paths import DataPaths
+from tableformat.errors import TableFormatError
+from tableformat.io.forwarding import ForwardingFileIO
+from tableformat.io.guarded import GuardedFileIO
+from tableformat.model.audit import COMPLETED, FAILED, RETIRED
+from tableformat.model.manifest import FileKind
+from tableformat.store import MetadataStore
+
+from .ledger import CommitNotingFileIO, Ledger, recording
+
+Reasons = Callable[[str], str]
+"""Why a file (path relative to the table root) went, in one line."""
+
+
+def unguarded(store: MetadataStore) -> MetadataStore:
+    """The store past a maintainer's lease guard (claims and audit records are not table data)."""
+    return store.through(store.io.inner) if isinstance(store.io, GuardedFileIO) else store
+
+
+class AuditedRun:
+    """The record being made of one run, and the reasons its operation gives once planned."""
+
+    def __init__(self, record: RunRecord) -> None:
+        self.record = record
+        self.reasons: Reasons = lambda path: record.operation
+        self.retired: Sequence[tuple[str, int]] | None = None
+        """What the finished run retired, as its operation reports it; None: read from the run's commits."""
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    def noting(self, ctx: TableContext) -> TableContext:
+        """``ctx`` whose snapshot creations are noted in the run's ledger (the maintainer's IO notes them already)."""
+        io = ctx.io
+        while isinstance(io, ForwardingFileIO):
+            if isinstance(io, CommitNotingFileIO):
+                return ctx
+            io = io.inner
+        return ctx.with_io(CommitNotingFileIO(ctx.io, ctx.layout))
+
+
+@contextmanager
+def audited(
+    operation: str,
+    ctx: TableContext,
+    overrides: Mapping[str, Any] | None,
+    now_ms: int,
+    *,
+    prunes: bool = False,
+) -> Iterator[AuditedRun]:
+    """Record the run executed inside (see the module docstring). ``prunes``: also prune the ledger by
+    ``maintenance.audit.time-retained`` once recorded (snapshot expiration does, as part of a table's maintenance)."""
+    began = system_clock()
+    clock = lambda: now_ms + system_clock() - began  # noqa: E731 - the run's time: its now plus what has passed
+    record = RunRecord(operation, ctx.options, overrides, started_ms=now_ms, clock=clock)
+    run = AuditedRun(record)
+    store = unguarded(ctx.store)
+    outcome, detail = COMPLETED, ""
+    with recording() as ledger:
+        try:
+            yield run
+        except BaseException as exc:
+            outcome, detail = FAILED, " ".join(str(exc).split())[:500] or type(exc).__name__
+            raise
+        finally:
+            if record.enabled:
+                _rows(run, ledger, store)
+                record.write(store, outcome, detail)
+                if prunes and record.written:
+                    prune_audit(store, ctx.options, now_ms)
+
+
+def _rows(run: AuditedRun, ledger: Ledger, store: MetadataStore) -> None:
+    deleted, committed = ledger.changes()
+    run.record.add_all(deleted, run.reasons)
+    if run.retired is not None:
+        run.record.add_all(run.retired, run.reasons, RETIRED)
+        return
+    for snapshot_id in committed:  # a run stopped midway: what its commits took out, read back
+        for path, size in retired_files(store, snapshot_id):
+            run.record.add(path, size, f"{run.reasons(path)}; replaced in snapshot {snapshot_id}", RETIRED)
+
+
+def retired_files(store: MetadataStore, snapshot_id: int) -> list[tuple[str, int]]:
+    """(path, bytes) of the files snapshot ``snapshot_id`` took out of the table: its delta's DELETE entries (files
+    with an external path are named by their file name). [] when it cannot be read (logged by the caller's
+    record: it then lists the deletions only)."""
+    try:
+        snapshot = store.read_snapshot(snapshot_id)
+        schema = store.read_schema(snapshot.schema_id)
+        paths = DataPaths(schema, store.partition_codec(schema))
+        found = []
+        for meta in store.read_manifest_list(snapshot.delta_manifest_list):
+            for entry in store.read_manifest(meta.file_name):
+                if entry.kind == FileKind.DELETE:
+                    where = entry.file.external_path or paths.of_entry(entry)
+                    found.append((where, entry.file.file_size))
+        return found
+    except (TableFormatError, OSError):
+        return []
