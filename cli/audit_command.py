@@ -44,8 +44,10 @@ def audit(
         if not events:
             say(f"no run recorded anything about {path}")
             return
-        rows = [(iso_time(e.time_ms), e.run.operation, e.file.state, e.run.run_id, e.file.reason) for e in events]
-        print_table(("time", "operation", "state", "run", "reason"), rows, fold=("reason",))
+        for e in events:
+            what = f"{e.file.state} by {e.run.operation} ({human_bytes(e.file.size)})"
+            say(f"{iso_time(e.time_ms)}  {what}, run {e.run.run_id}")
+            say(f"  {e.file.reason}")
         return
     runs = opened.audit(since=since, run_id=run_id)
     if as_json:

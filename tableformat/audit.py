@@ -37,6 +37,7 @@ from tableformat.model.audit import (
     CRASHED,
     DELETED,
     FAILED,
+    UNFINISHED,
     AuditFile,
     AuditRun,
     FileColumns,
@@ -101,9 +102,10 @@ class RunRecord:
             self.files.add(path, size, reason_of(path), state)
 
     def write(self, store: MetadataStore, outcome: str = COMPLETED, detail: str = "") -> bool:
-        """Create the record (once) when the run deleted or retired anything and the ledger is on; True when
-        created. Never raises: a record that cannot be written is logged (the run's own outcome stands)."""
-        if self.written or not self.enabled or not len(self.files):
+        """Create the record (once) when the ledger is on and the run deleted or retired anything or did not
+        complete (it may have deleted what the store did not confirm); True when created. Never raises: a record
+        that cannot be written is logged (the run's own outcome stands)."""
+        if self.written or not self.enabled or not (len(self.files) or outcome != COMPLETED):
             return False
         run = AuditRun(
             run_id=self.run_id,
@@ -117,10 +119,13 @@ class RunRecord:
             options=self.options,
             overrides=self.overrides,
         )
-        try:
-            self.written = store.write_audit_record(run, self.files)
-        except Exception as exc:  # a ledger failure never turns a done run into a failed one
-            log.warning("could not write the audit record of run %s (%s): %s", self.run_id, self.operation, exc)
+        for attempt in range(2):  # once more after a transient failure (the create is conditional: never twice)
+            try:
+                self.written = store.write_audit_record(run, self.files)
+                break
+            except Exception as exc:  # a ledger failure never turns a done run into a failed one
+                if attempt:
+                    log.warning("could not write the audit record of run %s (%s): %s", self.run_id, self.operation, exc)
         return self.written
 
 
@@ -263,8 +268,9 @@ def _selected(store: MetadataStore, query: AuditQuery) -> list[str]:
 
 
 def audit_runs(store: MetadataStore, query: AuditQuery) -> list[AuditRunSummary]:
-    """The runs recorded (oldest first), from their records' footers. An unreadable record is left out and named
-    in ``query.notes``."""
+    """The runs recorded (oldest first), from their records' footers, and the runs that hold a claim without a
+    record yet (outcome ``unfinished``: running, or crashed and not noticed yet). An unreadable record is left out
+    and named in ``query.notes``."""
     found = []
     for name in _selected(store, query):
         try:
@@ -274,6 +280,35 @@ def audit_runs(store: MetadataStore, query: AuditQuery) -> list[AuditRunSummary]
             continue
         if run is not None:
             found.append(AuditRunSummary(run, crash_noted=name.endswith(AUDIT_CRASHED_SUFFIX)))
+    recorded = {summary.run.run_id for summary in found}
+    found += [s for s in _unfinished(store, query) if s.run.run_id not in recorded]
+    return sorted(found, key=lambda summary: summary.run.run_id)
+
+
+def _unfinished(store: MetadataStore, query: AuditQuery) -> list[AuditRunSummary]:
+    """Runs whose claim is present and whose record is not (their claim's owner is their run id)."""
+    found = []
+    for kind, owner in store.claim_names():
+        if started_ms_of(owner) is None or not query.selects(owner) or store.audit_record_exists(owner):
+            continue
+        try:
+            claim = store.read_claim(kind, owner)
+        except CorruptMetadataError:
+            continue
+        if claim is None:
+            continue
+        run = AuditRun(
+            run_id=owner,
+            operation=claim.operation,
+            started_ms=started_ms_of(owner) or claim.acquired_ms,
+            finished_ms=None,
+            outcome=UNFINISHED,
+            detail=f"no record yet: still running, or crashed (its claim lapses at {iso(claim.expires_ms)}; the "
+            "next run that takes a claim then records it as crashed)",
+            host=claim.host,
+            pid=claim.pid,
+        )
+        found.append(AuditRunSummary(run))
     return found
 
 

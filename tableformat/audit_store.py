@@ -57,6 +57,13 @@ class AuditStore:
             except OSError:
                 raise StorageError(f"could not tell whether the audit record {self.io.url(path)} was written") from None
 
+    def audit_record_exists(self, run_id: str) -> bool:
+        """Whether run ``run_id`` has a record (its own or a crash note)."""
+        return any(
+            self.io.file_exists(self.layout.audit_file(audit_record_name(run_id, crashed=crashed)))
+            for crashed in (False, True)
+        )
+
     def read_audit_run(self, name: str) -> AuditRun | None:
         """The run of record ``name`` (its footer only); None when it is gone. CorruptMetadataError when unreadable."""
         path = self.layout.audit_file(name)

@@ -38,13 +38,32 @@ def unguarded(store: MetadataStore) -> MetadataStore:
 
 
 class AuditedRun:
-    """The record being made of one run, and the reasons its operation gives once planned."""
+    """The record being made of one run, the reasons its operation gives, and what it retired."""
 
-    def __init__(self, record: RunRecord) -> None:
+    def __init__(self, record: RunRecord, ctx: TableContext, now_ms: int) -> None:
         self.record = record
+        self.ctx = ctx
+        self.now_ms = now_ms
         self.reasons: Reasons = lambda path: record.operation
         self.retired: Sequence[tuple[str, int]] | None = None
         """What the finished run retired, as its operation reports it; None: read from the run's commits."""
+        self.failures: tuple[str, ...] = ()
+
+    @classmethod
+    def start(cls, operation: str, ctx: TableContext, overrides: Mapping[str, Any] | None, now_ms: int) -> AuditedRun:
+        """A run of ``operation`` starting at ``now_ms`` (its record's times: that, plus the time that passes)."""
+        began = system_clock()
+
+        def clock() -> int:
+            return now_ms + system_clock() - began
+
+        return cls(RunRecord(operation, ctx.options, overrides, started_ms=now_ms, clock=clock), ctx, now_ms)
+
+    def finished(self, failures: Sequence[str], retired: Sequence[tuple[str, int]]) -> None:
+        """The run returned: what it could not do (its deletes whose outcome is unknown: the record's outcome is
+        then ``failed``) and what its commits retired."""
+        self.failures = tuple(failures)
+        self.retired = retired
 
     @property
     def run_id(self) -> str:
@@ -59,36 +78,29 @@ class AuditedRun:
             io = io.inner
         return ctx.with_io(CommitNotingFileIO(ctx.io, ctx.layout))
 
-
-@contextmanager
-def audited(
-    operation: str,
-    ctx: TableContext,
-    overrides: Mapping[str, Any] | None,
-    now_ms: int,
-    *,
-    prunes: bool = False,
-) -> Iterator[AuditedRun]:
-    """Record the run executed inside (see the module docstring). ``prunes``: also prune the ledger by
-    ``maintenance.audit.time-retained`` once recorded (snapshot expiration does, as part of a table's maintenance)."""
-    began = system_clock()
-    clock = lambda: now_ms + system_clock() - began  # noqa: E731 - the run's time: its now plus what has passed
-    record = RunRecord(operation, ctx.options, overrides, started_ms=now_ms, clock=clock)
-    run = AuditedRun(record)
-    store = unguarded(ctx.store)
-    outcome, detail = COMPLETED, ""
-    with recording() as ledger:
-        try:
-            yield run
-        except BaseException as exc:
-            outcome, detail = FAILED, " ".join(str(exc).split())[:500] or type(exc).__name__
-            raise
-        finally:
-            if record.enabled:
-                _rows(run, ledger, store)
-                record.write(store, outcome, detail)
-                if prunes and record.written:
-                    prune_audit(store, ctx.options, now_ms)
+    @contextmanager
+    def recording(self, *, prunes: bool = False) -> Iterator[None]:
+        """Record what the block does (see the module docstring). ``prunes``: also prune the ledger by
+        ``maintenance.audit.time-retained`` once recorded (snapshot expiration does, as part of a table's
+        maintenance)."""
+        record = self.record
+        store = unguarded(self.ctx.store)
+        outcome, detail = COMPLETED, ""
+        with recording() as ledger:
+            try:
+                yield
+            except BaseException as exc:
+                outcome, detail = FAILED, " ".join(str(exc).split())[:500] or type(exc).__name__
+                raise
+            finally:
+                if self.failures and outcome == COMPLETED:
+                    outcome = FAILED
+                    detail = f"{len(self.failures)} file(s) not confirmed deleted: {self.failures[0]}"
+                if record.enabled:
+                    _rows(self, ledger, store)
+                    record.write(store, outcome, detail)
+                    if prunes and record.written:
+                        prune_audit(store, self.ctx.options, self.now_ms)
 
 
 def _rows(run: AuditedRun, ledger: Ledger, store: MetadataStore) -> None:

@@ -22,7 +22,7 @@ from tableformat.gc_pause import old_objects_frozen, paused_gc
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.store import MetadataStore
 
-from .audit import audited
+from .audit import AuditedRun
 from .deleter import Progress
 from .result import OperationResult
 
@@ -159,10 +159,7 @@ def run_operation(
         elif not operation.changes(plan):
             result = operation.execute(ctx, plan, config, progress)
         else:
-            with audited(operation.name, ctx, overrides, now, prunes=operation.prunes_audit) as run:
-                run.reasons = operation.audit_reasons(ctx, plan, config)
-                result = _execute_claimed(operation, run.noting(ctx), plan, config, now, progress, run.run_id)
-                run.retired = operation.audit_retired(ctx, plan, result)
+            result = _execute_claimed(operation, ctx, plan, config, now, progress, overrides)
         del plan  # its records go before the collector comes back: it finds no young objects to walk
     return result if result.operation else dataclasses.replace(result, operation=operation.name)
 
@@ -174,12 +171,14 @@ def _execute_claimed(
     config: C,
     now: int,
     progress: Progress | None,
-    run_id: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> R:
     """Execute ``plan`` holding a maintenance claim: a rollback and this run never overlap (docs/reliability.md);
-    TableBusyError, nothing changed, when a rollback holds the table. ``run_id``: the run's audit id, the claim's
-    owner (a claim left behind without a record then names the crashed run)."""
-    claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name, owner=run_id)
+    TableBusyError, nothing changed, when a rollback holds the table. The run's audit record (cleanup/kernel/audit.py)
+    is written before the claim is released, and the claim's owner is the run's id: a claim left behind without a
+    record names the run that crashed."""
+    run = AuditedRun.start(operation.name, ctx, overrides, now)
+    claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name, owner=run.run_id)
 
     def recheck() -> bool:
         return operation.still_valid(ctx, plan)
@@ -188,7 +187,12 @@ def _execute_claimed(
     try:
         if not valid:
             plan = operation.plan(ctx, config, now)
-        return operation.execute(ctx.with_io(GuardedFileIO(ctx.io, claim.check)), plan, config, progress)
+        with run.recording(prunes=operation.prunes_audit):
+            run.reasons = operation.audit_reasons(ctx, plan, config)
+            noting = run.noting(ctx)
+            result = operation.execute(noting.with_io(GuardedFileIO(noting.io, claim.check)), plan, config, progress)
+            run.finished(result.failures(), operation.audit_retired(ctx, plan, result))
+        return result
     finally:
         claim.release()
 

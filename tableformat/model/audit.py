@@ -27,6 +27,9 @@ CRASHED = "crashed"
 """Written by a later run that found this run's claim left behind and no record of it: the process ended without
 recording (killed, power loss). What it deleted is not itemised; rows a later run completed (an expiration journal
 finished) are in that run's record."""
+UNFINISHED = "unfinished"
+"""Never written: how a reader of the ledger shows a run that holds a claim and has no record yet (still running,
+or crashed and not noticed yet)."""
 OUTCOMES = (COMPLETED, FAILED, CRASHED)
 
 

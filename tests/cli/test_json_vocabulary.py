@@ -89,6 +89,17 @@ def every_command(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     yield "expire", _cli("expire", at, "--json")
     yield "rollback", _cli("rollback", at, "--to-tag", "kept", "--dry-run", "--json")
     yield "tag delete", _cli("tag", "delete", at, "kept", "--json")
+    audit = _cli("audit", at, "--json")
+    yield "audit", audit
+    deleted = next(path for path in _deleted_by(at) if path)
+    yield "audit --path", _cli("audit", at, "--path", deleted, "--json")
+    yield "audit", _cli("audit", at, "--since", "1 d", "--run", audit["runs"][0]["run_id"], "--json")
+
+
+def _deleted_by(at: str) -> list[str]:
+    """Paths the ledger of the table at ``at`` records (read with pyarrow as a user would)."""
+    ledger = pq.read_table(str(Path(at) / ".tablefmt" / "audit"))
+    return [p for p in ledger["path"].to_pylist() if p]
 
 
 def banned_keys(value: Any, where: str = "") -> list[str]:

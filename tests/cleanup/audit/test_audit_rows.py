@@ -138,11 +138,12 @@ def test_rollback_records_the_snapshots_and_tags_it_removed(kit) -> None:
     root = kit.root(table)
     size_of = sizes(root, files_under(root))
     table.rollback_to(2)
+    why = "rolled back to snapshot 2"
     assert rows(table) == {
-        "snapshot/snapshot-4": (size_of["snapshot/snapshot-4"], "deleted", "rolled back to snapshot 2: snapshot 4 is newer"),
-        "snapshot/snapshot-3": (size_of["snapshot/snapshot-3"], "deleted", "rolled back to snapshot 2: snapshot 3 is newer"),
-        "tag/tag-late": (size_of["tag/tag-late"], "deleted", "rolled back to snapshot 2: tag late is of snapshot 4"),
-    }  # fmt: skip
+        "snapshot/snapshot-4": (size_of["snapshot/snapshot-4"], "deleted", f"{why}: snapshot 4 is newer"),
+        "snapshot/snapshot-3": (size_of["snapshot/snapshot-3"], "deleted", f"{why}: snapshot 3 is newer"),
+        "tag/tag-late": (size_of["tag/tag-late"], "deleted", f"{why}: tag late is of snapshot 4"),
+    }
     [run] = table.audit()
     assert run.run.operation == "rollback" and run.run.overrides == {"snapshot_id": "2"}
 
@@ -159,9 +160,8 @@ def test_tag_delete_and_drop_partition(kit) -> None:
     assert snapshot is not None
     found = rows(table)
     assert found.pop("tag/tag-t1") == (size_of["tag/tag-t1"], "deleted", "tag t1 of snapshot 1 deleted by hand")
-    assert found == {
-        p: (size, "retired", f"partition part=1 dropped; replaced in snapshot {snapshot.id}") for p, size in part1.items()
-    }
+    why = f"partition part=1 dropped; replaced in snapshot {snapshot.id}"
+    assert found == {p: (size, "retired", why) for p, size in part1.items()}
     assert [r.run.operation for r in table.audit()] == ["tag delete", "drop-partition"]
     assert [s.run.counts.retired_files for s in table.audit()] == [0, len(part1)]
 
