@@ -18,6 +18,10 @@ what expires, not the length of the history): once with ``limit=10`` deciding th
 the backlog, which lists ``snapshot/`` and reads O(log N) snapshots), once with ``snapshot.num-retained.max``
 deciding it.
 
+``--audit N`` (repeatable) instead builds the ``--memory`` table of N data files and times expiring it with the audit
+ledger on and off (``maintenance.audit.enabled``), alternating, on fresh synced copies: the ledger's cost is the
+difference (its record of N + 44 rows is one Parquet file).
+
 Each contender runs ``--repeat`` times (default 3) on fresh copies, synced to disk first (``--no-sync`` skips that:
 then the copies' blocks may not be allocated yet and every unlink, the plain loop's included, is much cheaper);
 the medians are reported.
@@ -249,6 +253,37 @@ def memory_bench(sizes: list[int], work: Path) -> None:
         shutil.rmtree(path)
 
 
+# --- audit mode ------------------------------------------------------------------------------------------------
+def _expire_with_audit(path: Path, enabled: bool) -> tuple[float, int]:
+    ctx = Table.open(str(path)).context.with_options({"maintenance.audit.enabled": "true" if enabled else "false"})
+    start = time.perf_counter()
+    result = expire_snapshots(ctx, retain_min=1, time_retained=0, limit=1_000_000)
+    return time.perf_counter() - start, len(result.deleted_paths)
+
+
+def audit_bench(sizes: list[int], repeat: int, work: Path, sync: bool) -> None:
+    for n_files in sizes:
+        source = work / f"audit-{n_files}"
+        build_synthetic(source, n_files)
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for run in range(repeat):
+            for enabled in (True, False) if run % 2 == 0 else (False, True):
+                copy = work / f"audit-{n_files}-{run}-{enabled}"
+                shutil.copytree(source, copy)
+                if sync:
+                    os.sync()
+                seconds, deleted = _expire_with_audit(copy, enabled)
+                times[enabled].append(seconds)
+                records = list((copy / ".tablefmt" / "audit").glob("*.parquet")) if enabled else []
+                assert len(records) == (1 if enabled else 0), records
+                shutil.rmtree(copy)
+        on, off = _median(times[True]), _median(times[False])
+        print(f"audit: expire {n_files} data files ({deleted} files deleted): ledger on {on:.2f} s, off {off:.2f} s "
+              f"(medians of {repeat}; runs on {', '.join(f'{t:.2f}' for t in times[True])}, off "
+              f"{', '.join(f'{t:.2f}' for t in times[False])}): the ledger adds {100 * (on - off) / off:+.1f} %")
+        shutil.rmtree(source)
+
+
 # --- history mode ----------------------------------------------------------------------------------------------
 class _Counting:
     """Counts a FileIO's metadata calls by kind (reads, listings, existence checks, stats)."""
@@ -329,6 +364,8 @@ def main() -> None:
                         help="Skip os.sync() after copying (the copies' blocks may still be unwritten: cheap unlinks).")
     parser.add_argument("--memory", type=int, action="append", default=[], metavar="N_FILES")
     parser.add_argument("--history", type=int, action="append", default=[], metavar="N_SNAPSHOTS")
+    parser.add_argument("--audit", type=int, action="append", default=[], metavar="N_FILES",
+                        help="Time expiring N data files with the audit ledger on and off.")
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", default=None, help="Where to build tables (default: a temp dir, removed).")
     args = parser.parse_args()
@@ -337,7 +374,9 @@ def main() -> None:
         return
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tablefmt-bench-"))
     try:
-        if args.history:
+        if args.audit:
+            audit_bench(args.audit, max(args.repeat, 5), work, not args.no_sync)
+        elif args.history:
             history_bench(args.history, max(args.repeat, 5), work)
         elif args.memory:
             memory_bench(args.memory, work)

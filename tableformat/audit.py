@@ -44,6 +44,7 @@ from tableformat.model.audit import (
 )
 from tableformat.model.maintain import Claim
 from tableformat.options import AUDIT_ENABLED, AUDIT_TIME_RETAINED, TableOptions
+from tableformat.parallel import bounded_map, executor
 from tableformat.store import MetadataStore
 from tableformat.units import time_pair
 
@@ -312,19 +313,26 @@ def _unfinished(store: MetadataStore, query: AuditQuery) -> list[AuditRunSummary
     return found
 
 
+PATH_READERS = 8
+"""Records read at once for a path question (each read is a footer and, rarely, a row group: pyarrow releases the
+GIL for both, so a ledger of many small records is read in parallel even on local disk)."""
+
+
 def path_events(store: MetadataStore, path: str, query: AuditQuery) -> list[PathEvent]:
     """Every recorded event of the file ``path`` (relative to the table root), oldest run first."""
-    events = []
-    for name in _selected(store, query):
+
+    def events_in(name: str) -> list[PathEvent]:
         try:
             files = store.read_audit_files(name, path)
             run = store.read_audit_run(name) if files else None
         except CorruptMetadataError as exc:
             query.notes.append(f"unreadable audit record: {exc}")
-            continue
-        if run is not None:
-            events += [PathEvent(run, f) for f in files]
-    return events
+            return []
+        return [PathEvent(run, f) for f in files] if run is not None else []
+
+    names = _selected(store, query)
+    with executor(min(PATH_READERS, len(names)), "tablefmt-audit") as pool:
+        return [event for _, found in bounded_map(pool, events_in, names, 4 * PATH_READERS) for event in found]
 
 
 def audit_run_files(store: MetadataStore, run_id: str) -> list[AuditFile]:

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from support.tables import DAY_S, FAR_FUTURE_MS, age_files, audit_files, files_under
 
+from tableformat.cleanup.check import check_table
 from tableformat.cleanup.compaction import compact
 from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cleanup.partitions import expire_partitions
@@ -232,3 +233,41 @@ def test_expiration_prunes_records_older_than_the_retention(kit, retained_days: 
     assert runs == [start + 20 * day, start + 40 * day]  # the first (40 d before the third) went
     remove_orphan_files(table.context, older_than=dt.timedelta(days=1), now_ms=FAR_FUTURE_MS + 365 * day)
     assert [r.run.started_ms for r in table.audit()] == runs  # orphan cleanup never prunes it
+
+
+def test_maintain_records_each_operation_it_runs(tmp_path: Path) -> None:
+    from support.warehouses import FakeClock, make_table
+
+    from tableformat.cleanup.maintainer import Maintainer, MaintainSettings
+
+    root = tmp_path / "wh" / "db.db" / "t"
+    make_table(root, 6, **{"compaction.min.file-num": "2"})
+    [report] = Maintainer([str(tmp_path / "wh")], MaintainSettings(), clock=FakeClock()).run_once()
+    assert report.ok
+    table = Table.open(str(root))
+    recorded = {s.run.operation: s.run.counts for s in table.audit()}
+    ran = {name: result for name, result in report.operations}
+    assert set(recorded) == {"compact", "expire"} <= set(ran)
+    assert recorded["compact"].retired_files == len(ran["compact"].compacted_files)
+    assert recorded["expire"].deleted_files == len(ran["expire"].deleted_paths)
+    for summary in table.audit():
+        assert {f.path for f in table.audit_files(summary.run.run_id) if f.state == "deleted"} == set(
+            ran[summary.run.operation].deleted_paths
+        )
+
+
+def test_orphan_cleanup_and_check_never_see_the_ledger(kit) -> None:
+    table = kit.table()
+    for _ in range(4):
+        table.append(kit.rows(4))
+    expire_snapshots(table.context, **EVERYTHING, now_ms=FAR_FUTURE_MS)
+    root = kit.root(table)
+    records = audit_files(root)
+    assert len(records) == 1
+    age_files(root, 100 * DAY_S)
+    checked = check_table(table.context, older_than=dt.timedelta(days=1))
+    assert checked.skipped_unknown == () and checked.orphan_files == 0 and not checked.missing_files
+    result = remove_orphan_files(table.context, older_than=dt.timedelta(days=1))
+    assert not [p for p in result.deleted_paths if p.startswith(".tablefmt")]
+    assert result.skipped_unknown == ()
+    assert audit_files(root) == records  # and the claim's release left the ledger's directory alone
