@@ -89,7 +89,7 @@ class RunRecord:
         self.clock = clock
         self.started_ms = clock() if started_ms is None else started_ms
         self.run_id = new_run_id(self.started_ms)
-        self.enabled = bool(options.get(AUDIT_ENABLED))
+        self.enabled = options.require(AUDIT_ENABLED)
         self.options = dict(options.raw)
         self.overrides = {k: _text(v) for k, v in (overrides or {}).items() if v is not None}
         self.files = FileColumns()

@@ -73,7 +73,7 @@ class AuditStore:
         except FileNotFoundError:
             return None
         except ValueError as exc:
-            raise CorruptMetadataError(f"{self.io.url(path)}: {exc}") from exc
+            raise CorruptMetadataError(self.io.url(path), str(exc)) from exc
 
     def read_audit_files(self, name: str, path: str | None = None) -> list[AuditFile]:
         """The file rows of record ``name`` (only those of ``path`` when given); [] when it is gone."""
@@ -84,7 +84,7 @@ class AuditStore:
         except FileNotFoundError:
             return []
         except ValueError as exc:
-            raise CorruptMetadataError(f"{self.io.url(where)}: {exc}") from exc
+            raise CorruptMetadataError(self.io.url(where), str(exc)) from exc
 
     def delete_audit_records(self, names: Iterable[str]) -> list[str]:
         """Delete records (listed by this run: they exist); returns the names deleted."""

@@ -1,12 +1,14 @@
 """The audit record of a maintenance run (tableformat/audit.py, docs/audit.md), made from the run's ledger.
 
-:func:`audited` wraps the execution of one run in ``run_operation``: it opens a :func:`~.ledger.recording` (nested
-in the maintainer's, which still gets every note), and when the run ends, returned or raised, turns what the
-ledger noted into the run's record: every file the :class:`~.deleter.Deleter` confirmed deleted (state
-``deleted``), and every file a snapshot the run committed took out of the table (the DELETE entries of its delta
-manifests: compaction's and record expiry's replaced files, expired partitions; state ``retired``), each with the
-reason the operation gives (:meth:`Operation.audit_reasons`). The record is written past any lease guard (it is
-not table data, like the claim), and never turns a finished run into a failed one.
+``run_operation`` starts an :class:`AuditedRun` before it takes the run's claim (whose owner is the run id) and
+executes the plan inside :meth:`AuditedRun.recording`, a :func:`~.ledger.recording` nested in the maintainer's
+(which still gets every note). When the run ends, returned or raised, and before the claim is released, what the
+ledger noted becomes the run's record: every file the :class:`~.deleter.Deleter` confirmed deleted (state
+``deleted``), and every file the run's commits took out of the table (state ``retired``: as the operation reports
+them, :meth:`Operation.audit_retired`; for a run stopped midway, read back from the DELETE entries of the snapshots
+it committed), each with the reason the operation gives (:meth:`Operation.audit_reasons`). A run that raised, or
+whose result names deletes the store did not confirm, is recorded ``failed``. The record is written past any lease
+guard (it is not table data, like the claim), and never turns a finished run into a failed one.
 """
 
 from __future__ import annotations

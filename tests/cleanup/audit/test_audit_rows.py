@@ -246,7 +246,7 @@ def test_maintain_records_each_operation_it_runs(tmp_path: Path) -> None:
     assert report.ok
     table = Table.open(str(root))
     recorded = {s.run.operation: s.run.counts for s in table.audit()}
-    ran = {name: result for name, result in report.operations}
+    ran = dict(report.operations)
     assert set(recorded) == {"compact", "expire"} <= set(ran)
     assert recorded["compact"].retired_files == len(ran["compact"].compacted_files)
     assert recorded["expire"].deleted_files == len(ran["expire"].deleted_paths)
