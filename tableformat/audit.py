@@ -133,11 +133,13 @@ class RunRecord:
 @contextmanager
 def recorded(record: RunRecord, store: MetadataStore) -> Iterator[RunRecord]:
     """Write ``record`` when the block ends: ``completed``, or ``failed`` with the error's first line when it raises
-    (the rows added until then stand)."""
+    after a change (the rows added until then stand) or with a storage error (a change may have happened unseen);
+    a refusal (a validation error before any change) records nothing."""
     try:
         yield record
     except BaseException as exc:
-        record.write(store, FAILED, " ".join(str(exc).split())[:500] or type(exc).__name__)
+        if len(record.files) or isinstance(exc, OSError):
+            record.write(store, FAILED, " ".join(str(exc).split())[:500] or type(exc).__name__)
         raise
     record.write(store, COMPLETED)
 

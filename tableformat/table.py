@@ -378,7 +378,7 @@ class Table(TableReaders, RewriteMethods):
         record = RunRecord("drop-partition", self._ctx.options, {"partitions": asked})
         with recorded(record, self._ctx.store):
             snapshot = self._commit(ChangeKind.DROP, None, scope=specs)
-            if snapshot is not None:
+            if snapshot is not None and record.enabled:  # the files the drop took out: read back from its delta
                 why = f"partition {asked} dropped; replaced in snapshot {snapshot.id}"
                 record.add_all(retired_files(self._ctx.store, snapshot.id), lambda path: why, RETIRED)
         return snapshot
