@@ -24,13 +24,14 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tableformat.audit_store import run_id_of
 from tableformat.clock import system_clock
 from tableformat.errors import CorruptMetadataError
+from tableformat.io.fileio import FileInfo
 from tableformat.layout import AUDIT_CRASHED_SUFFIX
 from tableformat.model.audit import (
     COMPLETED,
@@ -102,11 +103,15 @@ class RunRecord:
         for path, size in files:
             self.files.add(path, size, reason_of(path), state)
 
+    def due(self, outcome: str = COMPLETED) -> bool:
+        """Whether :meth:`write` with ``outcome`` writes the record (see there)."""
+        return not self.written and self.enabled and bool(len(self.files) or outcome != COMPLETED)
+
     def write(self, store: MetadataStore, outcome: str = COMPLETED, detail: str = "") -> bool:
         """Create the record (once) when the ledger is on and the run deleted or retired anything or did not
         complete (it may have deleted what the store did not confirm); True when created. Never raises: a record
         that cannot be written is logged (the run's own outcome stands)."""
-        if self.written or not self.enabled or not (len(self.files) or outcome != COMPLETED):
+        if not self.due(outcome):
             return False
         run = AuditRun(
             run_id=self.run_id,
@@ -343,21 +348,48 @@ def audit_run_files(store: MetadataStore, run_id: str) -> list[AuditFile]:
     return store.read_audit_files(names[0]) if names else []
 
 
-def prune_audit(store: MetadataStore, options: TableOptions, now_ms: int) -> list[str]:
+PRUNE_SLACK_MS = 86_400_000
+"""Records are deleted once the oldest is this much past the retention, all that are past it at once: at most one
+delete request a day for a table expired hourly, instead of one per run."""
+
+
+def write_and_prune(record: RunRecord, store: MetadataStore, options: TableOptions, now_ms: int, **how: str) -> None:
+    """Write ``record`` and prune the ledger (:func:`prune_audit`) once it is written; on object stores the ledger
+    is listed while the record is written (one round trip for both)."""
+    if not record.due(how.get("outcome", COMPLETED)):
+        return
+    with executor(2 if store.io.is_object_store else 1, "tablefmt-audit") as pool:
+        listing = pool.submit(store.audit_infos)
+        record.write(store, **how)
+        try:
+            infos = listing.result()
+        except Exception as exc:
+            log.warning("could not list the audit ledger of %s: %s", store.io.url(store.layout.root), exc)
+            return
+    if record.written:
+        prune_audit(store, options, now_ms, infos)
+
+
+def prune_audit(
+    store: MetadataStore, options: TableOptions, now_ms: int, infos: Sequence[FileInfo] | None = None
+) -> list[str]:
     """Delete the records of runs that started longer than ``maintenance.audit.time-retained`` before ``now_ms``
-    (judged by the start time in the name: no reads); returns the names deleted. Never raises (logged)."""
+    (judged by the start time in the name: no reads), once the oldest is :data:`PRUNE_SLACK_MS` past it; returns the
+    names deleted. ``infos``: the ledger as listed (else it is listed here). Never raises (logged)."""
     retained = options.get(AUDIT_TIME_RETAINED)
     if retained is None:
         return []
     cutoff = now_ms - retained
     try:
         old = []
-        for info in store.audit_infos():
+        for info in store.audit_infos() if infos is None else infos:
             run_id = run_id_of(info.name)
             started = started_ms_of(run_id) if run_id else None
             if started is not None and started < cutoff:
-                old.append(info.name)
-        return store.delete_audit_records(old) if old else []
+                old.append((started, info.name))
+        if not old or min(old)[0] >= cutoff - PRUNE_SLACK_MS:
+            return []
+        return store.delete_audit_records([name for _, name in old])
     except Exception as exc:
         log.warning("could not prune the audit ledger of %s: %s", store.io.url(store.layout.root), exc)
         return []

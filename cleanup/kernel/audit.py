@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tableformat.audit import RunRecord, prune_audit
+from tableformat.audit import RunRecord, write_and_prune
 from tableformat.clock import system_clock
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
@@ -100,9 +100,10 @@ class AuditedRun:
                     detail = f"{len(self.failures)} file(s) not confirmed deleted: {self.failures[0]}"
                 if record.enabled:
                     _rows(self, ledger, store)
-                    record.write(store, outcome, detail)
-                    if prunes and record.written:
-                        prune_audit(store, self.ctx.options, self.now_ms)
+                    if prunes:
+                        write_and_prune(record, store, self.ctx.options, self.now_ms, outcome=outcome, detail=detail)
+                    else:
+                        record.write(store, outcome, detail)
 
 
 def _rows(run: AuditedRun, ledger: Ledger, store: MetadataStore) -> None:

@@ -70,11 +70,16 @@ def schema() -> pa.Schema:
     )
 
 
-def _counts(files: FileColumns) -> RunCounts:
+def _counts(states: pa.Array, sizes: pa.Array) -> RunCounts:
     by_state: dict[str, tuple[int, int]] = {}
-    for size, state in zip(files.sizes, files.states, strict=True):
-        count, total = by_state.get(state, (0, 0))
-        by_state[state] = (count + 1, total + size)
+    if len(states):
+        grouped = (
+            pa.table({"state": states, "size": sizes}).group_by("state").aggregate([("size", "count"), ("size", "sum")])
+        )
+        for state, count, total in zip(
+            *(grouped[c].to_pylist() for c in ("state", "size_count", "size_sum")), strict=True
+        ):
+            by_state[state] = (count, total)
     return RunCounts(
         deleted_files=by_state.get(DELETED, (0, 0))[0],
         deleted_bytes=by_state.get(DELETED, (0, 0))[1],
@@ -110,9 +115,11 @@ def _dumps(value: Mapping[str, str]) -> str:
 
 def encode_audit(run: AuditRun, files: FileColumns) -> bytes:
     """The Parquet bytes of one run's record (``run.counts`` is computed from ``files``)."""
-    counts = _counts(files)
     rows = max(1, len(files))
     has_files = len(files) > 0
+    paths, sizes = pa.array(files.paths, pa.string()), pa.array(files.sizes, pa.int64())
+    states = pa.array(files.states, pa.string())
+    counts = _counts(states, sizes)
 
     def repeated(value: Any, type_: pa.DataType) -> pa.Array:
         return pa.repeat(pa.scalar(value, type_), rows)
@@ -133,10 +140,10 @@ def encode_audit(run: AuditRun, files: FileColumns) -> bytes:
     ]
     if has_files:
         file_columns = [
-            pa.array(files.paths, pa.string()),
-            pa.array(files.sizes, pa.int64()),
+            paths,
+            sizes,
             pa.array(files.reasons, pa.string()),
-            pa.array(files.states, pa.string()),
+            states,
             pa.nulls(rows, ts),
             pa.nulls(rows, pa.string()),
         ]

@@ -235,6 +235,19 @@ def test_expiration_prunes_records_older_than_the_retention(kit, retained_days: 
     assert [r.run.started_ms for r in table.audit()] == runs  # orphan cleanup never prunes it
 
 
+def test_pruning_waits_until_the_oldest_record_is_a_day_past_the_retention(kit) -> None:
+    table = kit.table(**{"maintenance.audit.time-retained": "30 d"})
+    day = 86_400_000
+    start = FAR_FUTURE_MS - 100 * day
+    started = []
+    for offset in (0, 30 * day + day // 2, 31 * day + day // 2):
+        table.append(kit.rows(2))
+        table.append(kit.rows(2))
+        expire_snapshots(table.context, retain_min=1, time_retained=0, now_ms=start + offset)
+        started.append([r.run.started_ms - start for r in table.audit()])
+    assert started == [[0], [0, 30 * day + day // 2], [30 * day + day // 2, 31 * day + day // 2]]
+
+
 def test_maintain_records_each_operation_it_runs(tmp_path: Path) -> None:
     from support.warehouses import FakeClock, make_table
 
