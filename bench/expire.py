@@ -3,7 +3,7 @@
 Default run (local disk): 500 commits of 1,000 rows over 4 partitions (4 Parquet files per commit), partition 0
 dropped after commit 250, then expire all but the newest 10 snapshots:
 
-* tablefmt: ``expire_snapshots(retain_min=10, retain_max=10, time_retained=0)`` (plan + journal + deletes);
+* tablefmt: ``maintenance.expire_snapshots(retain_min=10, retain_max=10, time_retained=0)`` (plan + journal + deletes);
 * plain: an ``os.remove`` loop over exactly the files tablefmt deleted, on an identical copy of the table;
 * deltalake 1.6.6 on the equivalent Delta table (``partition_by=["part"]``, ``delete("part = 0")`` at commit
   250): ``vacuum(retention_hours=0, enforce_retention_duration=False, keep_versions=<last 10>)``,
@@ -46,9 +46,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.codec.binary_row import encode_row
 from tableformat.layout import NameFactory
+from tableformat.maintenance import TableMaintenance
 from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import CommitKind, Snapshot
 from tableformat.table import Table
@@ -90,7 +90,7 @@ def build_delta(path: Path, commits: int, drop_at: int, rows: int) -> None:
 def run_ours(path: Path, keep: int) -> tuple[float, Any]:
     table = Table.open(str(path))
     start = time.perf_counter()
-    result = expire_snapshots(table.context, retain_min=keep, retain_max=keep, time_retained=0, limit=1_000_000)
+    result = table.maintenance.expire_snapshots(retain_min=keep, retain_max=keep, time_retained=0, limit=1_000_000)
     return time.perf_counter() - start, result
 
 
@@ -148,7 +148,7 @@ def main_bench(args: argparse.Namespace, work: Path) -> None:
         if not args.no_sync:
             os.sync()  # files of a real table are on disk: unlinking never-flushed copies is far cheaper
         start = time.perf_counter()
-        dry = expire_snapshots(Table.open(str(ours)).context, retain_min=args.keep, retain_max=args.keep,
+        dry = Table.open(str(ours)).maintenance.expire_snapshots(retain_min=args.keep, retain_max=args.keep,
                                time_retained=0, limit=1_000_000, dry_run=True)
         dry_runs.append(time.perf_counter() - start)
         seconds, result = run_ours(ours, args.keep)
@@ -231,7 +231,7 @@ def build_synthetic(path: Path, n_files: int, commits: int = 20, per_manifest: i
 def memory_child(path: str) -> None:
     table = Table.open(path)
     start = time.perf_counter()
-    result = expire_snapshots(table.context, retain_min=1, time_retained=0, limit=1_000_000)
+    result = TableMaintenance(table.context).expire_snapshots(retain_min=1, time_retained=0, limit=1_000_000)
     seconds = time.perf_counter() - start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"seconds": seconds, "peak_rss_mb": peak_kb / 1024,
@@ -278,7 +278,7 @@ class _LedgerClock:
 def _expire_with_audit(path: Path, enabled: bool) -> tuple[float, int]:
     ctx = Table.open(str(path)).context.with_options({"maintenance.audit.enabled": "true" if enabled else "false"})
     start = time.perf_counter()
-    result = expire_snapshots(ctx, retain_min=1, time_retained=0, limit=1_000_000)
+    result = TableMaintenance(ctx).expire_snapshots(retain_min=1, time_retained=0, limit=1_000_000)
     return time.perf_counter() - start, len(result.deleted_paths)
 
 
@@ -359,7 +359,7 @@ def history_bench(sizes: list[int], repeat: int, work: Path) -> None:
         for commit in range(size):
             table.append(batch(commit, 1))
         built = time.perf_counter() - start
-        expire_snapshots(table.context, retain_min=1, time_retained=0, limit=1)  # EARLIEST written, as usual
+        table.maintenance.expire_snapshots(retain_min=1, time_retained=0, limit=1)  # EARLIEST written, as usual
         for label, by_limit in (("limit=10", True), ("retain_max", False)):
             runs: list[float] = []
             plans: list[float] = []
@@ -371,12 +371,12 @@ def history_bench(sizes: list[int], repeat: int, work: Path) -> None:
                     else {"limit": 1_000_000, "time_retained": "1d", "retain_max": count - 10}
                 )
                 begin = time.perf_counter()
-                expire_snapshots(table.context, retain_min=1, dry_run=True, **settings)
+                TableMaintenance(table.context).expire_snapshots(retain_min=1, dry_run=True, **settings)
                 plans.append(time.perf_counter() - begin)
                 counting = _Counting()
                 ctx = counted_context(table.context, counting.wrap(table.context.io))
                 begin = time.perf_counter()
-                result = expire_snapshots(ctx, retain_min=1, **settings)
+                result = TableMaintenance(ctx).expire_snapshots(retain_min=1, **settings)
                 runs.append(time.perf_counter() - begin)
                 assert result.expired_snapshots == 10, result
                 calls = counting.calls if run == 0 else calls

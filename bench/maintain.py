@@ -33,11 +33,11 @@ from typing import Any
 import pyarrow as pa
 
 from tableformat.cleanup.maintainer import Maintainer, MaintainSettings
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
 from tableformat.io.factory import open_location
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.forwarding import ForwardingFileIO
+from tableformat.maintenance import TableMaintenance
 from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -90,18 +90,17 @@ def whole_process(*args: str) -> float:
 
 def expire_loop(paths: list[Path]) -> None:
     for path in paths:
-        expire_snapshots(TableContext.load(str(path)))
+        TableMaintenance(TableContext.load(str(path))).expire_snapshots()
 
 
 def loop_process(paths_file: Path) -> float:
     """One process running, for every table, what ``maintain`` runs on a table that has it all due: snapshot
     expiration and orphan cleanup, through the API (the fastest a hand-written cron loop gets)."""
     code = (
-        "import sys; from tableformat.cleanup.snapshots import expire_snapshots; "
-        "from tableformat.cleanup.orphans import remove_orphan_files; "
-        "from tableformat.context import TableContext\n"
+        "import sys; from tableformat.table import Table\n"
         "for line in open(sys.argv[1]):\n"
-        "    ctx = TableContext.load(line.strip()); expire_snapshots(ctx); remove_orphan_files(ctx)"
+        "    maintenance = Table.open(line.strip()).maintenance\n"
+        "    maintenance.expire_snapshots(); maintenance.remove_orphan_files()"
     )
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code, str(paths_file)], check=True)

@@ -39,9 +39,9 @@ from typing import Any
 import pyarrow as pa
 
 from tableformat import Table
-from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.codec.binary_row import encode_row
 from tableformat.layout import NameFactory
+from tableformat.maintenance import TableMaintenance
 from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry
 from tableformat.model.snapshot import CommitKind, Snapshot
 
@@ -109,7 +109,7 @@ def run_tablefmt(root: Path) -> dict[str, Any]:
     before = files_of(root)
 
     def clean(dry_run: bool) -> Any:  # opening the table is timed, as DeltaTable(...) is for deltalake
-        return remove_orphan_files(Table.open(str(root)).context, older_than=guard, dry_run=dry_run)
+        return Table.open(str(root)).maintenance.remove_orphan_files(older_than=guard, dry_run=dry_run)
 
     dry_s, dry = timed(lambda: clean(True))
     real_s, real = timed(lambda: clean(False))
@@ -242,7 +242,7 @@ def memory_child(path: str) -> None:
     table = Table.open(path)
     baseline = rss_kib()
     future = int(time.time() * 1000) + 2 * DAY_S * 1000  # every file counts as old
-    seconds, result = timed(lambda: remove_orphan_files(table.context, dry_run=True, now_ms=future))
+    seconds, result = timed(lambda: TableMaintenance(table.context).remove_orphan_files(dry_run=True, now_ms=future))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     doc = {"baseline_kib": baseline, "peak_kib": peak, "seconds": seconds, "orphans": result.orphan_files}
     print(json.dumps(doc))

@@ -34,13 +34,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tableformat.cleanup.compaction import compact
-from tableformat.cleanup.records import expire_records
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter
 from tableformat.commit.rolling_writer import RollingFileWriter
 from tableformat.context import TableContext
 from tableformat.layout import NameFactory
+from tableformat.maintenance import TableMaintenance
 from tableformat.model.manifest import EMPTY_ROW
 from tableformat.table import Table
 
@@ -96,7 +95,7 @@ def _median(run: Callable[[Path], object], source: Path, scratch: Path, repeat: 
 
 
 def run_tablefmt(path: Path) -> None:
-    result = expire_records(TableContext.load(str(path)), now_ms=NOW_MS)
+    result = TableMaintenance(TableContext.load(str(path))).expire_records(now_ms=NOW_MS)
     assert len(result.rewritten_files) <= 1 and result.expired_rows > 0, result
 
 
@@ -159,7 +158,7 @@ def bench_compaction(args: argparse.Namespace, scratch: Path) -> None:
     for _ in range(args.repeat):
         copy = _fresh(source, scratch)
         start = time.perf_counter()
-        result = compact(TableContext.load(str(copy)), now_ms=NOW_MS)
+        result = TableMaintenance(TableContext.load(str(copy))).compact(now_ms=NOW_MS)
         ours.append(time.perf_counter() - start)
         rows = result.rows
         assert len(result.compacted_files) == args.small_files, result.notes
@@ -178,9 +177,8 @@ def bench_compaction(args: argparse.Namespace, scratch: Path) -> None:
 _CHILD = """
 import resource
 import sys
-from tableformat.cleanup.records import expire_records
-from tableformat.context import TableContext
-result = expire_records(TableContext.load(sys.argv[1]), now_ms=int(sys.argv[2]))
+from tableformat.table import Table
+result = Table.open(sys.argv[1]).maintenance.expire_records(now_ms=int(sys.argv[2]))
 assert len(result.rewritten_files) == 1, result
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, result.expired_rows)
 """

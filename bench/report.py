@@ -74,7 +74,7 @@ def commands(ctx: TableContext, history: bool = True) -> None:
         inspector.partitions()
     inspector.describe(sizes=True)
     for op in OPERATIONS:
-        if op.configured(ctx):
+        if op.wanted(ctx):
             run_operation(op, ctx, {}, dry_run=True)
 
 

@@ -59,9 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from latency_proxy import LatencyProxy
 from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS
 
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.io.s3 import S3FileIO
+from tableformat.maintenance import TableMaintenance
 from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int32())])
@@ -218,12 +217,13 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, zero: LatencyProxy, args: ar
     table = Table.open(url, storage_options=direct)
     strays = plant_strays(table, args.strays)
     future = int(time.time() * 1000) + 2 * DAY_MS
-    figures["orphans_plan"] = planning(proxy, zero, direct, url, "remove-orphans (dry)", lambda t: remove_orphan_files(
-        t.context, now_ms=future, parallelism=args.parallelism, dry_run=True), concurrency, latency)
+    figures["orphans_plan"] = planning(proxy, zero, direct, url, "remove-orphans (dry)", lambda t: TableMaintenance(
+        t.context).remove_orphan_files(now_ms=future, parallelism=args.parallelism, dry_run=True), concurrency, latency)
     table = Table.open(url, storage_options=proxied)
     with DeleteClock().installed() as clock:
-        orphans, result = measure(proxy, "remove-orphans", lambda: remove_orphan_files(
-            table.context, now_ms=future, parallelism=args.parallelism), min_deletes=math.ceil(len(strays) / 1000))
+        orphans, result = measure(proxy, "remove-orphans", lambda: TableMaintenance(
+            table.context).remove_orphan_files(now_ms=future, parallelism=args.parallelism),
+            min_deletes=math.ceil(len(strays) / 1000))
     assert sorted(result.deleted_paths) == sorted(strays), "remove-orphans deleted something else"
     print(orphans.line(concurrency, latency))
     keys = [f"{table.context.layout.root}/{rel}" for rel in strays]
@@ -234,14 +234,14 @@ def one_round(weed: SeaweedFS, proxy: LatencyProxy, zero: LatencyProxy, args: ar
     figures.update(orphans=orphans.seconds / orphans.bound(concurrency, latency), orphans_delete=clock.seconds / plain)
     fs_direct.rm(keys)
 
-    figures["expire_plan"] = planning(proxy, zero, direct, url, "expire (dry run)", lambda t: expire_snapshots(
-        t.context, retain_min=args.keep, retain_max=args.keep, time_retained=0, limit=1_000_000,
+    figures["expire_plan"] = planning(proxy, zero, direct, url, "expire (dry run)", lambda t: TableMaintenance(
+        t.context).expire_snapshots(retain_min=args.keep, retain_max=args.keep, time_retained=0, limit=1_000_000,
         parallelism=args.parallelism, dry_run=True), concurrency, latency)
     table = Table.open(url, storage_options=proxied)
     with DeleteClock().installed() as clock:
-        expire, result = measure(proxy, "expire", lambda: expire_snapshots(
-            table.context, retain_min=args.keep, retain_max=args.keep, time_retained=0, limit=1_000_000,
-            parallelism=args.parallelism))
+        expire, result = measure(proxy, "expire", lambda: TableMaintenance(
+            table.context).expire_snapshots(retain_min=args.keep, retain_max=args.keep, time_retained=0,
+            limit=1_000_000, parallelism=args.parallelism))
     expire.necessary += expire_deletes(result)
     print(expire.line(concurrency, latency))
     root = table.context.layout.root

@@ -40,11 +40,13 @@ from tableformat.live_set import merge_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
 from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
+from tableformat.units import human_bytes
 
+from .kernel import SHOWN, run_operation, shown_paths
 from .orphans import OrphanPlan, plan_orphan_removal, resolve_older_than_ms
 from .orphans.census import DirKind, walk_table
 from .roots import References, Root
-from .snapshots import expire_snapshots
+from .snapshots import SNAPSHOT_EXPIRATION
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +108,28 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         return not self.missing_files and not self.size_mismatches and not self.errors
+
+    def summary(self) -> tuple[str, ...]:
+        """The text report: ok or NOT OK with the counts, each problem (the first :data:`SHOWN` of each kind),
+        orphans and reclaimable bytes."""
+        lines = [
+            f"{'ok' if self.ok else 'NOT OK'}: {self.snapshots} snapshot(s), {self.tags} tag(s), "
+            f"{self.referenced_files} referenced file(s), {human_bytes(self.referenced_bytes)}"
+        ]
+        lines += [f"  missing {p.kind} {p.path} (referenced by {p.referenced_by})" for p in self.missing_files[:SHOWN]]
+        lines += [
+            f"  size mismatch {p.path}: recorded {p.expected_size}, found {p.actual_size}"
+            for p in self.size_mismatches[:SHOWN]
+        ]
+        lines += [f"  error: {error}" for error in self.errors]
+        if self.external_files_skipped:
+            lines.append(f"external data files not checked: {self.external_files_skipped}")
+        lines += shown_paths(self.skipped_nested_tables, "nested tables (not checked, never cleaned)")
+        orphans = "not counted" if self.orphan_files is None else f"{self.orphan_files}"
+        lines.append(f"orphan files: {orphans} ({human_bytes(self.orphan_bytes)})")
+        lines += shown_paths(self.orphan_paths, "orphans")
+        lines.append(f"reclaimable: {human_bytes(self.reclaimable_bytes)} ({self.reclaimable_note})")
+        return tuple(lines)
 
     def to_json(self) -> dict[str, object]:
         """The --json document."""
@@ -280,7 +304,7 @@ def _listed_sizes(
 def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
     """Orphan bytes plus what a snapshot expiration under the table's options would delete now (its dry run)."""
     try:
-        planned = expire_snapshots(ctx, dry_run=True)
+        planned = run_operation(SNAPSHOT_EXPIRATION, ctx, dry_run=True)
     except TableFormatError as exc:  # an expiration that cannot be planned must not fail the check
         log.warning("could not plan expiration for the reclaimable estimate: %s", exc)
         return orphan_bytes, f"orphan bytes only (expiration dry run failed: {exc})"

@@ -122,10 +122,10 @@ def show_partition_expiration(table: Table) -> None:
     """Days older than 4 days (judged at the end of the demo week) are dropped as one mark-delete snapshot."""
     click.echo("\npartition expiration: keep 4 days of events (judged at 2026-11-08 00:00, the end of the demo week)")
     week_end_ms = int(dt.datetime(2026, 11, 8).timestamp() * 1000)
-    planned = table.maintenance.expire_partitions("4d", dry_run=True, now_ms=week_end_ms)
+    planned = table.maintenance.expire_partitions(expiration_time="4d", dry_run=True, now_ms=week_end_ms)
     days = [p["day"] for p in planned.expired_partitions]
     click.echo(f"  dry run: would drop {days} ({planned.files} files, {planned.rows} rows)")
-    done = table.maintenance.expire_partitions("4d", now_ms=week_end_ms)
+    done = table.maintenance.expire_partitions(expiration_time="4d", now_ms=week_end_ms)
     click.echo(
         f"  dropped {[p['day'] for p in done.expired_partitions]} in snapshot(s) {list(done.snapshot_ids)}; "
         f"latest reads {table.to_arrow().num_rows} rows; their {human_bytes(done.bytes)} are freed by expiration "
@@ -137,12 +137,12 @@ def run_maintenance_demo(table: Table, path: str) -> None:
     """Show partition expiration, snapshot expiration and orphan cleanup on the demo table."""
     show_partition_expiration(table)
     click.echo("\nexpiration: keep the newest 2 snapshots (time-retained 0 s for the demo)")
-    planned = table.expire_snapshots(retain_min=2, time_retained="0s", limit=100, dry_run=True)
+    planned = table.maintenance.expire_snapshots(retain_min=2, time_retained="0s", limit=100, dry_run=True)
     click.echo(
         f"  dry run: would expire {planned.expired_snapshots} snapshots and delete {planned.deleted_data_files} data "
         f"files, {planned.deleted_manifests} manifests, {planned.deleted_manifest_lists} manifest lists"
     )
-    done = table.expire_snapshots(retain_min=2, time_retained="0s", limit=100)
+    done = table.maintenance.expire_snapshots(retain_min=2, time_retained="0s", limit=100)
     click.echo(
         f"  expired {done.expired_snapshots} snapshots (earliest is now {done.earliest_snapshot}); deleted "
         f"{done.deleted_data_files} data files, {done.deleted_manifests} manifests, "
@@ -164,16 +164,16 @@ def show_crash_leftover_cleanup(table: Table) -> None:
     two_days_ago = seconds_ago(2 * 86_400)
     for leftover in leftovers:  # age them past the 1-day guard, as if the crash happened two days ago
         os.utime(leftover.path, (two_days_ago, two_days_ago))
-    report = table.check()
+    report = table.maintenance.check()
     click.echo(f"  check: ok={report.ok}, {report.orphan_files} orphan file(s), {human_bytes(report.orphan_bytes)}")
-    planned = table.remove_orphan_files(dry_run=True)
+    planned = table.maintenance.remove_orphan_files(dry_run=True)
     click.echo(f"  dry run would delete: {list(planned.deleted_paths)}")
-    done = table.remove_orphan_files()
+    done = table.maintenance.remove_orphan_files()
     click.echo(
         f"  deleted {len(done.deleted_paths)} file(s), {human_bytes(done.deleted_bytes)}; "
         f"unknown files left alone: {len(done.skipped_unknown)}"
     )
-    after = table.check()
+    after = table.maintenance.check()
     click.echo(
         f"  check: ok={after.ok}, {after.orphan_files} orphan file(s); latest still reads "
         f"{table.to_arrow().num_rows} rows"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.cli.common import (
     COUNT,
     OneLineErrorCommand,
@@ -22,10 +21,6 @@ from tableformat.cli.progress import progress_callback
 from tableformat.errors import ValidationError
 from tableformat.options import SNAPSHOT_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MIN
 from tableformat.table import Table
-from tableformat.units import human_bytes
-
-_SHOWN = 20
-"""Paths printed in text mode before '... and N more'."""
 
 
 def _check_retention(target: Table, retain_min: int | None, retain_max: int | None) -> None:
@@ -48,48 +43,6 @@ def _check_retention(target: Table, retain_min: int | None, retain_max: int | No
                 f"--retain-min {retain_min} is above the table's {SNAPSHOT_NUM_RETAINED_MAX.key} ({table_max}, "
                 f"{origin}); also pass --retain-max {retain_min} or higher"
             )
-
-
-def _render(result: ExpireResult) -> None:
-    verb = "would delete" if result.dry_run else "deleted"
-    expired = "would expire" if result.dry_run else "expired"
-    say(
-        f"{expired} {result.expired_snapshots} snapshot(s); earliest snapshot is {result.earliest_snapshot}; "
-        f"{verb} {result.deleted_data_files} data file(s), {result.deleted_manifests} manifest(s), "
-        f"{result.deleted_manifest_lists} manifest list(s), {len(result.deleted_paths)} file(s) in all, "
-        f"{human_bytes(result.deleted_bytes)}"
-    )
-    attached = [
-        f"{count} {kind}(s)"
-        for count, kind in (
-            (result.deleted_changelog_files, "changelog file"),
-            (result.deleted_changelog_manifests, "changelog manifest"),
-            (result.deleted_changelog_manifest_lists, "changelog manifest list"),
-            (result.deleted_index_files, "index file"),
-            (result.deleted_index_manifests, "index manifest"),
-            (result.deleted_statistics_files, "statistics file"),
-        )
-        if count
-    ]
-    if attached:
-        say(f"including {', '.join(attached)}")
-    if result.expired_tags:
-        say(f"{expired} tag(s): {', '.join(result.expired_tags)}")
-    if result.expired_consumers:
-        say(f"{expired} consumer(s): {', '.join(result.expired_consumers)}")
-    if result.expired_changelogs:
-        say(f"{expired} {result.expired_changelogs} changelog(s): {', '.join(map(str, result.expired_changelog_ids))}")
-    if result.completed_journals:
-        say(f"finished {len(result.completed_journals)} interrupted expiration(s)")
-    if result.skipped_external_files:
-        say(f"kept {len(result.skipped_external_files)} file(s) with external paths (never deleted)")
-    for note in result.notes:
-        say(f"note: {note}")
-    if result.dry_run:
-        for path in result.deleted_paths[:_SHOWN]:
-            say(f"  {path}")
-        if len(result.deleted_paths) > _SHOWN:
-            say(f"  ... and {len(result.deleted_paths) - _SHOWN} more (use --json for all)")
 
 
 @click.command("expire", cls=OneLineErrorCommand)
@@ -126,12 +79,12 @@ def expire(
         _check_retention(target, retain_min, retain_max)
         try:
             result = target.maintenance.expire_snapshots(
-                retain_min,
-                retain_max,
-                time_retained,
-                limit,
-                dry_run,
+                retain_min=retain_min,
+                retain_max=retain_max,
+                time_retained=time_retained,
+                limit=limit,
                 parallelism=parallelism,
+                dry_run=dry_run,
                 progress=progress_callback(current),
             )
         except ValidationError as exc:
@@ -141,4 +94,5 @@ def expire(
     elif result.dry_run and quiet():
         dry_run_data(result.deleted_paths)
     else:
-        _render(result)
+        for line in result.summary():
+            say(line)

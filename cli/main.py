@@ -31,6 +31,7 @@ from tableformat.cli.operation_commands import add_operation_commands
 from tableformat.cli.orphans_command import check, remove_orphans
 from tableformat.cli.render import wrap
 from tableformat.cli.report_command import report
+from tableformat.cli.schema_command import schema
 from tableformat.cli.steer_commands import options, rollback, tag
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.inspect import nearby_partitions
@@ -237,6 +238,7 @@ cli.add_command(options)
 cli.add_command(rollback)
 cli.add_command(tag)
 cli.add_command(audit)
+cli.add_command(schema)
 add_operation_commands(cli)  # every other registered maintenance operation
 
 

@@ -39,8 +39,7 @@ def human_line(report: TableReport) -> str:
         head = f"{report.table}: ok"
     done = []
     for name, result in report.operations:
-        what = result.summary()[0] if result.summary() else f"{len(result.deleted_paths)} file(s)"
-        done.append(f"{name}: {what.removeprefix(name + ': ')}")
+        done.append(f"{name}: {result.headline().removeprefix(name + ': ')}")
     lines = [head + (" - " + "; ".join(done) if done else "")]
     if report.operations:
         lines[0] += f" [{human_bytes(report.reclaimed_bytes)} freed, {report.seconds:.2f} s]"

@@ -8,12 +8,11 @@ progress bars, a Spark engine) that run through the same Table API.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import click
 
-from tableformat.cleanup.kernel import Operation, OperationResult
+from tableformat.cleanup.kernel import Operation, Parameter
 from tableformat.cleanup.registry import OPERATIONS
 from tableformat.cli.common import (
     OneLineErrorCommand,
@@ -26,36 +25,25 @@ from tableformat.cli.common import (
     say,
 )
 from tableformat.option_types import INT32_MAX
-from tableformat.units import human_bytes
 
 
-def _option(parameter: Any) -> click.Option:
-    flag = "--" + parameter.name.replace("_", "-")
+def _option(parameter: Parameter) -> click.Option:
+    flag = parameter.flag
     if parameter.kind == "flag":
         return click.Option([flag, parameter.name], is_flag=True, default=False, help=parameter.help)
     if parameter.kind == "choice":
         choice = click.Choice(parameter.choices)
         return click.Option([flag, parameter.name], type=choice, default=None, help=parameter.help)
-    if parameter.kind == "text":
-        return click.Option([flag, parameter.name], default=None, metavar="TEXT", help=parameter.help)
+    if parameter.kind in ("text", "size"):
+        metavar = "SIZE" if parameter.kind == "size" else "TEXT"
+        return click.Option([flag, parameter.name], default=None, metavar=metavar, help=parameter.help)
     if parameter.kind == "duration":
         return click.Option(
             [flag, parameter.name], callback=duration_flag, default=None, metavar="DURATION", help=parameter.help
         )
-    kind = click.IntRange(min=parameter.minimum, max=INT32_MAX)  # counts: Paimon's Java int
+    low = parameter.option.bounds[0] if parameter.option and parameter.option.bounds else parameter.minimum
+    kind = click.IntRange(min=low, max=INT32_MAX)  # counts: Paimon's Java int
     return click.Option([flag, parameter.name], type=kind, default=None, help=parameter.help)
-
-
-def _summary(name: str, result: OperationResult) -> list[str]:
-    if result.summary():
-        return list(result.summary())
-    verb = "would delete" if result.dry_run else "deleted"
-    lines = [f"{name}: {verb} {len(result.deleted_paths)} file(s), {human_bytes(result.deleted_bytes)}"]
-    lines += [f"  {path}" for path in result.deleted_paths[:20]]
-    if len(result.deleted_paths) > 20:
-        lines.append(f"  ... and {len(result.deleted_paths) - 20} more (use --json for all)")
-    lines += [f"note: {note}" for note in result.notes]
-    return lines
 
 
 def operation_command(operation: Operation[Any, Any, Any]) -> click.Command:
@@ -63,19 +51,14 @@ def operation_command(operation: Operation[Any, Any, Any]) -> click.Command:
 
     @handle_errors
     def run(table: str, dry_run: bool, as_json: bool, storage_options: tuple[str, ...], **given: Any) -> None:
-        kinds = {p.name: p.kind for p in operation.parameters}
-        overrides: dict[str, Any] = {
-            key: timedelta(milliseconds=value) if kinds.get(key) == "duration" else value
-            for key, value in given.items()
-            if value is not None and value is not False
-        }
+        overrides = {key: value for key, value in given.items() if value is not None and value is not False}
         result = open_table(table, storage_options).maintenance.run(operation.name, dry_run=dry_run, **overrides)
         if as_json:
             echo_json(result.to_json())
         elif dry_run and quiet():
             dry_run_data(result.deleted_paths)
         else:
-            for line in _summary(operation.name, result):
+            for line in result.summary():
                 say(line)
 
     params: list[click.Parameter] = [click.Argument(["table"])]

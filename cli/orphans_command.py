@@ -8,8 +8,7 @@ from datetime import timedelta
 
 import click
 
-from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
+from tableformat.cleanup.orphans import OrphanResult
 from tableformat.cli.common import (
     COUNT,
     OneLineErrorCommand,
@@ -24,26 +23,11 @@ from tableformat.cli.common import (
     say,
     storage_option_flag,
 )
-from tableformat.durations import format_duration_ms
 from tableformat.errors import TableFormatError
-from tableformat.units import human_bytes
-
-_SHOWN = 20
-"""Paths printed in text mode before '... and N more'."""
 
 
 def _timedelta(millis: int | None) -> timedelta | None:
     return None if millis is None else timedelta(milliseconds=millis)  # duration_flag: at most 36500 d
-
-
-def _echo_paths(title: str, paths: tuple[str, ...]) -> None:
-    if not paths:
-        return
-    say(f"{title}:")
-    for path in paths[:_SHOWN]:
-        say(f"  {path}")
-    if len(paths) > _SHOWN:
-        say(f"  ... and {len(paths) - _SHOWN} more")
 
 
 @click.command("remove-orphans", cls=OneLineErrorCommand)
@@ -83,33 +67,22 @@ def remove_orphans(
     storage_options: tuple[str, ...],
 ) -> None:
     """Delete files of TABLE that no snapshot, tag or branch references (unknown files are never touched)."""
-    guard = _timedelta(older_than)
     if engine == "spark":
+        guard = _timedelta(older_than)
         result = _remove_orphans_on_spark(table, storage_options, spark_master, guard, dry_run, parallelism, force)
     else:
         with progress("removing orphans") as current:
             target = open_table(table, storage_options, current)
-            result = remove_orphan_files(
-                target.context, older_than=guard, dry_run=dry_run, parallelism=parallelism, force=force
+            result = target.maintenance.remove_orphan_files(
+                older_than=older_than, force=force, parallelism=parallelism, dry_run=dry_run
             )
     if as_json:
         echo_json(result.to_json())
     elif dry_run and quiet():
         dry_run_data(result.deleted_paths)
     else:
-        verb = "would delete" if dry_run else "deleted"
-        count = len(result.deleted_paths)
-        older = "the table default" if guard is None else format_duration_ms(guard // timedelta(milliseconds=1))
-        say(
-            f"{result.orphan_files} orphan file(s), {human_bytes(result.orphan_bytes)}, older than {older}; "
-            f"{verb} {count} file(s), {human_bytes(result.deleted_bytes)}"
-        )
-        _echo_paths("would delete" if dry_run else "deleted", result.deleted_paths)
-        _echo_paths("unknown files (never deleted)", result.skipped_unknown)
-        _echo_paths("nested tables (never entered)", result.skipped_nested_tables)
-        _echo_paths("could not delete", result.failed)
-        if result.removed_dirs:
-            say(f"{'would remove' if dry_run else 'removed'} {len(result.removed_dirs)} empty directories")
+        for line in result.summary():
+            say(line)
     if result.failed:
         sys.exit(1)
 
@@ -180,28 +153,12 @@ def check(
 ) -> None:
     """Verify that every file TABLE references exists with its recorded size; count orphans (exit 1 if not ok)."""
     with progress("checking") as current:
-        ctx = open_table(table, storage_options, current).context
-        guard = _timedelta(older_than)
-        result = check_table(ctx, parallelism=parallelism, older_than=guard, force=force)
+        target = open_table(table, storage_options, current)
+        result = target.maintenance.check(parallelism=parallelism, older_than=older_than, force=force)
     if as_json:
         echo_json(result.to_json())
     else:
-        say(
-            f"{'ok' if result.ok else 'NOT OK'}: {result.snapshots} snapshot(s), {result.tags} tag(s), "
-            f"{result.referenced_files} referenced file(s), {human_bytes(result.referenced_bytes)}"
-        )
-        for problem in result.missing_files[:_SHOWN]:
-            say(f"  missing {problem.kind} {problem.path} (referenced by {problem.referenced_by})")
-        for problem in result.size_mismatches[:_SHOWN]:
-            say(f"  size mismatch {problem.path}: recorded {problem.expected_size}, found {problem.actual_size}")
-        for error in result.errors:
-            say(f"  error: {error}")
-        if result.external_files_skipped:
-            say(f"external data files not checked: {result.external_files_skipped}")
-        _echo_paths("nested tables (not checked, never cleaned)", result.skipped_nested_tables)
-        orphans = "not counted" if result.orphan_files is None else f"{result.orphan_files}"
-        say(f"orphan files: {orphans} ({human_bytes(result.orphan_bytes)})")
-        _echo_paths("orphans", result.orphan_paths)
-        say(f"reclaimable: {human_bytes(result.reclaimable_bytes)} ({result.reclaimable_note})")
+        for line in result.summary():
+            say(line)
     if not result.ok:
         sys.exit(1)

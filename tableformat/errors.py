@@ -58,6 +58,11 @@ class ArgumentError(ValidationError):
         return self.template.format(**flags)
 
 
+class SchemaChangeError(ValidationError):
+    """A schema change Paimon's rules refuse (a narrowing type change, a partition key dropped, an unknown column,
+    ...), or a column type that cannot be read; nothing was written. The CLI reports it as a usage error (exit 2)."""
+
+
 class TableNotFoundError(TableFormatError, FileNotFoundError):
     """No table (no schema file) at the given location."""
 

@@ -1,31 +1,42 @@
-"""``table.maintenance``: every registered maintenance operation of one table, by name or by its own method.
+"""``table.maintenance``: the one front door to a table's maintenance operations.
 
-The operations come from the one registry (``tableformat.cleanup.registry``); a new operation is reachable here
+Every registered operation (``tableformat.cleanup.registry``) runs through :meth:`TableMaintenance.run`, by name;
+each has a typed method here too, a one-line call of ``run``. The CLI, the after-commit hook, Spark, ``tablefmt
+maintain`` and the report all reach the same kernel (``run_operation``), which checks and types every override
+from the operation's declared parameters before anything is read. A new operation is reachable here
 (``table.maintenance.run("its-name", ...)``) as soon as it is registered.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from tableformat.cleanup import registry
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult, check_table
-from tableformat.cleanup.compaction import CompactResult, compact
+from tableformat.cleanup.compaction import CompactResult
 from tableformat.cleanup.kernel import OperationResult, Progress, run_operation
-from tableformat.cleanup.orphans import OrphanResult, remove_orphan_files
-from tableformat.cleanup.partitions import PartitionExpireResult, expire_partitions
-from tableformat.cleanup.records import RecordExpireResult, expire_records
-from tableformat.cleanup.snapshots import ExpireResult, expire_snapshots
+from tableformat.cleanup.orphans import OrphanResult
+from tableformat.cleanup.partitions import PartitionExpireResult
+from tableformat.cleanup.records import RecordExpireResult
+from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.context import TableContext
+from tableformat.durations import duration_arg_ms
 
+R = TypeVar("R", bound=OperationResult)
 PartitionSpec = Mapping[str, Any]
+Duration = dt.timedelta | int | str
+"""A duration override: a timedelta, milliseconds, or a string such as ``30d``, ``1h30m`` or Paimon's ``1 h``."""
+Size = int | str
+"""A size override: bytes, or a string such as ``128mb``."""
 
 
 class TableMaintenance:
-    """The maintenance operations of one table."""
+    """The maintenance operations of one table. Keyword arguments override the table's options for one run; a dry
+    run returns exactly what a real run at that moment would do, and changes nothing."""
 
     def __init__(self, context: TableContext) -> None:
         self._ctx = context
@@ -44,7 +55,8 @@ class TableMaintenance:
         progress: Progress | None = None,
         **overrides: Any,
     ) -> OperationResult:
-        """Run the operation ``name`` with keyword overrides of the table's options (its ``parameters``)."""
+        """Run the operation ``name`` with keyword overrides of the table's options (its ``parameters``; None means
+        not given). ValidationError, nothing read, for an override it does not take or a value out of range."""
         result: OperationResult = run_operation(
             registry.operation(name), self._ctx, overrides, dry_run=dry_run, now_ms=now_ms, progress=progress
         )
@@ -54,132 +66,136 @@ class TableMaintenance:
         """What runs after every commit (unless ``write-only=true``), run now (or at the fixed time ``now_ms``)."""
         return run_after_commit(self._ctx, now_ms)
 
-    def expire_partitions(
-        self,
-        expiration_time: dt.timedelta | int | str | None = None,
-        strategy: str | None = None,
-        max_num: int | None = None,
-        dry_run: bool = False,
-        *,
-        now_ms: int | None = None,
-    ) -> PartitionExpireResult:
-        """Drop partitions older than ``expiration_time`` (default: ``partition.expiration-time``), oldest first.
-
-        Marks their files deleted in OVERWRITE snapshots (snapshot expiration frees the bytes later); partitions
-        whose time cannot be found are never dropped and are reported. A dry run reports exactly what a real run
-        drops. Arguments override the table's options.
-        """
-        return expire_partitions(
-            self._ctx, expiration_time=expiration_time, strategy=strategy, max_num=max_num, dry_run=dry_run,
-            now_ms=now_ms,
-        )
-
     def expire_snapshots(
         self,
+        *,
         retain_min: int | None = None,
         retain_max: int | None = None,
-        time_retained: dt.timedelta | int | str | None = None,
+        time_retained: Duration | None = None,
         limit: int | None = None,
-        dry_run: bool = False,
-        *,
         parallelism: int | None = None,
+        dry_run: bool = False,
+        now_ms: int | None = None,
         progress: Progress | None = None,
     ) -> ExpireResult:
-        """Expire old snapshots (and tags past their time-retained); arguments override the table's options.
-
-        Deletes data files, manifests and manifest lists that only expired snapshots used; a dry run returns
-        exactly the files the real run would delete.
-        """
-        return expire_snapshots(
-            self._ctx,
-            retain_min=retain_min,
-            retain_max=retain_max,
-            time_retained=time_retained,
-            limit=limit,
-            dry_run=dry_run,
+        """Expire old snapshots (and tags past their time-retained, and expired consumers) and delete the files
+        only they used: data files, manifests, manifest lists, changelog, index and statistics files."""
+        return self._run(
+            ExpireResult, "expire", dry_run, now_ms, progress,
+            retain_min=retain_min, retain_max=retain_max, time_retained=time_retained, limit=limit,
             parallelism=parallelism,
-            progress=progress,
+        )  # fmt: skip
+
+    def expire_partitions(
+        self,
+        *,
+        expiration_time: Duration | None = None,
+        strategy: str | None = None,
+        timestamp_formatter: str | None = None,
+        timestamp_pattern: str | None = None,
+        max_num: int | None = None,
+        dry_run: bool = False,
+        now_ms: int | None = None,
+    ) -> PartitionExpireResult:
+        """Drop partitions older than ``expiration_time`` (default: ``partition.expiration-time``), oldest first,
+        in OVERWRITE snapshots (snapshot expiration frees the bytes later); partitions whose time cannot be found
+        are never dropped and are reported."""
+        return self._run(
+            PartitionExpireResult, "expire-partitions", dry_run, now_ms, None,
+            expiration_time=expiration_time, strategy=strategy, timestamp_formatter=timestamp_formatter,
+            timestamp_pattern=timestamp_pattern, max_num=max_num,
+        )  # fmt: skip
+
+    def expire_records(
+        self,
+        *,
+        expire_time: Duration | None = None,
+        time_field: str | None = None,
+        max_files: int | None = None,
+        max_rewrite_size: Size | None = None,
+        dry_run: bool = False,
+        now_ms: int | None = None,
+    ) -> RecordExpireResult:
+        """Remove rows older than ``expire_time`` (default: ``record-level.expire-time``) by ``time_field``: files
+        whose every row expired are dropped without being read, partly expired files are rewritten."""
+        return self._run(
+            RecordExpireResult, "expire-records", dry_run, now_ms, None,
+            expire_time=expire_time, time_field=time_field, max_files=max_files, max_rewrite_size=max_rewrite_size,
+        )  # fmt: skip
+
+    def compact(
+        self,
+        *,
+        partition: PartitionSpec | str | None = None,
+        target_file_size: Size | None = None,
+        dry_run: bool = False,
+        now_ms: int | None = None,
+    ) -> CompactResult:
+        """Merge the small files of each partition (or only ``partition``) and bucket into files near
+        ``target_file_size`` (default: ``target-file-size``); every row is kept exactly once."""
+        return self._run(
+            CompactResult, "compact", dry_run, now_ms, None, partition=partition, target_file_size=target_file_size
         )
 
     def remove_orphan_files(
         self,
-        older_than: dt.timedelta | None = None,
-        dry_run: bool = False,
-        parallelism: int | None = None,
         *,
+        older_than: Duration | None = None,
         force: bool = False,
+        parallelism: int | None = None,
+        dry_run: bool = False,
+        now_ms: int | None = None,
     ) -> OrphanResult:
-        """Delete files no snapshot, tag or branch references and older than ``older_than``.
+        """Delete files no snapshot, tag, changelog or branch references and older than ``older_than`` (default:
+        ``orphan-files.older-than``, 1 d; under 1 h needs ``force``). Only names the format produces are
+        candidates; others are reported, never deleted."""
+        return self._run(
+            OrphanResult, "remove-orphans", dry_run, now_ms, None,
+            older_than=older_than, force=force, parallelism=parallelism,
+        )  # fmt: skip
 
-        Default: the table option orphan-files.older-than (1 day); a cutoff under 1 hour or in the future needs
-        ``force``. Only file names the format produces are candidates; others are reported, never deleted.
-        """
-        return remove_orphan_files(
-            self._ctx, older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force
-        )
-
-    def check(self, parallelism: int | None = None) -> CheckResult:
-        """Verify every referenced file exists with its recorded size; count orphans and reclaimable bytes."""
-        return check_table(self._ctx, parallelism=parallelism)
-
-    def expire_records(
+    def check(
         self,
-        expire_time: dt.timedelta | int | str | None = None,
-        time_field: str | None = None,
-        max_files: int | None = None,
-        dry_run: bool = False,
         *,
+        parallelism: int | None = None,
+        older_than: Duration | None = None,
+        force: bool = False,
         now_ms: int | None = None,
-    ) -> RecordExpireResult:
-        """Remove rows older than ``expire_time`` (default: ``record-level.expire-time``) by ``time_field``.
+    ) -> CheckResult:
+        """Verify every referenced file exists with its recorded size; count orphans (with remove-orphans' cutoff)
+        and reclaimable bytes. Deletes nothing."""
+        guard = None if older_than is None else dt.timedelta(milliseconds=duration_arg_ms(older_than, "older_than"))
+        return check_table(self._ctx, parallelism=parallelism, older_than=guard, force=force, now_ms=now_ms)
 
-        Files whose every row is expired are dropped in one metadata-only snapshot (never read); partly expired
-        files are rewritten with their unexpired rows, old and new swapped in one snapshot per batch. At most
-        ``max_files`` files per run. A dry run reports exactly the files a real run drops and rewrites.
-        """
-        return expire_records(
-            self._ctx, expire_time=expire_time, time_field=time_field, max_files=max_files, dry_run=dry_run,
-            now_ms=now_ms,
-        )
-
-    def compact(
+    def _run(
         self,
-        partition: PartitionSpec | str | None = None,
-        target_file_size: int | str | None = None,
-        dry_run: bool = False,
-        *,
-        now_ms: int | None = None,
-    ) -> CompactResult:
-        """Merge the small files of each partition (or only ``partition``) and bucket into files near
-        ``target_file_size`` (default: ``target-file-size``), one COMPACT snapshot per batch; every row is kept
-        exactly once (rows expired by the record TTL are dropped)."""
-        return compact(
-            self._ctx, partition=partition, target_file_size=target_file_size, dry_run=dry_run, now_ms=now_ms
-        )
+        kind: type[R],
+        name: str,
+        dry_run: bool,
+        now_ms: int | None,
+        progress: Progress | None,
+        **overrides: Any,
+    ) -> R:
+        """``run`` for the typed methods above: the result is the operation's own result class ``kind``."""
+        result = self.run(name, dry_run=dry_run, now_ms=now_ms, progress=progress, **overrides)
+        if not isinstance(result, kind):
+            raise TypeError(f"{name} returned a {type(result).__name__}, not a {kind.__name__}")
+        return result
 
 
-class RewriteMethods:
-    """``Table.expire_records`` and ``Table.compact`` (kept here so table.py stays small)."""
-
+class _HasMaintenance(Protocol):
     @property
-    def maintenance(self) -> TableMaintenance:
-        raise NotImplementedError
+    def maintenance(self) -> TableMaintenance: ...
 
-    def expire_records(
-        self,
-        expire_time: dt.timedelta | int | str | None = None,
-        time_field: str | None = None,
-        max_files: int | None = None,
-        dry_run: bool = False,
-    ) -> RecordExpireResult:
-        """``table.maintenance.expire_records``: remove rows older than the record-level expire time."""
-        return self.maintenance.expire_records(expire_time, time_field, max_files, dry_run)
 
-    def compact(
-        self,
-        partition: PartitionSpec | str | None = None,
-        target_file_size: int | str | None = None,
-        dry_run: bool = False,
-    ) -> CompactResult:
-        """``table.maintenance.compact``: merge small files into files near the target size."""
-        return self.maintenance.compact(partition, target_file_size, dry_run)
+def deprecated_alias(name: str) -> Any:
+    """``Table.<name>``, kept for old scripts: calls ``table.maintenance.<name>`` (keyword arguments only) with a
+    DeprecationWarning naming the front door."""
+
+    def alias(table: _HasMaintenance, **kwargs: Any) -> Any:
+        warnings.warn(f"Table.{name}() is deprecated: use table.maintenance.{name}()", DeprecationWarning, stacklevel=2)
+        return getattr(table.maintenance, name)(**kwargs)
+
+    alias.__name__ = name
+    alias.__doc__ = f"Deprecated: use ``table.maintenance.{name}(...)``."
+    return alias

@@ -39,6 +39,14 @@ BUCKET = _register(
 BUCKET_KEY = _register(
     Option("bucket-key", STRING, None, "Comma-separated bucket key columns for fixed-bucket tables.")
 )
+ADD_COLUMN_BEFORE_PARTITION = _register(
+    Option(
+        "add-column-before-partition",
+        BOOL,
+        False,
+        "A column added without a position goes before the first partition column instead of last.",
+    )
+)
 FILE_FORMAT = _register(Option("file.format", STRING, "parquet", "Data file format; tablefmt writes parquet."))
 FILE_COMPRESSION = _register(Option("file.compression", STRING, "zstd", "Parquet compression codec for data files."))
 FILE_COMPRESSION_ZSTD_LEVEL = _register(
@@ -456,14 +464,14 @@ class TableOptions:
             raise ValidationError(f"option {option.key} is not set")
         return value
 
-    def get_or(self, option: Option[T], override: object, name: str) -> T | None:
-        """A per-call ``override`` (keyword or flag ``name``; None = not given) typed and range-checked as the option
-        (:meth:`Option.argument`), else the table's value."""
-        return self.get(option) if override is None else option.argument(override, name)
+    def get_or(self, option: Option[T], override: T | None) -> T | None:
+        """A per-run ``override`` (None = not given; already typed and range-checked as the option by the
+        maintenance kernel, cleanup/kernel/parameters.py), else the table's value."""
+        return self.get(option) if override is None else override
 
-    def require_or(self, option: Option[T], override: object, name: str) -> T:
+    def require_or(self, option: Option[T], override: T | None) -> T:
         """Like get_or(), for options that always have a value."""
-        return self.require(option) if override is None else option.argument(override, name)
+        return self.require(option) if override is None else override
 
     def validate(self) -> None:
         """Parse every known option, raising a ValidationError on the first bad one."""

@@ -22,18 +22,15 @@ from tableformat.audit import (
 )
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.cleanup.after_commit import run_after_commit
-from tableformat.cleanup.check import CheckResult
 from tableformat.cleanup.kernel import OperationResult
 from tableformat.cleanup.kernel.audit import retired_files
-from tableformat.cleanup.orphans import OrphanResult
-from tableformat.cleanup.partitions import PartitionExpireResult
-from tableformat.cleanup.snapshots import ExpireResult
 from tableformat.clock import resolve_now, system_clock
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter, NewDataFile, conform
 from tableformat.commit.rollback import RollbackResult, rollback
 from tableformat.commit.schema_change import SchemaChangeResult, alter_options
+from tableformat.commit.schema_update import SchemaUpdate, merge_schema
 from tableformat.commit.uncommitted import discard_uncommitted
 from tableformat.context import TableContext
 from tableformat.data_paths import outside_root_reason, require_data_inside_root
@@ -51,7 +48,7 @@ from tableformat.inspect import TableInspector
 from tableformat.io.factory import open_location
 from tableformat.layout import NameFactory, TableLayout
 from tableformat.lazy_module import lazy_module
-from tableformat.maintenance import RewriteMethods, TableMaintenance
+from tableformat.maintenance import TableMaintenance, deprecated_alias
 from tableformat.model.audit import RETIRED, AuditFile
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot, Tag
@@ -81,7 +78,7 @@ log = logging.getLogger(__name__)
 __all__ = ["DataFileInfo", "PartitionSpec", "Table"]
 
 
-class Table(TableReaders, RewriteMethods):
+class Table(TableReaders):
     """A Paimon append table on local disk or any fsspec store (S3 via s3fs)."""
 
     def __init__(self, context: TableContext) -> None:
@@ -197,7 +194,10 @@ class Table(TableReaders, RewriteMethods):
         commit_user: str | None = None,
         commit_identifier: int | None = None,
         fill_missing_columns: bool = False,
+        merge_schema: bool = False,
     ) -> Snapshot | None:
+        if merge_schema and data is not None:
+            self.merge_schema_for(data.schema)
         self._refresh_schema()
         ctx = self._ctx
         if data is not None:  # refuse data that does not fit before anything is written (the S3 probe included)
@@ -246,9 +246,7 @@ class Table(TableReaders, RewriteMethods):
             )
         self._atomic_create_checked = True
 
-    def write_files(
-        self, data: pa.Table | pa.RecordBatch, *, fill_missing_columns: bool = False
-    ) -> list[NewDataFile]:
+    def write_files(self, data: pa.Table | pa.RecordBatch, *, fill_missing_columns: bool = False) -> list[NewDataFile]:
         """Write data files without committing them (for engines whose workers write and whose driver commits).
 
         The caller commits the returned files with commit_files, or deletes them if its job fails. Missing columns
@@ -320,6 +318,7 @@ class Table(TableReaders, RewriteMethods):
         data: pa.Table | pa.RecordBatch,
         *,
         fill_missing_columns: bool = False,
+        merge_schema: bool = False,
         commit_user: str | None = None,
         commit_identifier: int | None = None,
     ) -> Snapshot | None:
@@ -327,7 +326,9 @@ class Table(TableReaders, RewriteMethods):
 
         ``data`` must have every column of the table; a missing one is refused before anything is written. With
         ``fill_missing_columns=True`` missing nullable columns are written as nulls (never a partition key: its
-        rows would all land in the default partition, nor a NOT NULL column).
+        rows would all land in the default partition, nor a NOT NULL column). With ``merge_schema=True`` the data's
+        columns the table lacks are added (nullable) and its wider types widen the table's, in a schema version
+        committed before the data (docs/schema.md).
         """
         return self._commit(
             ChangeKind.APPEND,
@@ -335,6 +336,7 @@ class Table(TableReaders, RewriteMethods):
             commit_user=commit_user,
             commit_identifier=commit_identifier,
             fill_missing_columns=fill_missing_columns,
+            merge_schema=merge_schema,
         )
 
     def overwrite(
@@ -344,6 +346,7 @@ class Table(TableReaders, RewriteMethods):
         *,
         dynamic: bool | None = None,
         fill_missing_columns: bool = False,
+        merge_schema: bool = False,
         commit_user: str | None = None,
         commit_identifier: int | None = None,
     ) -> Snapshot | None:
@@ -352,7 +355,8 @@ class Table(TableReaders, RewriteMethods):
         ``partition`` given: static overwrite of that (possibly partial) partition spec; every row must be inside
         it. ``partition=None``: the whole table, or, when ``dynamic`` is true (default: the table option
         ``dynamic-partition-overwrite``, false unless set), exactly the partitions present in ``data``. Missing
-        columns are refused, or filled as in append() with ``fill_missing_columns=True``.
+        columns are refused, or filled as in append() with ``fill_missing_columns=True``; ``merge_schema`` as in
+        append().
         """
         scope, use_dynamic = self._overwrite_scope(partition, dynamic)
         return self._commit(
@@ -363,6 +367,7 @@ class Table(TableReaders, RewriteMethods):
             commit_user=commit_user,
             commit_identifier=commit_identifier,
             fill_missing_columns=fill_missing_columns,
+            merge_schema=merge_schema,
         )
 
     def drop_partitions(self, partitions: Iterable[PartitionSpec]) -> Snapshot | None:
@@ -440,9 +445,7 @@ class Table(TableReaders, RewriteMethods):
         return self._ctx.store.tags()
 
     # --- steering: options and rollback ---------------------------------------------------------------------
-    def set_options(
-        self, options: Mapping[str, str], *, allow_unknown_options: bool = False
-    ) -> SchemaChangeResult:
+    def set_options(self, options: Mapping[str, str], *, allow_unknown_options: bool = False) -> SchemaChangeResult:
         """``ALTER TABLE SET``: a new schema version with these options (validated; Paimon's immutable options
         refused once the table has snapshots). Safe against concurrent schema changes; a no-op writes nothing."""
         return self._alter(alter_options(self._ctx.store, options, allow_unknown=allow_unknown_options))
@@ -458,6 +461,22 @@ class Table(TableReaders, RewriteMethods):
         except UnknownOptionError as exc:
             raise UnknownOptionError(exc.suggestions, UNSET_HINT) from None
         return self._alter(alter_options(self._ctx.store, None, keys))
+
+    def update_schema(self) -> SchemaUpdate:
+        """Column changes committed as one new schema version when the ``with`` block ends (docs/schema.md)::
+
+            with table.update_schema() as update:
+                update.add_column("region", "STRING", after="id")
+                update.rename_column("amount", "total")
+                update.update_column("total", type="DOUBLE")
+
+        Paimon's rules apply (SchemaChangeError, nothing written); field ids are kept."""
+        return SchemaUpdate(self._ctx.store, on_commit=lambda _result: self._refresh_schema())
+
+    def merge_schema_for(self, incoming: pa.Schema) -> SchemaChangeResult:
+        """Add the columns of Arrow schema ``incoming`` that the table lacks (nullable) and widen the columns it
+        holds wider, as ``append(..., merge_schema=True)`` does before writing; nothing is written when it fits."""
+        return self._alter(merge_schema(self._ctx.store, incoming))
 
     def _alter(self, result: SchemaChangeResult) -> SchemaChangeResult:
         self._refresh_schema()
@@ -524,30 +543,10 @@ class Table(TableReaders, RewriteMethods):
         """Every registered maintenance operation of this table (``maintenance.run(name, ...)``)."""
         return TableMaintenance(self._ctx)
 
-    def expire_snapshots(
-        self, retain_min: int | None = None, retain_max: int | None = None,
-        time_retained: dt.timedelta | int | str | None = None, limit: int | None = None, dry_run: bool = False,
-        *, parallelism: int | None = None,
-    ) -> ExpireResult:
-        """``table.maintenance.expire_snapshots``: expire old snapshots and the files only they used."""
-        return self.maintenance.expire_snapshots(
-            retain_min, retain_max, time_retained, limit, dry_run, parallelism=parallelism
-        )
-
-    def expire_partitions(
-        self, expiration_time: dt.timedelta | int | str | None = None, strategy: str | None = None,
-        max_num: int | None = None, dry_run: bool = False,
-    ) -> PartitionExpireResult:
-        """``table.maintenance.expire_partitions``: mark-delete partitions older than the expiration time."""
-        return self.maintenance.expire_partitions(expiration_time, strategy, max_num, dry_run)
-
-    def remove_orphan_files(
-        self, older_than: dt.timedelta | None = None, dry_run: bool = False, parallelism: int | None = None,
-        *, force: bool = False,
-    ) -> OrphanResult:
-        """``table.maintenance.remove_orphan_files``: delete old files nothing references."""
-        return self.maintenance.remove_orphan_files(older_than, dry_run, parallelism, force=force)
-
-    def check(self, parallelism: int | None = None) -> CheckResult:
-        """``table.maintenance.check``: every referenced file exists with its recorded size; orphans counted."""
-        return self.maintenance.check(parallelism)
+    # One-line deprecated aliases of table.maintenance.<operation> (keyword arguments only).
+    expire_snapshots = deprecated_alias("expire_snapshots")
+    expire_partitions = deprecated_alias("expire_partitions")
+    expire_records = deprecated_alias("expire_records")
+    compact = deprecated_alias("compact")
+    remove_orphan_files = deprecated_alias("remove_orphan_files")
+    check = deprecated_alias("check")

@@ -1,7 +1,7 @@
 """Append-table compaction: small files of a partition and bucket merged into files near the target size by the
 rewriter record expiration uses (:mod:`..rewrite`), one guarded COMPACT snapshot per batch."""
 
-from .operation import COMMIT_USER_PREFIX, COMPACTION, CompactResult, compact, execute_compaction
+from .operation import COMMIT_USER_PREFIX, COMPACTION, CompactResult, execute_compaction
 from .plan import SMALL_FILE_RATIO, CompactConfig, CompactPlan, pack, plan_compaction
 
 __all__ = [
@@ -11,7 +11,6 @@ __all__ = [
     "CompactConfig",
     "CompactPlan",
     "CompactResult",
-    "compact",
     "execute_compaction",
     "pack",
     "plan_compaction",

@@ -13,8 +13,9 @@ from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.model.snapshot import CommitKind
+from tableformat.options import TARGET_FILE_SIZE
 
-from ..kernel import Operation, OperationResult, Parameter, Progress, run_operation
+from ..kernel import Operation, OperationResult, Parameter, Progress
 from ..rewrite import (
     CommitSettings,
     FilePaths,
@@ -125,7 +126,12 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
     summary = "merge small data files into files near target-file-size (one COMPACT snapshot per batch)"
     parameters = (
         Parameter("partition", "text", "only this partition, e.g. dt=2024-01-01 (k=v[,k=v])"),
-        Parameter("target_file_size", "text", "merge into files of about this size, e.g. 128mb (target-file-size)"),
+        Parameter(
+            "target_file_size",
+            "size",
+            "merge into files of about this size, e.g. 128mb (target-file-size)",
+            TARGET_FILE_SIZE,
+        ),
     )
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> CompactConfig:
@@ -136,7 +142,7 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
         table's versions of each key."""
         return rewrite_refusal(ctx.schema)
 
-    def configured(self, ctx: TableContext) -> bool:
+    def wanted(self, ctx: TableContext) -> bool:
         """For the scheduler: only tables that set a compaction option (``compaction.min.file-num``,
         ``compaction.max.file-num``, ``compaction.commit.max-files``) are compacted on a schedule; any table can
         be compacted on demand."""
@@ -171,16 +177,3 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
 
 
 COMPACTION = Compaction()
-
-
-def compact(
-    ctx: TableContext,
-    *,
-    partition: Mapping[str, Any] | str | None = None,
-    target_file_size: int | str | None = None,
-    dry_run: bool = False,
-    now_ms: int | None = None,
-) -> CompactResult:
-    """Merge small files (of one partition when given); a dry run lists the files the real run merges."""
-    overrides = {"partition": partition, "target_file_size": target_file_size}
-    return run_operation(COMPACTION, ctx, overrides, dry_run=dry_run, now_ms=now_ms)

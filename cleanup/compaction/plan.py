@@ -26,9 +26,8 @@ from tableformat.options import (
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.record_ttl import RecordTTL
 
-from ..rewrite import RewriteUnit, check_overrides, plan_on_latest, require_rewritable, ttl_at
+from ..rewrite import RewriteUnit, plan_on_latest, require_rewritable, ttl_at
 
-OVERRIDES = ("partition", "target_file_size")
 SMALL_FILE_RATIO = 0.7
 """Paimon compacts append files smaller than this share of the target size (bigger ones are left as they are)."""
 
@@ -46,10 +45,10 @@ class CompactConfig:
 
     @classmethod
     def resolve(cls, ctx: TableContext, overrides: Mapping[str, Any]) -> CompactConfig:
-        given = check_overrides("compact", overrides, OVERRIDES)
+        given = overrides  # checked and typed by the kernel from the operation's parameters
         require_rewritable(ctx, "compact")
         options = ctx.options
-        target = options.require_or(TARGET_FILE_SIZE, given.get("target_file_size"), "target_file_size")
+        target = options.require_or(TARGET_FILE_SIZE, given.get("target_file_size"))
         spec = given.get("partition")
         partition = None
         if spec is not None:

@@ -2,10 +2,12 @@
 accounts for an operation stopped midway (:mod:`.ledger`). Time comes from the one clock, tableformat/clock.py."""
 
 from .deleter import Deleter, DeletionFile, Progress
-from .operation import Cadence, Operation, Parameter, run_operation
-from .result import OperationResult
+from .operation import Cadence, Operation, run_operation
+from .parameters import Parameter
+from .result import SHOWN, OperationResult, shown_paths
 
 __all__ = [
+    "SHOWN",
     "Cadence",
     "Deleter",
     "DeletionFile",
@@ -14,4 +16,5 @@ __all__ = [
     "Parameter",
     "Progress",
     "run_operation",
+    "shown_paths",
 ]

@@ -12,7 +12,7 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.clock import resolve_now
@@ -24,21 +24,8 @@ from tableformat.store import MetadataStore
 
 from .audit import AuditedRun
 from .deleter import Progress
+from .parameters import Parameter, coerce_overrides
 from .result import OperationResult
-
-
-@dataclass(frozen=True, slots=True)
-class Parameter:
-    """A per-run override an operation accepts (a keyword of its API call, a ``--flag`` of its CLI command)."""
-
-    name: str
-    """The override key, e.g. ``retain_min`` (the CLI flag is ``--retain-min``)."""
-    kind: Literal["int", "duration", "flag", "choice", "text"]
-    """``int``: a whole number; ``duration``: ``30d``, ``1h30m``, Paimon's ``1 h`` (the API also takes a timedelta
-    or milliseconds); ``flag``: a boolean switch; ``choice``: one of ``choices``; ``text``: any string."""
-    help: str
-    minimum: int | None = None
-    choices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +63,19 @@ class Operation(ABC, Generic[C, P, R]):
 
     @abstractmethod
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> C:
-        """The table's options with the non-None ``overrides`` applied; raises ValidationError before any read."""
+        """The table's options with ``overrides`` applied: only those given, each already checked and typed per its
+        :class:`Parameter` (parameters.py); raises ValidationError before any read."""
 
-    def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
-        """Whether the table's options ask for this operation after commits at ``now_ms`` (default: always)."""
+    def wanted(self, ctx: TableContext) -> bool:
+        """Whether the table's options ask for this operation (e.g. partition expiration only with
+        ``partition.expiration-time``): the one answer the after-commit hook, ``tableformat.spark.maintain``,
+        ``tablefmt maintain`` and the report act on. A value that does not parse counts as asking, so that the run
+        reports it instead of the operation going quiet. ``write-only`` does not count here."""
+        return True
+
+    def due_after_commit(self, ctx: TableContext, now_ms: int) -> bool:
+        """Whether a wanted operation runs after this commit, or waits for a later one (e.g. partition expiration
+        until ``partition.expiration-check-interval`` has passed). The scheduler's timing is :meth:`cadence`."""
         return True
 
     def not_applicable(self, ctx: TableContext) -> str:
@@ -87,11 +83,6 @@ class Operation(ABC, Generic[C, P, R]):
         a run raises NotApplicableError with this reason before anything is read; ``tablefmt maintain`` and the
         after-commit hook skip the operation and report the reason (e.g. a rewrite on a primary-key table)."""
         return ""
-
-    def configured(self, ctx: TableContext) -> bool:
-        """Whether the table's options ask for this operation at all (the scheduler skips it otherwise; e.g. partition
-        expiration without ``partition.expiration-time``). ``write-only`` does not count here."""
-        return True
 
     def cadence(self, ctx: TableContext) -> Cadence:
         """How often the scheduler runs it on this table (default: hourly, and after any change)."""
@@ -150,7 +141,7 @@ def run_operation(
     reason = operation.not_applicable(ctx)
     if reason:
         raise NotApplicableError(operation.name, reason)
-    config = operation.configure(ctx, dict(overrides or {}))
+    config = operation.configure(ctx, coerce_overrides(operation.name, operation.parameters, overrides or {}))
     now = resolve_now(now_ms)
     with paused_gc() if operation.pauses_gc else old_objects_frozen():
         plan = operation.plan(ctx, config, now)

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tableformat.units import human_bytes
+
+SHOWN = 20
+"""Paths a text report lists before '... and N more'."""
+
+
+def shown_paths(paths: Sequence[str], title: str = "") -> tuple[str, ...]:
+    """The text lines listing ``paths`` (the first :data:`SHOWN`, indented, under ``title:`` when given); none for
+    no paths."""
+    if not paths:
+        return ()
+    lines = [f"{title}:"] if title else []
+    lines += [f"  {path}" for path in paths[:SHOWN]]
+    if len(paths) > SHOWN:
+        lines.append(f"  ... and {len(paths) - SHOWN} more (use --json for all)")
+    return tuple(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,16 +49,16 @@ class OperationResult:
         return ()
 
     def summary(self) -> tuple[str, ...]:
-        """The CLI's text output when the operation has its own (empty: the generic 'deleted N file(s)' lines)."""
-        return ()
+        """The text report every front end prints (the CLI's text mode, ``tablefmt maintain``'s log): its first
+        line is the :meth:`headline`. Here: what was deleted, the paths, the notes; operations say more."""
+        verb = "would delete" if self.dry_run else "deleted"
+        deleted = f"{self.operation}: {verb} {len(self.deleted_paths)} file(s), {human_bytes(self.deleted_bytes)}"
+        return (deleted, *shown_paths(self.deleted_paths), *(f"note: {note}" for note in self.notes))
 
     def headline(self) -> str:
-        """One line saying what the run did, for logs and the output of the command whose commit ran it: the
-        first summary line, else ``expire: deleted 3 file(s), 5.2 KiB``."""
-        if self.summary():
-            return self.summary()[0]
-        verb = "would delete" if self.dry_run else "deleted"
-        return f"{self.operation}: {verb} {len(self.deleted_paths)} file(s), {human_bytes(self.deleted_bytes)}"
+        """One line saying what the run did, for logs and the output of the command whose commit ran it (the
+        first line of :meth:`summary`), e.g. ``expire-partitions: dropped 2 partition(s): ...``."""
+        return self.summary()[0]
 
     def did_something(self) -> bool:
         """Whether the run changed (or, dry, would change) anything worth telling."""

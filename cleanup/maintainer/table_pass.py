@@ -199,7 +199,7 @@ def _run_operations(
             continue
         now = clock()
         try:
-            configured, cadence = op.configured(ctx), op.cadence(ctx)
+            configured, cadence = op.wanted(ctx), op.cadence(ctx)
         except TableFormatError as exc:
             configured, cadence = True, Cadence(interval_ms=settings.poll_interval_ms, on_change=True)
             log.debug("cadence of %s: %s", op.name, exc)

@@ -1,6 +1,6 @@
 """Remove orphan files: files the table format wrote that no snapshot, tag, changelog or branch references.
 
-Plan, then execute (``remove_orphan_files`` does both; a dry run stops after planning):
+Plan, then execute (``table.maintenance.remove_orphan_files`` does both; a dry run stops after planning):
 
 1. **Candidates first.** List the table's own directories in parallel (:mod:`.file_census`) and keep, by name,
    the files whose names the format produces and whose mtime is older than the cutoff. Unknown names are
@@ -31,7 +31,7 @@ such in-flight files, hence its minimum of one hour (``force`` lowers it; a cuto
 from .candidates import CandidateSet
 from .execute import dry_run_result, execute_orphan_plan
 from .model import MIN_OLDER_THAN_MS, OrphanFile, OrphanPlan, OrphanResult, resolve_older_than_ms
-from .operation import ORPHAN_CLEANUP, OrphanConfig, remove_orphan_files
+from .operation import ORPHAN_CLEANUP, OrphanConfig
 from .plan import plan_orphan_removal
 
 __all__ = [
@@ -45,6 +45,5 @@ __all__ = [
     "dry_run_result",
     "execute_orphan_plan",
     "plan_orphan_removal",
-    "remove_orphan_files",
     "resolve_older_than_ms",
 ]

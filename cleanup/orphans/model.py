@@ -11,9 +11,9 @@ from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ArgumentError, ValidationError
 from tableformat.options import ORPHAN_OLDER_THAN
-from tableformat.units import time_pair
+from tableformat.units import human_bytes, time_pair
 
-from ..kernel import OperationResult
+from ..kernel import OperationResult, shown_paths
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,25 @@ class OrphanResult(OperationResult):
 
     def failures(self) -> tuple[str, ...]:
         return self.failed
+
+    def summary(self) -> tuple[str, ...]:
+        """The text report: orphans found and deleted, then the paths deleted (or to be), unknown files, nested
+        tables and failed deletes (the first :data:`SHOWN` of each)."""
+        verb = "would delete" if self.dry_run else "deleted"
+        older = (
+            "" if self.plan is None else f", older than {format_duration_ms(self.plan.planned_at_ms - self.cutoff_ms)}"
+        )
+        lines = [
+            f"remove-orphans: {self.orphan_files} orphan file(s), {human_bytes(self.orphan_bytes)}{older}; {verb} "
+            f"{len(self.deleted_paths)} file(s), {human_bytes(self.deleted_bytes)}",
+            *shown_paths(self.deleted_paths, verb),
+            *shown_paths(self.skipped_unknown, "unknown files (never deleted)"),
+            *shown_paths(self.skipped_nested_tables, "nested tables (never entered)"),
+            *shown_paths(self.failed, "could not delete"),
+        ]
+        if self.removed_dirs:
+            lines.append(f"{'would remove' if self.dry_run else 'removed'} {len(self.removed_dirs)} empty directories")
+        return (*lines, *(f"note: {note}" for note in self.notes))
 
     def to_json(self) -> dict[str, Any]:
         """The --json document."""

@@ -1,4 +1,4 @@
-"""Orphan cleanup as a registered operation (``remove_orphan_files`` is the one-call form the API and CLI use)."""
+"""Orphan cleanup as a registered operation (run through ``table.maintenance.remove_orphan_files``)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from typing import Any
 from tableformat.claims import MAINTENANCE, survey
 from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
-from tableformat.errors import ValidationError
-from tableformat.options import ORPHAN_CHECK_INTERVAL
+from tableformat.options import FILE_OPERATION_THREAD_NUM, ORPHAN_CHECK_INTERVAL, ORPHAN_OLDER_THAN
 from tableformat.parallel import resolve_parallelism
 from tableformat.units import iso_from_ms
 
-from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
+from ..kernel import Cadence, Operation, Parameter, Progress
 from .execute import dry_run_result, execute_orphan_plan
 from .model import OrphanPlan, OrphanResult, resolve_older_than_ms
 from .plan import plan_orphan_removal
@@ -37,9 +36,11 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
     name = "remove-orphans"
     summary = "delete files that no snapshot, tag or branch references (unknown files are never touched)"
     parameters = (
-        Parameter("older_than", "duration", "only delete unreferenced files older than this (default: 1 d)"),
+        Parameter(
+            "older_than", "duration", "only delete unreferenced files older than this (default: 1 d)", ORPHAN_OLDER_THAN
+        ),
         Parameter("force", "flag", "allow an age guard under 1 h (only when no writer is running)"),
-        Parameter("parallelism", "int", "threads for listing, reading, deleting", minimum=1),
+        Parameter("parallelism", "int", "threads for listing, reading, deleting", FILE_OPERATION_THREAD_NUM),
     )
 
     def cadence(self, ctx: TableContext) -> Cadence:
@@ -47,12 +48,10 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
         return Cadence(interval_ms=ctx.options.require(ORPHAN_CHECK_INTERVAL), on_change=False)
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> OrphanConfig:
-        unknown = set(overrides) - {p.name for p in self.parameters}
-        if unknown:
-            raise ValidationError(f"remove-orphans takes no {sorted(unknown)}")
-        older_than: Any = overrides.get("older_than")
+        older_ms: int | None = overrides.get("older_than")
+        older_than = None if older_ms is None else timedelta(milliseconds=older_ms)
         force = bool(overrides.get("force", False))
-        resolve_older_than_ms(ctx, older_than, force=force)  # refused before anything is listed (a non-timedelta too)
+        resolve_older_than_ms(ctx, older_than, force=force)  # under 1 h without force: refused before any listing
         config = OrphanConfig(older_than=older_than, force=force, parallelism=overrides.get("parallelism"))
         resolve_parallelism(ctx.options, ctx.io, config.parallelism)
         return config
@@ -92,22 +91,3 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
 
 
 ORPHAN_CLEANUP = OrphanCleanup()
-
-
-def remove_orphan_files(
-    ctx: TableContext,
-    *,
-    older_than: timedelta | None = None,
-    dry_run: bool = False,
-    parallelism: int | None = None,
-    force: bool = False,
-    now_ms: int | None = None,
-) -> OrphanResult:
-    """Delete files no snapshot, tag, changelog or branch references and older than ``older_than``.
-
-    ``older_than`` defaults to the table option ``orphan-files.older-than`` (1 day); under 1 hour is refused unless
-    ``force``, a negative value always. ``parallelism`` defaults to ``file-operation.thread-num``. With
-    ``dry_run`` nothing is deleted and ``deleted_paths`` lists exactly what a real run would delete.
-    """
-    overrides = {"older_than": older_than, "force": force, "parallelism": parallelism}
-    return run_operation(ORPHAN_CLEANUP, ctx, overrides, dry_run=dry_run, now_ms=now_ms)

@@ -10,7 +10,7 @@ the after-commit check interval from the latest snapshot. Time extraction itself
 
 from .config import STRATEGIES, PartitionExpireConfig
 from .execute import COMMIT_USER_PREFIX, LAST_RUN_PROPERTY, PartitionExpireResult, execute_partition_expiration
-from .operation import PARTITION_EXPIRATION, check_due, expire_partitions, last_run_ms
+from .operation import PARTITION_EXPIRATION, check_due, last_run_ms
 from .plan import PartitionExpirePlan, PlannedPartition, SkippedPartition, plan_partition_expiration
 
 __all__ = [
@@ -25,7 +25,6 @@ __all__ = [
     "SkippedPartition",
     "check_due",
     "execute_partition_expiration",
-    "expire_partitions",
     "last_run_ms",
     "plan_partition_expiration",
 ]

@@ -44,24 +44,22 @@ class PartitionExpireConfig:
 
     @classmethod
     def resolve(cls, ctx: TableContext, overrides: Mapping[str, Any]) -> PartitionExpireConfig:
-        """The table's options, each overridden by a non-None ``overrides`` value (the operation's parameters)."""
-        unknown = sorted(set(overrides) - set(_OVERRIDES))
-        if unknown:
-            raise ValidationError(f"expire-partitions takes no {', '.join(unknown)}; it takes {', '.join(_OVERRIDES)}")
-        given = {key: value for key, value in overrides.items() if value is not None}
+        """The table's options, each overridden by an ``overrides`` value (the operation's parameters, checked and
+        typed by the kernel: ``expiration_time`` in milliseconds)."""
+        given = overrides
         if not ctx.schema.partition_keys:
             raise ValidationError("the table is not partitioned: there are no partitions to expire")
         options = ctx.options
-        expiration_ms = options.get_or(PARTITION_EXPIRATION_TIME, given.get("expiration_time"), "expiration_time")
+        expiration_ms = options.get_or(PARTITION_EXPIRATION_TIME, given.get("expiration_time"))
         if expiration_ms is None:
             raise ArgumentError(
                 "no expiration time: set the table option partition.expiration-time or pass {expiration_time}",
                 expiration_time=("datetime.timedelta(days=30)", "30d"),
             )
-        strategy = str(given.get("strategy", options.require(PARTITION_EXPIRATION_STRATEGY)))
+        strategy = str(options.require_or(PARTITION_EXPIRATION_STRATEGY, given.get("strategy")))
         if strategy not in STRATEGIES:
             raise ValidationError(f"partition.expiration-strategy must be one of {', '.join(STRATEGIES)}: {strategy!r}")
-        max_num = options.require_or(PARTITION_EXPIRATION_MAX_NUM, given.get("max_num"), "max_num")
+        max_num = options.require_or(PARTITION_EXPIRATION_MAX_NUM, given.get("max_num"))
         return cls(
             expiration_ms=expiration_ms,
             strategy=strategy,
@@ -70,9 +68,6 @@ class PartitionExpireConfig:
             batch_size=options.get(PARTITION_EXPIRATION_BATCH_SIZE),
             threads=resolve_parallelism(options, ctx.io, None),  # inline on local disk, threads on object stores
         )
-
-
-_OVERRIDES = ("expiration_time", "strategy", "timestamp_formatter", "timestamp_pattern", "max_num")
 
 
 def _extractor(ctx: TableContext, options: TableOptions, given: Mapping[str, Any]) -> PartitionTimeExtractor:

@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tableformat.clock import resolve_now
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
-from tableformat.options import PARTITION_EXPIRATION_TIME
+from tableformat.options import PARTITION_EXPIRATION_MAX_NUM, PARTITION_EXPIRATION_TIME
 
-from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
+from ..kernel import Cadence, Operation, Parameter, Progress
 from .config import STRATEGIES, PartitionExpireConfig, check_interval_ms
 from .execute import LAST_RUN_PROPERTY, PartitionExpireResult, execute_partition_expiration, planned_result
 from .plan import PartitionExpirePlan, plan_partition_expiration
@@ -47,11 +46,16 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
     after_commit = True
     pauses_gc = True
     parameters = (
-        Parameter("expiration_time", "duration", "drop partitions older than this (partition.expiration-time)"),
+        Parameter(
+            "expiration_time",
+            "duration",
+            "drop partitions older than this (partition.expiration-time)",
+            PARTITION_EXPIRATION_TIME,
+        ),
         Parameter("strategy", "choice", "how a partition's time is found", choices=STRATEGIES),
         Parameter("timestamp_formatter", "text", "Java DateTimeFormatter pattern, e.g. yyyyMMdd"),
         Parameter("timestamp_pattern", "text", "how values form a timestamp, e.g. '$dt $hour:00:00'"),
-        Parameter("max_num", "int", "at most N partitions per run", minimum=1),
+        Parameter("max_num", "int", "at most N partitions per run", PARTITION_EXPIRATION_MAX_NUM),
     )
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> PartitionExpireConfig:
@@ -59,7 +63,7 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
 
     limit_option = "partition.expiration-max-num"
 
-    def configured(self, ctx: TableContext) -> bool:
+    def wanted(self, ctx: TableContext) -> bool:
         """Only when ``partition.expiration-time`` is set (an invalid value counts as set: running reports it)."""
         try:
             return ctx.options.get(PARTITION_EXPIRATION_TIME) is not None
@@ -74,14 +78,9 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
             interval = 3_600_000
         return Cadence(interval_ms=max(interval, 60_000), on_change=False)
 
-    def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
-        """After commits: only when ``partition.expiration-time`` is set and the check interval has passed."""
-        try:
-            if ctx.options.get(PARTITION_EXPIRATION_TIME) is None:
-                return False
-        except ValidationError:
-            return False
-        return check_due(ctx, resolve_now(now_ms))
+    def due_after_commit(self, ctx: TableContext, now_ms: int) -> bool:
+        """Once ``partition.expiration-check-interval`` has passed since the last run that dropped partitions."""
+        return check_due(ctx, now_ms)
 
     def plan(self, ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
         return plan_partition_expiration(ctx, config, now_ms)
@@ -137,21 +136,3 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
 
 
 PARTITION_EXPIRATION = PartitionExpiration()
-
-
-def expire_partitions(
-    ctx: TableContext,
-    *,
-    expiration_time: Any = None,
-    strategy: str | None = None,
-    max_num: int | None = None,
-    dry_run: bool = False,
-    now_ms: int | None = None,
-) -> PartitionExpireResult:
-    """Drop the partitions older than the expiration time (arguments override the table's options).
-
-    Invalid settings (no expiration time, an unknown ``$key`` in the pattern, a bad formatter) raise a
-    ValidationError before anything is read. A dry run reports exactly what the real run drops.
-    """
-    overrides = {"expiration_time": expiration_time, "strategy": strategy, "max_num": max_num}
-    return run_operation(PARTITION_EXPIRATION, ctx, overrides, dry_run=dry_run, now_ms=now_ms)

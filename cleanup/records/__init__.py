@@ -9,7 +9,7 @@ Reads never return expired rows whether or not this has run (:mod:`tableformat.s
 
 from .config import RecordExpireConfig
 from .execute import COMMIT_USER_PREFIX, RecordExpireResult, execute_record_expiration, planned_result
-from .operation import RECORD_EXPIRATION, expire_records
+from .operation import RECORD_EXPIRATION
 from .plan import JudgedFile, RecordExpirePlan, plan_record_expiration
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "RecordExpirePlan",
     "RecordExpireResult",
     "execute_record_expiration",
-    "expire_records",
     "plan_record_expiration",
     "planned_result",
 ]

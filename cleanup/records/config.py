@@ -16,9 +16,7 @@ from tableformat.options import (
     TARGET_FILE_SIZE,
 )
 
-from ..rewrite import check_overrides, require_rewritable, ttl_at
-
-OVERRIDES = ("expire_time", "time_field", "max_files", "max_rewrite_size")
+from ..rewrite import require_rewritable, ttl_at
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,10 +38,10 @@ class RecordExpireConfig:
 
     @classmethod
     def resolve(cls, ctx: TableContext, overrides: Mapping[str, Any]) -> RecordExpireConfig:
-        given = check_overrides("expire-records", overrides, OVERRIDES)
+        given = overrides  # checked and typed by the kernel from the operation's parameters
         require_rewritable(ctx, "expire-records")
         options = ctx.options
-        expire_ms = options.get_or(RECORD_LEVEL_EXPIRE_TIME, given.get("expire_time"), "expire_time")
+        expire_ms = options.get_or(RECORD_LEVEL_EXPIRE_TIME, given.get("expire_time"))
         if expire_ms is None:
             raise ValidationError(
                 "no record expire time: set the table option record-level.expire-time or pass one "
@@ -52,10 +50,8 @@ class RecordExpireConfig:
         time_field = given.get("time_field")
         ttl = ttl_at(ctx, 0, expire_ms, None if time_field is None else str(time_field))
         assert ttl is not None
-        max_files = options.require_or(RECORD_LEVEL_EXPIRE_MAX_FILES, given.get("max_files"), "max_files")
-        rewrite = options.require_or(
-            RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE, given.get("max_rewrite_size"), "max_rewrite_size"
-        )
+        max_files = options.require_or(RECORD_LEVEL_EXPIRE_MAX_FILES, given.get("max_files"))
+        rewrite = options.require_or(RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE, given.get("max_rewrite_size"))
         return cls(
             expire_ms=expire_ms,
             time_field=ttl.field_name,

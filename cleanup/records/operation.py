@@ -10,10 +10,14 @@ from typing import Any
 from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
-from tableformat.options import RECORD_LEVEL_EXPIRE_TIME
+from tableformat.options import (
+    RECORD_LEVEL_EXPIRE_MAX_FILES,
+    RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE,
+    RECORD_LEVEL_EXPIRE_TIME,
+)
 from tableformat.units import iso_from_ms
 
-from ..kernel import Operation, Parameter, Progress, run_operation
+from ..kernel import Operation, Parameter, Progress
 from ..rewrite import rewrite_refusal
 from .config import RecordExpireConfig
 from .execute import RecordExpireResult, execute_record_expiration, planned_result
@@ -27,9 +31,20 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
     summary = "remove rows older than record-level.expire-time (whole files by statistics, partly expired rewritten)"
     after_commit = True
     parameters = (
-        Parameter("expire_time", "duration", "rows older than this expire (record-level.expire-time)"),
+        Parameter(
+            "expire_time",
+            "duration",
+            "rows older than this expire (record-level.expire-time)",
+            RECORD_LEVEL_EXPIRE_TIME,
+        ),
         Parameter("time_field", "text", "the column whose time expires a row (record-level.time-field)"),
-        Parameter("max_files", "int", "drop or rewrite at most N files this run", minimum=1),
+        Parameter("max_files", "int", "drop or rewrite at most N files this run", RECORD_LEVEL_EXPIRE_MAX_FILES),
+        Parameter(
+            "max_rewrite_size",
+            "size",
+            "rewrite at most this many bytes of partly expired files this run, e.g. 1gb",
+            RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE,
+        ),
     )
 
     limit_option = "record-level.expire.max-files"
@@ -42,19 +57,12 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
         ``record-level.expire-time`` itself, in the merge of its compaction)."""
         return rewrite_refusal(ctx.schema)
 
-    def configured(self, ctx: TableContext) -> bool:
+    def wanted(self, ctx: TableContext) -> bool:
         """Only when ``record-level.expire-time`` is set (an invalid value counts as set: running reports it)."""
         try:
             return ctx.options.get(RECORD_LEVEL_EXPIRE_TIME) is not None
         except ValidationError:
             return True
-
-    def enabled(self, ctx: TableContext, now_ms: int | None = None) -> bool:
-        """After commits: when the table sets ``record-level.expire-time`` (a bad time field is then reported)."""
-        try:
-            return ctx.options.get(RECORD_LEVEL_EXPIRE_TIME) is not None
-        except ValidationError:
-            return False
 
     def plan(self, ctx: TableContext, config: RecordExpireConfig, now_ms: int) -> RecordExpirePlan:
         return plan_record_expiration(ctx, config, now_ms)
@@ -94,18 +102,3 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
 
 
 RECORD_EXPIRATION = RecordExpiration()
-
-
-def expire_records(
-    ctx: TableContext,
-    *,
-    expire_time: Any = None,
-    time_field: str | None = None,
-    max_files: int | None = None,
-    dry_run: bool = False,
-    now_ms: int | None = None,
-) -> RecordExpireResult:
-    """Remove expired rows (arguments override the table's options); a dry run reports exactly what a real run
-    does. A bad time field or a missing expire time raises a ValidationError before anything is read."""
-    overrides = {"expire_time": expire_time, "time_field": time_field, "max_files": max_files}
-    return run_operation(RECORD_EXPIRATION, ctx, overrides, dry_run=dry_run, now_ms=now_ms)

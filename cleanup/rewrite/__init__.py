@@ -3,7 +3,7 @@ guarded commit per batch (see :mod:`.rewriter`); plan again when snapshot expira
 
 from .races import MISSING_FILE_ERRORS, REPLANS, plan_on_latest, raise_if_expired, replan_notes, run_replanning
 from .rewriter import BATCH_ROWS, CommitSettings, RewriteOutcome, Rewriter, RewriteUnit, batches
-from .settings import FilePaths, check_overrides, require_rewritable, rewrite_refusal, ttl_at
+from .settings import FilePaths, require_rewritable, rewrite_refusal, ttl_at
 
 __all__ = [
     "BATCH_ROWS",
@@ -15,7 +15,6 @@ __all__ = [
     "RewriteUnit",
     "Rewriter",
     "batches",
-    "check_overrides",
     "plan_on_latest",
     "raise_if_expired",
     "replan_notes",

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
-from tableformat.errors import NotApplicableError, ValidationError
+from tableformat.errors import NotApplicableError
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.schema import TableSchema
 from tableformat.options import BUCKET, DELETION_VECTORS_ENABLED, TableOptions
@@ -43,14 +40,6 @@ def require_rewritable(ctx: TableContext, what: str) -> None:
     reason = rewrite_refusal(ctx.schema)
     if reason:
         raise NotApplicableError(what, reason)
-
-
-def check_overrides(what: str, overrides: Mapping[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:
-    """The non-None overrides; ValidationError naming any the operation does not take."""
-    unknown = sorted(set(overrides) - set(allowed))
-    if unknown:
-        raise ValidationError(f"{what} takes no {', '.join(unknown)}; it takes {', '.join(allowed)}")
-    return {key: value for key, value in overrides.items() if value is not None}
 
 
 def ttl_at(ctx: TableContext, now_ms: int, expire_ms: int | None, time_field: str | None) -> RecordTTL | None:

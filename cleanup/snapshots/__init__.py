@@ -6,21 +6,20 @@ in crash-safe order and finishes journals an interrupted run left behind.
 """
 
 from ..kernel import Progress
-from .config import Duration, ExpireConfig
-from .execute import ExpireResult, execute_expiration
-from .operation import SNAPSHOT_EXPIRATION, expire_snapshots
+from .config import ExpireConfig
+from .execute import execute_expiration
+from .operation import SNAPSHOT_EXPIRATION
 from .plan import plan_expiration
 from .planned import ExpirePlan, PlannedFile
+from .result import ExpireResult
 
 __all__ = [
     "SNAPSHOT_EXPIRATION",
-    "Duration",
     "ExpireConfig",
     "ExpirePlan",
     "ExpireResult",
     "PlannedFile",
     "Progress",
     "execute_expiration",
-    "expire_snapshots",
     "plan_expiration",
 ]

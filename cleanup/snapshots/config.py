@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from tableformat.errors import ValidationError
@@ -22,7 +21,6 @@ from tableformat.options import (
     TableOptions,
 )
 
-Duration = dt.timedelta | int | str
 """A retention time: a timedelta, milliseconds, or a duration string such as ``30s``, ``15m``, ``1h``, ``7d``."""
 
 
@@ -91,21 +89,22 @@ class ExpireConfig:
         *,
         retain_min: int | None = None,
         retain_max: int | None = None,
-        time_retained: Duration | None = None,
+        time_retained: int | None = None,
         limit: int | None = None,
         parallelism: int | None = None,
     ) -> ExpireConfig:
-        """The table's options, each overridden by the argument when it is not None (range-checked as the option)."""
-        low = options.require_or(SNAPSHOT_NUM_RETAINED_MIN, retain_min, "retain_min")
-        high = options.require_or(SNAPSHOT_NUM_RETAINED_MAX, retain_max, "retain_max")
-        time_ms = options.require_or(SNAPSHOT_TIME_RETAINED, time_retained, "time_retained")
+        """The table's options, each overridden by the argument when it is not None (the kernel typed and
+        range-checked it as the option; ``time_retained`` in milliseconds)."""
+        low = options.require_or(SNAPSHOT_NUM_RETAINED_MIN, retain_min)
+        high = options.require_or(SNAPSHOT_NUM_RETAINED_MAX, retain_max)
+        time_ms = options.require_or(SNAPSHOT_TIME_RETAINED, time_retained)
         return cls(
             retain_min=low,
             retain_max=high,
             time_retained_ms=time_ms,
-            limit=options.require_or(SNAPSHOT_EXPIRE_LIMIT, limit, "limit"),
+            limit=options.require_or(SNAPSHOT_EXPIRE_LIMIT, limit),
             clean_empty_dirs=options.require(SNAPSHOT_CLEAN_EMPTY_DIRECTORIES),
-            parallelism=options.require_or(FILE_OPERATION_THREAD_NUM, parallelism, "parallelism"),
+            parallelism=options.require_or(FILE_OPERATION_THREAD_NUM, parallelism),
             consumer_expiration_ms=options.get(CONSUMER_EXPIRATION_TIME),
             changelog_decoupled=changelog_decoupled(options, low, high, time_ms),
             produce_changelog=options.require(CHANGELOG_PRODUCER) != "none",

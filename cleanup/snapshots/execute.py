@@ -34,16 +34,14 @@ import logging
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
-from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import EARLIEST, TAG_PREFIX
 from tableformat.model.snapshot import Tag
 from tableformat.parallel import Workers, executor
-from tableformat.units import human_bytes
 
-from ..kernel import Deleter, OperationResult, Progress
+from ..kernel import Deleter, Progress
 from ..roots import Root
 from .attached import AttachedFiles, Referenced, without_referenced
 from .changelog import delete_changelogs, write_changelogs
@@ -51,85 +49,10 @@ from .config import ExpireConfig
 from .journal import remove_journal, write_journal
 from .metadata import DataPaths, MetadataCache, TagRef
 from .planned import Attached, ExpirePlan, PlannedFile, branch_ref
+from .result import ExpireResult
 from .start import branch_roots
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpireResult(OperationResult):
-    """What an expiration did (or, for a dry run, would do). Real runs report only files actually deleted."""
-
-    expired_snapshots: int = 0
-    expired_snapshot_ids: tuple[int, ...] = ()
-    earliest_snapshot: int | None = None
-    deleted_data_files: int = 0
-    deleted_manifests: int = 0
-    deleted_manifest_lists: int = 0
-    deleted_changelog_files: int = 0
-    deleted_changelog_manifests: int = 0
-    deleted_changelog_manifest_lists: int = 0
-    deleted_statistics_files: int = 0
-    deleted_index_files: int = 0
-    deleted_index_manifests: int = 0
-    expired_tags: tuple[str, ...] = ()
-    expired_consumers: tuple[str, ...] = ()
-    expired_changelog_ids: tuple[int, ...] = ()
-    """Long-lived changelogs (``changelog/changelog-<id>``) expired (decoupled lifecycle, changelog_expiry.py)."""
-    skipped_external_files: tuple[str, ...] = ()
-    completed_journals: tuple[str, ...] = ()
-    """Plan ids of interrupted earlier runs that this run finished."""
-
-    def headline(self) -> str:
-        return _expire_headline(self)
-
-    def did_something(self) -> bool:
-        return bool(self.expired_snapshots or self.expired_tags or self.expired_consumers or self.deleted_paths)
-
-    @property
-    def expired_changelogs(self) -> int:
-        return len(self.expired_changelog_ids)
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (the CLI's ``--json`` object)."""
-        return {
-            "expired_snapshots": self.expired_snapshots,
-            "expired_snapshot_ids": list(self.expired_snapshot_ids),
-            "earliest_snapshot_id": self.earliest_snapshot,
-            "deleted_data_files": self.deleted_data_files,
-            "deleted_manifest_files": self.deleted_manifests,
-            "deleted_manifest_list_files": self.deleted_manifest_lists,
-            "deleted_changelog_files": self.deleted_changelog_files,
-            "deleted_changelog_manifest_files": self.deleted_changelog_manifests,
-            "deleted_changelog_manifest_list_files": self.deleted_changelog_manifest_lists,
-            "deleted_statistics_files": self.deleted_statistics_files,
-            "deleted_index_files": self.deleted_index_files,
-            "deleted_index_manifest_files": self.deleted_index_manifests,
-            "deleted_files": len(self.deleted_paths),
-            "deleted_bytes": self.deleted_bytes,
-            "dry_run": self.dry_run,
-            "deleted_paths": list(self.deleted_paths),
-            "backlog": self.backlog,
-            "expired_tags": list(self.expired_tags),
-            "expired_consumers": list(self.expired_consumers),
-            "expired_changelogs": self.expired_changelogs,
-            "expired_changelog_ids": list(self.expired_changelog_ids),
-            "skipped_external_paths": list(self.skipped_external_files),
-            "removed_dirs": list(self.removed_dirs),
-            "completed_journals": list(self.completed_journals),
-            "notes": list(self.notes),
-        }
-
-
-def _expire_headline(result: ExpireResult) -> str:
-    expired = "would expire" if result.dry_run else "expired"
-    verb = "would delete" if result.dry_run else "deleted"
-    tags = f" and tag(s) {', '.join(result.expired_tags)}" if result.expired_tags else ""
-    tags += f" and {result.expired_changelogs} changelog(s)" if result.expired_changelogs else ""
-    return (
-        f"{result.operation or 'expire'}: {expired} {result.expired_snapshots} snapshot(s){tags}; {verb} "
-        f"{len(result.deleted_paths)} file(s), {human_bytes(result.deleted_bytes)}"
-    )
 
 
 def _counted(result: ExpireResult, attached: Attached) -> ExpireResult:

@@ -11,16 +11,22 @@ from typing import Any
 from tableformat.context import TableContext
 from tableformat.data_paths import require_data_inside_root
 from tableformat.errors import MaintenanceError
-from tableformat.options import MAINTAIN_INTERVAL
+from tableformat.options import (
+    FILE_OPERATION_THREAD_NUM,
+    MAINTAIN_INTERVAL,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+)
 from tableformat.parallel import Workers, executor
 
-from ..kernel import Cadence, Operation, Parameter, Progress, run_operation
+from ..kernel import Cadence, Operation, Parameter, Progress
 from .audit_reasons import expiration_reasons
 from .changelog_expiry import plan_changelog_expiration
-from .config import Duration, ExpireConfig
+from .config import ExpireConfig
 from .execute import (
     EarliestHint,
-    ExpireResult,
     _complete,
     _merge,
     _remaining,
@@ -34,6 +40,7 @@ from .journal import list_journals, read_journal, remove_journal
 from .metadata import MetadataCache
 from .plan import plan_expiration
 from .planned import ExpirePlan
+from .result import ExpireResult
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +64,16 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
     summary = "expire old snapshots and delete the files only they used"
     after_commit = True
     parameters = (
-        Parameter("retain_min", "int", "keep at least the newest N snapshots", minimum=1),
-        Parameter("retain_max", "int", "keep at most the newest N snapshots", minimum=1),
-        Parameter("time_retained", "duration", "expire a snapshot once its successor is older than this"),
-        Parameter("limit", "int", "at most N snapshots per run", minimum=1),
-        Parameter("parallelism", "int", "threads for reads and deletes", minimum=1),
+        Parameter("retain_min", "int", "keep at least the newest N snapshots", SNAPSHOT_NUM_RETAINED_MIN),
+        Parameter("retain_max", "int", "keep at most the newest N snapshots", SNAPSHOT_NUM_RETAINED_MAX),
+        Parameter(
+            "time_retained",
+            "duration",
+            "expire a snapshot once its successor is older than this",
+            SNAPSHOT_TIME_RETAINED,
+        ),
+        Parameter("limit", "int", "at most N snapshots per run", SNAPSHOT_EXPIRE_LIMIT),
+        Parameter("parallelism", "int", "threads for reads and deletes", FILE_OPERATION_THREAD_NUM),
     )
 
     limit_option = "snapshot.expire.limit"
@@ -175,31 +187,3 @@ def _earliest(ctx: TableContext, plan: ExpirePlan) -> int | None:
 
 
 SNAPSHOT_EXPIRATION = SnapshotExpiration()
-
-
-def expire_snapshots(
-    ctx: TableContext,
-    *,
-    retain_min: int | None = None,
-    retain_max: int | None = None,
-    time_retained: Duration | None = None,
-    limit: int | None = None,
-    dry_run: bool = False,
-    parallelism: int | None = None,
-    now_ms: int | None = None,
-    progress: Progress | None = None,
-) -> ExpireResult:
-    """Expire snapshots (and tags whose time-retained passed, and expired consumers) per the table's options.
-
-    Arguments that are not None override the table's options for this call. Invalid settings raise a
-    ValidationError before anything is read or deleted; unreadable metadata raises a MaintenanceError before
-    anything is deleted. A dry run returns exactly what a real run at the same moment would delete.
-    """
-    overrides = {
-        "retain_min": retain_min,
-        "retain_max": retain_max,
-        "time_retained": time_retained,
-        "limit": limit,
-        "parallelism": parallelism,
-    }
-    return run_operation(SNAPSHOT_EXPIRATION, ctx, overrides, dry_run=dry_run, now_ms=now_ms, progress=progress)

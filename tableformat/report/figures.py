@@ -61,7 +61,7 @@ def _marks(result: OperationResult) -> tuple[int, int]:
 
 def _rule(op: Operation[Any, Any, Any], ctx: TableContext, state: MaintainState | None, now_ms: int) -> RuleFigures:
     try:
-        configured = op.configured(ctx)
+        configured = op.wanted(ctx)
         cadence = op.cadence(ctx)
     except TableFormatError as exc:
         return RuleFigures(operation=op.name, summary=op.summary, configured=True, error=_one_line(exc))

@@ -122,15 +122,12 @@ class RuleFigures:
         }
 
     def outcome(self) -> str:
-        """The dry run's first summary line (or a generic one)."""
+        """The dry run's headline (its first summary line), without the operation's name."""
         if self.result is None:
             if self.not_applicable:
                 return f"not applicable: {self.not_applicable}"
             return self.error or "not configured"
-        lines = self.result.summary()
-        if lines:
-            return lines[0].removeprefix(f"{self.operation}: ")
-        return f"would delete {len(self.result.deleted_paths)} file(s)"
+        return self.result.headline().removeprefix(f"{self.operation}: ")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -61,6 +61,8 @@ DYNAMIC = DYNAMIC_PARTITION_OVERWRITE.key
 PARTITION_BY = "partitionby"
 PARTITION_KEYS = "partition-keys"
 WRITE_BUFFER_SIZE = "write-buffer-size"
+MERGE_SCHEMA = "mergeschema"
+"""``mergeSchema=true``: the DataFrame's new columns (and wider types) are added to the table first (docs/schema.md)."""
 
 DEFAULT_SPLIT_TARGET_SIZE = 128 * 1024**2
 DEFAULT_SPLIT_OPEN_FILE_COST = 4 * 1024**2
@@ -76,7 +78,7 @@ READ_KEYS = _COMMON_KEYS | {
     SCAN_PARALLELISM,
     SCAN_INCLUDE_EXPIRED,
 }
-WRITE_KEYS = _COMMON_KEYS | {PARTITION, DYNAMIC, PARTITION_BY, PARTITION_KEYS, WRITE_BUFFER_SIZE}
+WRITE_KEYS = _COMMON_KEYS | {PARTITION, DYNAMIC, PARTITION_BY, PARTITION_KEYS, WRITE_BUFFER_SIZE, MERGE_SCHEMA}
 TABLE_OPTION_KEYS = frozenset(k for k in REGISTRY if k != DYNAMIC)
 """Registry options a write may carry (stored when the write creates the table). dynamic-partition-overwrite is
 a per-job switch here, never stored."""
@@ -227,6 +229,7 @@ class WriteConfig:
     partition_keys: tuple[str, ...] | None
     table_options: dict[str, str]
     buffer_bytes: int | None
+    merge_schema: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, overwrite: bool) -> WriteConfig:
@@ -256,4 +259,5 @@ class WriteConfig:
             partition_keys=partition_keys,
             table_options=table_options,
             buffer_bytes=_memory(lowered, WRITE_BUFFER_SIZE),
+            merge_schema=bool(_bool(lowered, MERGE_SCHEMA)),
         )

@@ -10,8 +10,11 @@ Usage (after ``tableformat.spark.register(spark)``)::
 Only ``append`` and ``overwrite`` modes exist (Spark refuses the others for Python data sources). A write to a
 path without a table creates it from the DataFrame's schema (Spark TimestampType becomes TIMESTAMP_LTZ, its
 TimestampNTZType TIMESTAMP), partitioned by ``partitionBy`` / ``partition-keys`` and with any table options given;
-if that first job then fails, the table stays, empty (a schema and no snapshot). Spark's own ``.partitionBy()`` is
-refused by Spark for Python data sources: use the option. See :mod:`tableformat.spark.config` for every option.
+if that first job then fails, the table stays, empty (a schema and no snapshot). With ``mergeSchema=true`` the
+DataFrame's columns the table lacks are added (nullable) and wider types widen the table's, in one schema version
+the driver commits before the tasks write (docs/schema.md); it stays if the job then fails. Spark's own
+``.partitionBy()`` is refused by Spark for Python data sources: use the option. See :mod:`tableformat.spark.config`
+for every option.
 
 A ``load()`` pins the snapshot (latest, or the one the scan options name) when Spark asks for the schema; every
 action on that DataFrame reads the pinned snapshot.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
@@ -76,7 +80,25 @@ class TablefmtDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         config = WriteConfig.parse(self.options, overwrite=overwrite)
         table = open_or_create(config, schema)
+        if config.merge_schema:
+            merge_dataframe_schema(table, schema)
         return TablefmtWriter(plan_write(table, config, schema, overwrite))
+
+
+def merge_dataframe_schema(table: Table, schema: StructType) -> None:
+    """``mergeSchema``: add the DataFrame's columns the table lacks and widen the ones it holds wider, in one
+    schema version committed on the driver before any task writes (a column matching a table column but for case
+    is that column, as Spark resolves names)."""
+    arrow = arrow_schema_for_new_table(schema)
+    table_names = list(table.schema.field_names)
+    named = []
+    for arrow_field in arrow:
+        try:
+            (name,) = resolve_columns([arrow_field.name], table_names)
+        except ValidationError:
+            name = arrow_field.name  # not in the table: a new column under the DataFrame's name
+        named.append(arrow_field.with_name(name))
+    table.merge_schema_for(pa.schema(named))
 
 
 def open_or_create(config: WriteConfig, schema: StructType) -> Table:

@@ -17,11 +17,13 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from tableformat.cleanup import orphans as local
-from tableformat.cleanup.kernel import OperationResult, run_operation
+from tableformat.cleanup.after_commit import own_operations
+from tableformat.cleanup.kernel import OperationResult
 from tableformat.cleanup.orphans import OrphanResult
-from tableformat.cleanup.registry import after_commit_operations
 from tableformat.cleanup.snapshots import SNAPSHOT_EXPIRATION, ExpireResult
+from tableformat.clock import resolve_now
 from tableformat.context import TableContext
+from tableformat.maintenance import TableMaintenance
 from tableformat.parallel import resolve_parallelism
 from tableformat.spark.storage import ExecutorAssistedFileIO, prelist_table
 
@@ -67,8 +69,8 @@ def run_distributed_orphan_cleanup(
     prelisted = len(listings)
     assisted = ExecutorAssistedFileIO(ctx.io, sc, listings)
     assisted_ctx = ctx.with_io(assisted)
-    result = local.remove_orphan_files(
-        assisted_ctx, older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force, now_ms=now_ms
+    result = TableMaintenance(assisted_ctx).remove_orphan_files(
+        older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force, now_ms=now_ms
     )
     log.info(
         "distributed orphan cleanup of %s: executors listed %d directories (%d used), the driver listed %d, "
@@ -149,12 +151,13 @@ def maintain(
     Errors raise (unlike the hook after a commit, this call exists to do the maintenance).
     """
     ctx = _table(path, storage_options)
+    maintenance = TableMaintenance(ctx)
     ran: list[tuple[str, OperationResult]] = []
-    for operation in after_commit_operations():
-        if operation.not_applicable(ctx) or not operation.enabled(ctx):
-            continue  # e.g. record expiration on a primary-key table, partition expiration without its option
-        overrides = {"parallelism": parallelism} if any(p.name == "parallelism" for p in operation.parameters) else {}
-        ran.append((operation.name, run_operation(operation, ctx, overrides, dry_run=dry_run)))
+    for operation in own_operations(ctx, resolve_now(None), after_commit=False):
+        overrides: dict[str, Any] = (
+            {"parallelism": parallelism} if any(p.name == "parallelism" for p in operation.parameters) else {}
+        )
+        ran.append((operation.name, maintenance.run(operation.name, dry_run=dry_run, **overrides)))
     orphan_result = None
     if remove_orphans:
         orphan_result = remove_orphan_files(spark, path, older_than, dry_run, parallelism, storage_options, force=force)

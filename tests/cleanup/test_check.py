@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.operations import remove_orphan_files
 from support.tables import DAY_S, ID_PART_SCHEMA, age_files, id_part_rows
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.cli.orphans_command import check
 
 

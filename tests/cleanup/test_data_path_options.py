@@ -15,12 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import context_with_io, paths_under
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import plan_orphan_removal, remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.orphans import plan_orphan_removal
 from tableformat.cleanup.snapshots.journal import list_journals
 from tableformat.cli.main import cli
 from tableformat.codec.arrow_schema import fields_from_arrow

@@ -17,12 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import files_under
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cli.main import cli
 from tableformat.codec.arrow_schema import fields_from_arrow
 from tableformat.codec.binary_row import encode_row

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,8 @@ from tableformat.layout import TableLayout
 from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
+TTL_SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("ts", pa.timestamp("ms"))])
+TTL_OPTIONS = {"record-level.expire-time": "1d", "record-level.time-field": "ts"}
 
 
 class CountingIO(LocalFileIO):
@@ -235,6 +239,70 @@ def test_run_operation_validates_before_reading(swept: Table) -> None:
     with pytest.raises(ValidationError, match="max_files must be >= 1"):
         run_operation(SweepLeftovers(), swept.context, {"max_files": -1})
     assert len(list(Path(swept.context.layout.root).glob("*.leftover"))) == 3
+
+
+@pytest.mark.parametrize("name", ["expire-partitions", "expire-records", "compact", "expire", "remove-orphans"])
+def test_every_operation_refuses_an_unknown_override_in_one_style(tmp_path: Path, name: str) -> None:
+    table = Table.create(str(tmp_path / "t"), SCHEMA)
+    declared = ", ".join(p.name for p in registry.operation(name).parameters)
+    with pytest.raises(ValidationError) as refused:
+        table.maintenance.run(name, bogus=1)
+    assert str(refused.value) == f"{name} takes no bogus; it takes {declared}"
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides", "message"),
+    [
+        ("expire", {"retain_min": 0}, "retain_min (snapshot.num-retained.min) must be >= 1 and <= 2147483647, got 0"),
+        ("expire", {"retain_min": "3"}, "retain_min (snapshot.num-retained.min) must be an integer, got '3'"),
+        ("expire", {"time_retained": "soon"}, "invalid duration"),
+        ("expire", {"parallelism": 0}, "parallelism (file-operation.thread-num) must be >= 1"),
+        ("remove-orphans", {"force": "yes"}, "remove-orphans: force must be True or False, got 'yes'"),
+        ("remove-orphans", {"older_than": -1}, "older_than (orphan-files.older-than) must be >= 0 ms"),
+        ("compact", {"target_file_size": "huge"}, "target-file-size"),
+        ("expire-records", {"max_rewrite_size": -1}, "max_rewrite_size (record-level.expire.max-rewrite-size)"),
+    ],
+)
+def test_overrides_are_typed_and_range_checked_as_their_option(
+    tmp_path: Path, name: str, overrides: dict[str, Any], message: str
+) -> None:
+    table = Table.create(str(tmp_path / "t"), TTL_SCHEMA, options=TTL_OPTIONS)
+    table.append(pa.table({"id": [1], "ts": [0]}, schema=TTL_SCHEMA))
+    before = sorted(p for p in (tmp_path / "t").rglob("*"))
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        table.maintenance.run(name, **overrides)
+    assert sorted(p for p in (tmp_path / "t").rglob("*")) == before
+
+
+def test_one_duration_and_size_spelling_for_every_front_door(tmp_path: Path) -> None:
+    table = Table.create(str(tmp_path / "t"), SCHEMA)
+    table.append(pa.table({"id": [1]}, schema=SCHEMA))
+    table.append(pa.table({"id": [2]}, schema=SCHEMA))
+    for spelling in ("0 ms", 0, dt.timedelta(0)):
+        dry = table.maintenance.expire_snapshots(retain_min=1, time_retained=spelling, dry_run=True)
+        assert dry.expired_snapshot_ids == (1,), spelling
+    for size in ("1 kb", 1024):
+        assert table.maintenance.compact(target_file_size=size, dry_run=True).dry_run
+
+
+def test_the_table_shortcuts_are_deprecated_aliases_of_the_front_door(tmp_path: Path) -> None:
+    table = Table.create(str(tmp_path / "t"), SCHEMA)
+    table.append(pa.table({"id": [1]}, schema=SCHEMA))
+    with pytest.warns(DeprecationWarning, match=re.escape("use table.maintenance.expire_snapshots()")):
+        result = table.expire_snapshots(dry_run=True)
+    assert result == table.maintenance.expire_snapshots(dry_run=True)
+    for name in ("expire_partitions", "expire_records", "compact", "remove_orphan_files", "check"):
+        assert getattr(Table, name).__doc__ == f"Deprecated: use ``table.maintenance.{name}(...)``."
+
+
+def test_wanted_is_the_one_answer_for_the_hook_the_scheduler_and_the_report(tmp_path: Path) -> None:
+    plain = Table.create(str(tmp_path / "plain"), SCHEMA)
+    ttl = Table.create(str(tmp_path / "ttl"), TTL_SCHEMA, options=TTL_OPTIONS)
+    wanted = {t: [op.name for op in registry.OPERATIONS if op.wanted(t.context)] for t in (plain, ttl)}
+    assert wanted[plain] == ["expire", "remove-orphans"]
+    assert wanted[ttl] == ["expire-records", "expire", "remove-orphans"]
+    selected = after_commit.own_operations(ttl.context, 0, after_commit=True)
+    assert [op.name for op in selected] == ["expire-records", "expire"]
 
 
 class BrokenSweep(SweepLeftovers):

@@ -1,4 +1,4 @@
-"""A table stored inside another one's tree (issue 10, defect 5): ``<root>/dt=zz`` of a table partitioned by ``dt``
+"""A table stored inside another one's tree: ``<root>/dt=zz`` of a table partitioned by ``dt``
 holding its own ``schema/`` and ``snapshot/``. The outer table's orphan cleanup must report it and never enter it;
 its check and expiration must not touch it either.
 """
@@ -13,12 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import tree_bytes
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import plan_orphan_removal, remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.orphans import plan_orphan_removal
 from tableformat.cli.main import cli
 
 OUTER = pa.schema([pa.field("id", pa.int64()), pa.field("dt", pa.string()), pa.field("h", pa.int32())])

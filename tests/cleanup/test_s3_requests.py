@@ -1,4 +1,4 @@
-"""Request counts on a real S3 server (SeaweedFS), counted at the botocore call (issue 14).
+"""Request counts on a real S3 server (SeaweedFS), counted at the botocore call.
 
 Deletes: n keys cost ceil(n / 1,000) DeleteObjects, with no LIST or HEAD per batch (existence is settled by one
 listing per directory, before any delete, or not at all when the operation listed or read the files itself).
@@ -12,13 +12,12 @@ import uuid
 from typing import Any
 
 import pytest
+from support.operations import expire_snapshots, remove_orphan_files
 from support.s3_requests import RequestLog
 from support.s3_tables import SCHEMA, appended, rows
 
 from tableformat import Table
 from tableformat.cleanup.kernel import Deleter
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.io.factory import open_location
 from tableformat.layout import TableLayout
 
@@ -31,6 +30,7 @@ def planted(io: Any, root: str, rels: list[str]) -> None:
     io.fs.pipe({f"{root}/{rel}": b"x" for rel in rels})
 
 
+@pytest.mark.slow
 def test_a_delete_of_2500_listed_keys_is_three_delete_objects_and_nothing_else(
     s3_root: tuple[str, dict[str, Any]],
 ) -> None:
@@ -46,6 +46,7 @@ def test_a_delete_of_2500_listed_keys_is_three_delete_objects_and_nothing_else(
     assert list(io.walk_files(root)) == []
 
 
+@pytest.mark.slow
 def test_a_delete_of_2500_keys_settles_existence_with_one_listing_per_directory(
     s3_root: tuple[str, dict[str, Any]],
 ) -> None:

@@ -97,4 +97,4 @@ def test_demo_builds_the_sample_table(tmp_path: Path) -> None:
     assert "deleted 1 file(s)" in out and "check: ok=True, 0 orphan file(s)" in out
     assert [s.id for s in table.snapshots()] == [9, 10]
     assert table.to_arrow(tag="end-of-week").num_rows == 1400
-    assert table.check().ok
+    assert table.maintenance.check().ok

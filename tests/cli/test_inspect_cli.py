@@ -350,7 +350,7 @@ def test_progress_on_a_terminal_keeps_log_lines_whole(table: str) -> None:
     )  # fmt: skip
     os.close(follower)
     screen = _drain(leader)
-    assert done.returncode == 0 and done.stdout.startswith("0 orphan file(s)")
+    assert done.returncode == 0 and done.stdout.startswith("remove-orphans: 0 orphan file(s)")
     assert "removing orphans" in screen
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
     logged = [line for line in plain.splitlines() if "orphan plan for" in line]

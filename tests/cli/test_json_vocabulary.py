@@ -89,6 +89,11 @@ def every_command(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     yield "expire", _cli("expire", at, "--json")
     yield "rollback", _cli("rollback", at, "--to-tag", "kept", "--dry-run", "--json")
     yield "tag delete", _cli("tag", "delete", at, "kept", "--json")
+    yield "schema add-column", _cli("schema", "add-column", at, "region", "VARCHAR(8)", "--comment", "where", "--json")
+    yield "schema alter-column", _cli("schema", "alter-column", at, "region", "--type", "STRING", "--json")
+    yield "schema rename-column", _cli("schema", "rename-column", at, "region", "area", "--json")
+    yield "schema drop-column", _cli("schema", "drop-column", at, "area", "--json")
+    yield "schema", _cli("schema", at, "--json")
     audit = _cli("audit", at, "--json")
     yield "audit", audit
     deleted = next(path for path in _deleted_by(at) if path)

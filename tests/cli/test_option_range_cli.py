@@ -1,4 +1,4 @@
-"""Issue 25 on the command line: an out-of-range duration, size or count given to `options set`, `create --option`,
+"""Option ranges on the command line: an out-of-range duration, size or count given to `options set`, `create --option`,
 the maintain config or an operation's flag is a usage error (exit 2, one line `error: ...` naming the option and
 its range, nothing written); a value already stored out of range is one clear line from the operation that uses it
 (never 'unexpected OverflowError'), and `tablefmt maintain` still runs the table's other operations."""

@@ -1,4 +1,4 @@
-"""Issue 26 part 5: on a primary-key table, describe, files, partitions, snapshots and the report say that their row
+"""Raw row counts on a primary-key table: describe, files, partitions, snapshots and the report say that their row
 counts are raw rows (every stored version of a key), in words for people and as ``row_count_kind`` in JSON; append
 tables keep their output (tests/cli/test_inspect_cli.py) and gain only the JSON key.
 

@@ -41,6 +41,7 @@ def _command(args: list[str], go: Any, results: Any, delay_s: float) -> None:
 
 
 @pytest.mark.parametrize("race", range(6))  # rollback first, refused while expiring, target already expired
+@pytest.mark.slow
 def test_maintain_beside_a_rollback_in_two_processes(template: Path, tmp_path: Path, race: int) -> None:
     table = tmp_path / "wh" / "db.db" / "t"
     shutil.copytree(template, table)
@@ -69,4 +70,4 @@ def test_maintain_beside_a_rollback_in_two_processes(template: Path, tmp_path: P
     else:
         assert rollback_code == 1 and rollback_err.count("\n") == 1 and rollback_err.startswith("error: "), done
         assert (latest.id if latest else None, ids) == (HISTORY, list(range(HISTORY)))
-    assert reopened.check().ok
+    assert reopened.maintenance.check().ok

@@ -207,6 +207,7 @@ _ENTRIES = st.builds(
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_ENTRIES, min_size=1, max_size=6), st.integers(1, 4))
+@pytest.mark.slow
 def test_any_entries_round_trip_exactly(entries: list[ManifestEntry], repeat: int) -> None:
     entries = entries * repeat  # repeated layouts: learnt and matched
     data = entry_codec.write_entries(entries, sync_marker=SYNC)
@@ -343,6 +344,7 @@ def test_truncated_and_garbled_files_fail_exactly_like_the_reference() -> None:
         _assert_reads_like_the_reference(bytes(garbled))
 
 
+@pytest.mark.slow
 def test_uncompressed_bit_flips_fail_or_match_like_the_reference() -> None:
     """With no compression, flipped bits reach the decoder itself, layouts included (entries repeat)."""
     data = _null_container(avro_codec.MANIFEST_ENTRY_SCHEMA, [_encoded(e) for e in ENTRIES * 3])
@@ -387,6 +389,7 @@ _METAS = st.builds(
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_METAS, max_size=8), st.integers(1, 300))
+@pytest.mark.slow
 def test_manifest_lists_are_byte_for_byte_the_reference(metas: list[ManifestFileMeta], repeat: int) -> None:
     metas = metas * repeat  # several blocks
     data = entry_codec.write_manifest_list(metas, sync_marker=SYNC)

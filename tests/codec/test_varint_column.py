@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ def _decoded_one_by_one(raw: list[bytes]) -> list[int]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.data(), st.sampled_from(_WIDTH_RANGES), st.integers(1, 300))
+@pytest.mark.slow
 def test_a_column_of_one_width_decodes_exactly(data: st.DataObject, bounds: tuple[int, int], count: int) -> None:
     values = data.draw(st.lists(st.integers(*bounds), min_size=count, max_size=count))
     raw = [_long_bytes(v) for v in values]

@@ -28,6 +28,7 @@ def _writer_process(path: str, writer: int, commits: int) -> None:
         table.append(batch([writer * 1000 + i], writer, f"p{i % 4}"))
 
 
+@pytest.mark.slow
 def test_eight_processes_times_25_appends_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     Table.create(path, SCHEMA, partition_keys=["dt"], options={"write-only": "true"})
@@ -155,7 +156,7 @@ def test_commit_whose_base_snapshot_is_expired_meanwhile_replans(tmp_path: Path)
     def concurrent_writer_and_expirer() -> None:
         other.append(batch([2]))
         other.append(batch([3]))
-        result = other.expire_snapshots(retain_min=1, retain_max=1, time_retained=0)
+        result = other.maintenance.expire_snapshots(retain_min=1, retain_max=1, time_retained=0)
         assert result.expired_snapshot_ids == (1, 2)
 
     slow = Table.open(path)

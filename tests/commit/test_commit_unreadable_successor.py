@@ -32,4 +32,4 @@ def test_an_unreadable_successor_after_the_create_keeps_the_committed_files(tmp_
     reopened = Table.open(str(root))
     assert sorted(reopened.to_arrow().column("id").to_pylist()) == [1, 2]
     assert reachable_files(TableContext.load(str(root))) <= files_under(root)
-    assert reopened.check().ok
+    assert reopened.maintenance.check().ok

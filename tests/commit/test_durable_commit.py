@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from support.operations import expire_snapshots
 from support.tables import FAR_FUTURE_MS, files_under
 
 from tableformat import Table
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.io.local import LocalFileIO
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("dt", pa.string())])

@@ -7,15 +7,28 @@ from __future__ import annotations
 import datetime as dt
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from support.tables import DAY_S, age_files
 
 from interop.helpers import Model, Paimon, check_history
 from tableformat import Table
-from tableformat.cleanup.compaction import compact
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.context import TableContext
+from tableformat.maintenance import TableMaintenance
+
+
+def compact(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).compact(**kwargs)
+
+
+def remove_orphan_files(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).remove_orphan_files(**kwargs)
+
+
+def expire_snapshots(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).expire_snapshots(**kwargs)
+
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string())])
 

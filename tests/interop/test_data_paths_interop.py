@@ -1,4 +1,4 @@
-"""Issue 10, defects 3 and 4 against pypaimon 2.1.0's own tables: fixed buckets (``bucket=3``), Paimon's data-path
+"""Fixed buckets and data paths against pypaimon 2.1.0's own tables: fixed buckets (``bucket=3``), Paimon's data-path
 options (``data-file.path-directory``, ``data-file.prefix``, ``partition.default-name``) and external paths.
 
 tablefmt reads, checks, expires and cleans what pypaimon wrote, and pypaimon reads what tablefmt leaves (and writes,
@@ -15,13 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import files_under, rows_of
 
 from interop.helpers import Paimon
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cli.main import cli
 from tableformat.errors import UnsupportedFormatError
 

@@ -1,7 +1,7 @@
-"""Issue 16 against pypaimon 2.1.0: after `tablefmt options set/unset` pypaimon reads the table and sees the new
-options; pypaimon's own ALTER TABLE SET / RESET / ADD COLUMN read back by tablefmt; after `tablefmt rollback` on a
-table with tags and a pypaimon branch, pypaimon reads exactly what Paimon's rollback promises and appends; a
-pypaimon rollback read by tablefmt; tablefmt's readers and inspect views on pypaimon-written tables."""
+"""Steering and inspecting against pypaimon 2.1.0: after `tablefmt options set/unset` pypaimon reads the table and
+sees the new options; pypaimon's own ALTER TABLE SET / RESET / ADD COLUMN read back by tablefmt; after `tablefmt
+rollback` on a table with tags and a pypaimon branch, pypaimon reads exactly what Paimon's rollback promises and
+appends; a pypaimon rollback read by tablefmt; tablefmt's readers and inspect views on pypaimon-written tables."""
 
 from __future__ import annotations
 

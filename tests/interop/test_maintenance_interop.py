@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import DAY_S, age_files, files_under
 
 from interop.helpers import (
@@ -28,8 +29,6 @@ from interop.helpers import (
     snapshot_json,
 )
 from tableformat import Table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 
 SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string()), pa.field("dt", pa.string())]

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from support.operations import remove_orphan_files
 from support.tables import DAY_S, age_files, files_under
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string())])
 

@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import age_files, files_under
 
 from interop.helpers import Paimon, rows_of
@@ -31,8 +32,6 @@ from interop.pk_upserts import (
     upsert,
 )
 from tableformat import Table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 
 SEED = 4
 BEFORE = 3

@@ -1,4 +1,4 @@
-"""Snapshot expiration on a primary-key table pypaimon 2.1.0 wrote with ``changelog-producer=input`` (issue 26):
+"""Snapshot expiration on a primary-key table pypaimon 2.1.0 wrote with ``changelog-producer=input``:
 every file a snapshot names goes with the last retained root that named it, the changelog (list, manifests, files)
 included, and pypaimon still reads the retained snapshots, the tag and the branch, batch and changelog alike.
 

@@ -1,4 +1,4 @@
-"""Issue 26 part 5 on a table pypaimon 2.1.0 wrote: a primary-key table with changelog files (6 upserts of 25 keys
+"""Raw row counts on a table pypaimon 2.1.0 wrote: a primary-key table with changelog files (6 upserts of 25 keys
 of 60). describe, files, partitions and snapshots count raw rows (every stored version of a key: 150), say so, and
 never count changelog rows; pypaimon's merged read returns fewer rows."""
 

@@ -1,4 +1,4 @@
-"""Orphan cleanup and check on a pypaimon-written primary-key table with changelog files (issue 26, part 3).
+"""Orphan cleanup and check on a pypaimon-written primary-key table with changelog files.
 
 pypaimon 2.1.0 writes, per commit of a table with ``changelog-producer=input``, a changelog data file per bucket
 (``changelog-<uuid>-<n>.parquet`` next to the data files), changelog manifests (``manifest-<uuid>-changelog-<n>``)
@@ -18,13 +18,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import DAY_S, age_files, age_path, files_under
 
 from interop.helpers import Paimon, metadata_roots, read_avro
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import plan_orphan_removal, remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.cleanup.orphans import plan_orphan_removal
 
 SCHEMA = pa.schema(
     [

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from support.faults import FaultyFileIO, InjectedFault, faulty_context
+from support.operations import expire_partitions, remove_orphan_files
 from support.tables import files_under
 
 from interop.helpers import Paimon, rows_of, snapshot_json
@@ -33,8 +34,6 @@ from interop.pk_upserts import (
     upsert,
 )
 from tableformat import Table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.partitions import expire_partitions
 from tableformat.context import TableContext
 
 SEED = 11

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from support.faults import InterleavingFileIO, faulty_context
+from support.operations import expire_snapshots
 from support.rollback_race import RETENTION, SCHEMA, attempt, one_row
 
 from interop.helpers import Paimon
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.commit.rollback import rollback
 from tableformat.table import Table
 
@@ -51,4 +51,4 @@ def test_pypaimon_reads_exactly_the_target_or_the_last_state_after_every_interle
         assert (pp.latest_id(name), ids) == (expected, list(range(expected))), (at, outcome)
         pp.append(name, one_row(100))
         assert sorted(pp.read(name).column("id").to_pylist()) == [*range(expected), 100], (at, outcome)
-        assert Table.open(pp.path(name)).check().ok, (at, outcome)
+        assert Table.open(pp.path(name)).maintenance.check().ok, (at, outcome)

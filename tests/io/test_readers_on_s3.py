@@ -6,14 +6,16 @@ import datetime as dt
 import json
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
+from support.ci import optional
 
 from tableformat import Table
 from tableformat.cli.main import cli
+
+duckdb = optional("duckdb")
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.date32())])
 DAYS = [dt.date(2026, 11, 1), dt.date(2026, 11, 2), dt.date(2026, 11, 3)]

@@ -129,10 +129,10 @@ def test_tables_written_elsewhere_with_unknown_options_open_read_write_and_are_m
     for i in range(3):
         table.append(pa.table({"id": [i], "dt": ["a"]}, schema=SCHEMA))
     assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 2]
-    result = table.expire_snapshots(retain_min=1, retain_max=1, time_retained=0)
+    result = table.maintenance.expire_snapshots(retain_min=1, retain_max=1, time_retained=0)
     assert result.expired_snapshot_ids == (1, 2)
-    assert table.remove_orphan_files(older_than=dt.timedelta(hours=1)).deleted_paths == ()
-    assert table.check().ok
+    assert table.maintenance.remove_orphan_files(older_than=dt.timedelta(hours=1)).deleted_paths == ()
+    assert table.maintenance.check().ok
     runner = CliRunner()
     for argv in (["snapshots", str(root)], ["files", str(root)], ["check", str(root)], ["expire", str(root)]):
         result_cli = runner.invoke(cli, argv)

@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import DAY_S, FAR_FUTURE_MS, age_files, age_path, files_under, reachable_files, row_counts
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.codec import json_codec
 from tableformat.errors import (
     CorruptMetadataError,
@@ -470,8 +469,12 @@ def test_bad_expiration_durations_api(table_root: Path, value: Any) -> None:
         (timedelta(hours=-1), True),
         (timedelta(milliseconds=-1), True),
         (timedelta(minutes=59), False),
-        ("1d", False),
-        (86_400_000, False),
+        ("59m", False),
+        (3_599_999, False),
+        ("-1d", True),
+        ("soon", False),
+        (True, False),
+        (1.5, False),
     ],
 )
 def test_bad_orphan_cutoffs_api(table_root: Path, value: Any, force: bool) -> None:
@@ -479,6 +482,13 @@ def test_bad_orphan_cutoffs_api(table_root: Path, value: Any, force: bool) -> No
     with pytest.raises(ValidationError):
         remove_orphan_files(latest_context(table_root), older_than=value, force=force)
     assert files_under(table_root) == before
+
+
+@pytest.mark.parametrize("value", [timedelta(days=1), "1d", "1 d", 86_400_000])
+def test_orphan_cutoff_spellings_are_one_duration(table_root: Path, value: Any) -> None:
+    """A timedelta, a duration string and milliseconds are the same cutoff (the kernel types every override)."""
+    dry = remove_orphan_files(latest_context(table_root), older_than=value, dry_run=True)
+    assert dry.plan is not None and dry.plan.planned_at_ms - dry.cutoff_ms == 86_400_000
 
 
 @pytest.mark.parametrize(

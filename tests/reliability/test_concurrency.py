@@ -21,11 +21,10 @@ from typing import Any
 
 import pytest
 from support.faults import FaultyFileIO, InterferingFileIO, faulty_context
+from support.operations import expire_snapshots, remove_orphan_files
 from support.processes import join_all
 from support.tables import DAY_S, age_files, files_under, reachable_files, row_counts
 
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import CommitConflictError, CommitError, SnapshotNotFoundError
 from tableformat.table import Table
 
@@ -221,6 +220,7 @@ def _traceback_of(process: Any) -> str:
     return f"{process.name} exited with {process.exitcode}"
 
 
+@pytest.mark.slow
 def test_commits_expiration_orphan_cleanup_and_readers_at_once(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.operations import expire_snapshots
 from support.processes import join_all
 from support.tables import reachable_files, row_counts
 
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import CommitConflictError
 from tableformat.table import Table
 
@@ -79,6 +79,7 @@ def objects(table: Table) -> set[str]:
     return {path for path in found if not path.startswith(".tablefmt/audit/")}  # the ledger: docs/audit.md
 
 
+@pytest.mark.slow
 def test_a_writer_and_two_expirers_at_once_on_s3(s3_root: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
     url, options = s3_root
     table = Table.create(url, SCHEMA, partition_keys=["part"], options={"write-only": "true"}, storage_options=options)

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.operations import expire_snapshots
 from support.tables import context_with_io, files_under
 from support.warehouses import table_files
 
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import MaintenanceError
 from tableformat.io.fileio import FileIO
 from tableformat.io.forwarding import ForwardingFileIO

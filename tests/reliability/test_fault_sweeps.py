@@ -28,10 +28,9 @@ from typing import Any
 
 import pytest
 from support.faults import FaultyFileIO, InjectedFault, faulty_context
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import DAY_S, FAR_FUTURE_MS, age_files, files_under, reachable_files
 
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
 from tableformat.io.fileio import FileIO
 from tableformat.io.forwarding import ForwardingFileIO

@@ -19,14 +19,12 @@ from typing import Any
 
 import pytest
 from support.faults import InterleavingFileIO, faulty_context
+from support.operations import compact, expire_snapshots, remove_orphan_files
 from support.processes import join_all
 from support.rollback_race import REFUSED, WRITE_ONLY_RETENTION, attempt, one_row, one_row_history
 from support.tables import files_under
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.compaction import compact
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.commit.rollback import rollback
 from tableformat.context import TableContext
 from tableformat.errors import TableBusyError
@@ -111,6 +109,7 @@ def sweep(template: Path, tmp_path: Path, outer: Callable[[TableContext], Any], 
 
 
 @pytest.mark.parametrize("name", sorted(MAINTENANCE))
+@pytest.mark.slow
 def test_a_rollback_at_every_change_of_maintenance(template: Path, tmp_path: Path, name: str) -> None:
     sweep(template, tmp_path, MAINTENANCE[name], roll_back, rollback_outer=False)
 
@@ -148,7 +147,7 @@ def _expire_process(root: str, go: Any, results: Any) -> None:
     table = Table.open(root)
     _after(go, 0)
     try:
-        results.put(("expire", len(table.expire_snapshots().deleted_paths)))
+        results.put(("expire", len(table.maintenance.expire_snapshots().deleted_paths)))
     except TableBusyError:
         results.put(("expire", "busy"))
 
@@ -164,6 +163,7 @@ def _rollback_process(root: str, go: Any, results: Any, delay_s: float) -> None:
 
 
 @pytest.mark.parametrize("race", range(RACES))
+@pytest.mark.slow
 def test_rollback_racing_expiration_in_two_processes(long_history: Path, tmp_path: Path, race: int) -> None:
     context = multiprocessing.get_context("spawn")
     root = fresh(long_history, tmp_path / "t")

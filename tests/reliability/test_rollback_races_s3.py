@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from support.faults import InterleavingFileIO, faulty_context
+from support.operations import expire_snapshots
 from support.rollback_race import WRITE_ONLY_RETENTION, attempt, one_row_history
 from support.seaweedfs import DEFAULT_BUCKET, SeaweedFS
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.commit.rollback import rollback
 from tableformat.context import TableContext
 from tableformat.table import Table
@@ -38,6 +38,7 @@ def roll_back(ctx: TableContext) -> Any:
 
 
 @pytest.mark.parametrize("rollback_outer", [False, True], ids=["rollback-inside-expire", "expire-inside-rollback"])
+@pytest.mark.slow
 def test_rollback_and_expiration_interleaved_at_every_change_on_s3(s3_server: SeaweedFS, rollback_outer: bool) -> None:
     outer, inner = (roll_back, expire) if rollback_outer else (expire, roll_back)
     options = s3_server.storage_options()

@@ -1,8 +1,8 @@
 """A bounded soak: one writer appending, one expirer at retain 1 / 0 s, one orphan cleaner at 1 h, all at once.
 
-Issue 10, defect 2: the cleaner used to read the snapshots present, lose them and their manifest lists to the
-expirer, and never read the newer snapshot that still referenced the table's first (old, live) data file, which it
-then deleted. This test runs the three loops in separate processes for SOAK_S seconds (the writer stops on time or
+The race it guards against: a cleaner that reads the snapshots present, loses them and their manifest lists to the
+expirer, never reads the newer snapshot that still references the table's first (old, live) data file, and then
+deletes that file. This test runs the three loops in separate processes for SOAK_S seconds (the writer stops on time or
 after MAX_COMMITS) and then requires: every committed row readable exactly once, the old live data files still there,
 no deleted file reachable, and ``check`` ok.
 """
@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.processes import join_all
 from support.tables import DAY_S, age_files, files_under, reachable_files, row_counts
 
@@ -51,7 +52,7 @@ def _writer(root: str, barrier: Any, stop: Any, out: str) -> None:
 
 
 def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.snapshots import expire_snapshots
+    from support.operations import expire_snapshots
 
     ctx = Table.open(root).context
     barrier.wait(timeout=120)
@@ -66,7 +67,7 @@ def _expirer(root: str, barrier: Any, stop: Any, out: str) -> None:
 
 
 def _cleaner(root: str, barrier: Any, stop: Any, out: str) -> None:
-    from tableformat.cleanup.orphans import remove_orphan_files
+    from support.operations import remove_orphan_files
 
     ctx = Table.open(root).context
     barrier.wait(timeout=120)
@@ -83,6 +84,7 @@ def _cleaner(root: str, barrier: Any, stop: Any, out: str) -> None:
     Path(out).write_text(json.dumps({"runs": runs, "ok": ok, "deleted": deleted, "errors": errors}))
 
 
+@pytest.mark.slow
 def test_writer_aggressive_expiration_and_orphan_cleanup_at_once(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = Table.create(str(root), SCHEMA, partition_keys=["part"], options={"write-only": "true"})

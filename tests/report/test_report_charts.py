@@ -12,12 +12,13 @@ import time
 from typing import Any
 
 import pytest
+from support.ci import optional
 
 from tableformat.report import charts
 from tableformat.report.model import StorageHistory, StoragePoint
 from tableformat.table import Table
 
-pytest.importorskip("matplotlib")
+optional("matplotlib")
 
 KIB = 1024
 MIB = KIB * KIB
@@ -184,7 +185,7 @@ def test_the_report_time_axes_show_hours_and_minutes(events: Table) -> None:
 
 
 def _date_number(ms: int) -> float:
-    dates = pytest.importorskip("matplotlib.dates")
+    dates = optional("matplotlib.dates")
     return float(dates.date2num(dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).replace(tzinfo=None)))
 
 

@@ -123,7 +123,7 @@ def test_older_only_bytes_are_what_expiring_everything_deletes(tmp_path: Path) -
     report = table.report()
     latest = report.storage.latest
     assert latest is not None and latest.older_only_bytes > 0
-    dry = table.expire_snapshots(retain_min=1, retain_max=1, time_retained="1ms", dry_run=True)
+    dry = table.maintenance.expire_snapshots(retain_min=1, retain_max=1, time_retained="1ms", dry_run=True)
     root = Path(table.context.layout.root)
     data = [p for p in dry.deleted_paths if p.startswith("day=")]
     assert sum((root / p).stat().st_size for p in data) == latest.older_only_bytes

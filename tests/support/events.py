@@ -47,7 +47,7 @@ def build_events(
         first += 100
         if offset == days - 2:
             table.create_tag("early")
-    table.expire_snapshots(retain_min=days - 2, retain_max=days - 2, time_retained="1ms")
+    table.maintenance.expire_snapshots(retain_min=days - 2, retain_max=days - 2, time_retained="1ms")
     table.overwrite(rows(today - dt.timedelta(days=1), 70, first), partition={"day": today - dt.timedelta(days=1)})
     table.drop_partitions([{"day": today - dt.timedelta(days=days - 1)}])
     if orphans:

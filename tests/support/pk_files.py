@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from support.operations import remove_orphan_files
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.data_paths import DataPaths
 from tableformat.errors import MaintenanceError
 from tableformat.layout import NameFactory

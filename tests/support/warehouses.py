@@ -38,7 +38,7 @@ class FakeClock:
         return self.now
 
 
-def make_table(root: Path | str, commits: int, start: int = 0, **options: str) -> Table:
+def table_with_commits(root: Path | str, commits: int, start: int = 0, **options: str) -> Table:
     """A table at ``root`` with ``commits`` one-row append snapshots (ids ``start``...)."""
     table = Table.create(str(root), SCHEMA, [], {**RETAIN, **options})
     append(table, commits, start)
@@ -56,7 +56,7 @@ def make_warehouse(root: Path, layout: dict[str, Iterable[str]], commits: int = 
     for db, tables in layout.items():
         for name in tables:
             path = root / f"{db}.db" / name
-            make_table(path, commits, **options)
+            table_with_commits(path, commits, **options)
             made[f"{db}.{name}"] = path
     return made
 
@@ -71,7 +71,7 @@ def table_files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and ".tablefmt" not in p.parts}
 
 
-class CountingFileIO(ForwardingFileIO):
+class RequestLogFileIO(ForwardingFileIO):
     """Counts every request that reads or lists (what an idle pass costs)."""
 
     def __init__(self, inner: FileIO, log: list[tuple[str, str]]) -> None:
@@ -102,7 +102,7 @@ class CountingFileIO(ForwardingFileIO):
 def counting_opener(log: list[tuple[str, str]]) -> Callable[[str, dict[str, Any]], tuple[FileIO, str]]:
     def opener(location: str, options: dict[str, Any]) -> tuple[FileIO, str]:
         file_io, root = open_location(location, options)
-        return CountingFileIO(file_io, log), root
+        return RequestLogFileIO(file_io, log), root
 
     return opener
 

@@ -10,17 +10,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pytest
+from support.ci import optional
 from support.tables import rows_of
 
 from tableformat import Table, ValidationError
 from tableformat.commit.schema_change import evolve_schema
 from tableformat.model.schema import DataField
 from tableformat.model.types import DataType
+
+duckdb = optional("duckdb")
+optional("pandas")
+optional("polars")
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.date32()), ("v", pa.string())])
 D1, D2, D3 = dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2024, 1, 3)

@@ -112,6 +112,7 @@ def _set_option_process(path: str, index: int) -> None:
         table.set_options({f"tablefmt-test.p{index}": str(round_)}, allow_unknown_options=True)
 
 
+@pytest.mark.slow
 def test_concurrent_schema_changes_lose_nothing(table: Table) -> None:
     """Six processes, five changes each: 30 schema versions, dense ids, and the last one holds every process's
     final value (each change is applied on top of the latest schema, never on a stale copy)."""
@@ -168,14 +169,14 @@ def test_orphan_cleanup_after_rollback_deletes_exactly_the_rolled_back_files(tag
     tagged.rollback_to(2)
     age_files(root, 3 * 86_400)
     needed = reachable_files(tagged.context)
-    result = tagged.remove_orphan_files()
+    result = tagged.maintenance.remove_orphan_files()
     assert files_under(root) == needed  # every file of a retained snapshot or tag survives, nothing else does
     assert len(result.deleted_paths) > 0
     assert ids(tagged) == ids(tagged, tag="t2") == [0, 1, 10, 11]
 
 
 def test_rollback_to_a_tag_whose_snapshot_was_expired(tagged: Table) -> None:
-    tagged.expire_snapshots(retain_min=1, retain_max=1, time_retained=0, limit=100)
+    tagged.maintenance.expire_snapshots(retain_min=1, retain_max=1, time_retained=0, limit=100)
     assert [s.id for s in tagged.snapshots()] == [6]
     result = tagged.rollback_to(tag="t2")
     assert (result.target, result.restored_from_tag, result.removed_snapshots, result.removed_tags) == (
@@ -237,7 +238,7 @@ def test_rollback_with_a_branch(tagged: Table) -> None:
     branch = tagged.context.store.branch_store("old")
     assert [t.name for t in branch.tags()] == ["t2"]
     age_files(root, 3 * 86_400)
-    tagged.remove_orphan_files()
+    tagged.maintenance.remove_orphan_files()
     # the branch's tag reads in full after orphan cleanup (its files are shared with the main table)
     old = tagged.context.store.branch_store("old").read_tag("t2").snapshot
     assert len(tagged.plan_files(old)) == 2 and ids(tagged, tag="t2") == [0, 1, 10, 11]

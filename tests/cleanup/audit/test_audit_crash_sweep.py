@@ -16,10 +16,18 @@ import pytest
 from support.faults import FaultyFileIO, InjectedFault, faulty_context
 from support.tables import DAY_S, FAR_FUTURE_MS, age_files, files_under, id_part_rows
 
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
+from tableformat.maintenance import TableMaintenance
 from tableformat.table import Table
+
+
+def remove_orphan_files(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).remove_orphan_files(**kwargs)
+
+
+def expire_snapshots(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).expire_snapshots(**kwargs)
+
 
 VARIANTS = [("before", False), ("after", False), ("before", True)]
 """(mode, sticky): a transient fault before or after the call takes effect, and a crash."""

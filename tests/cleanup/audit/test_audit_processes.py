@@ -22,8 +22,8 @@ MAINTAINER = textwrap.dedent(
     table = Table.open(sys.argv[1])
     for _ in range(int(sys.argv[2])):
         for result in (
-            table.expire_snapshots(retain_min=2, time_retained=0),
-            table.remove_orphan_files(older_than=dt.timedelta(hours=1)),
+            table.maintenance.expire_snapshots(retain_min=2, time_retained=0),
+            table.maintenance.remove_orphan_files(older_than=dt.timedelta(hours=1)),
         ):
             print(json.dumps({"operation": result.operation, "deleted": list(result.deleted_paths)}), flush=True)
     """

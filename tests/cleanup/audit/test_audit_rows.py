@@ -8,6 +8,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,13 +16,31 @@ import pytest
 from support.tables import DAY_S, FAR_FUTURE_MS, age_files, audit_files, files_under
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.compaction import compact
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.partitions import expire_partitions
-from tableformat.cleanup.records import expire_records
-from tableformat.cleanup.snapshots import expire_snapshots
+from tableformat.context import TableContext
+from tableformat.maintenance import TableMaintenance
 from tableformat.model.snapshot import Consumer
 from tableformat.table import Table
+
+
+def compact(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).compact(**kwargs)
+
+
+def remove_orphan_files(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).remove_orphan_files(**kwargs)
+
+
+def expire_partitions(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).expire_partitions(**kwargs)
+
+
+def expire_records(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).expire_records(**kwargs)
+
+
+def expire_snapshots(ctx: TableContext, **kwargs: Any) -> Any:
+    return TableMaintenance(ctx).expire_snapshots(**kwargs)
+
 
 EVERYTHING = {"retain_min": 1, "time_retained": 0, "limit": 1000}
 

@@ -31,7 +31,7 @@ def test_an_expiration_on_s3_writes_its_record_with_one_conditional_put(s3_root:
             conditional.append(str(params.get("IfNoneMatch")))
 
     table.context.io.fs.s3.meta.events.register("before-parameter-build.s3", note_condition)  # type: ignore[attr-defined]
-    result = table.expire_snapshots(retain_min=1, time_retained=0)
+    result = table.maintenance.expire_snapshots(retain_min=1, time_retained=0)
     assert len(result.deleted_paths) == 4 + 8
     puts = [c.key for c in log.of("PutObject") if f"/{MAINTAIN_DIR}/{AUDIT_DIR}/" in c.key]
     [run] = table.audit()

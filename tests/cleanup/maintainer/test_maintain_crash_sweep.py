@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.faults import FaultyFileIO
 from support.tables import age_path
-from support.warehouses import FakeClock, make_table, table_files, wrapping_opener
+from support.warehouses import FakeClock, table_files, table_with_commits, wrapping_opener
 
 from tableformat.cleanup.maintainer import MaintainSettings, TableTarget, maintain_table
 from tableformat.cleanup.maintainer.lease import CLOCK_SKEW_MS
@@ -24,7 +24,7 @@ SETTINGS = MaintainSettings()
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("base") / "t"
-    table = make_table(root, 8, **{"file-operation.thread-num": "1", "snapshot.num-retained.min": "3"})
+    table = table_with_commits(root, 8, **{"file-operation.thread-num": "1", "snapshot.num-retained.min": "3"})
     table.create_tag("keep", snapshot_id=2)
     stray = root / "bucket-0" / "data-stray-0.parquet"
     stray.write_bytes(b"not referenced")

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from support.warehouses import FakeClock, make_table, snapshot_ids, table_files, wrapping_opener
+from support.warehouses import FakeClock, snapshot_ids, table_files, table_with_commits, wrapping_opener
 
 from tableformat.cleanup.maintainer import MaintainSettings, TableLease, TableTarget, maintain_table
 from tableformat.cleanup.maintainer.lease import CLOCK_SKEW_MS
@@ -31,7 +31,7 @@ def _lease(root: Path, owner: str, clock: FakeClock) -> TableLease:
 
 def _two(root: Path) -> tuple[FakeClock, TableLease, TableLease]:
     """A table at ``root`` and two maintainers' leases on it, sharing a fake clock."""
-    make_table(root, 1)
+    table_with_commits(root, 1)
     clock = FakeClock()
     return clock, _lease(root, "a", clock), _lease(root, "b", clock)
 
@@ -85,7 +85,7 @@ def _hold_and_die(root: str, now_ms: int) -> None:
 
 def test_a_killed_maintainers_lease_blocks_until_it_expires_then_the_next_run_takes_over(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    make_table(root, 6)
+    table_with_commits(root, 6)
     clock = FakeClock()
     process = multiprocessing.get_context("spawn").Process(target=_hold_and_die, args=(str(root), clock.now))
     process.start()
@@ -118,9 +118,9 @@ class _SlowDeletes(ForwardingFileIO):
 
 def test_a_maintainer_that_loses_its_lease_stops_before_its_next_delete_and_a_rerun_finishes(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    make_table(root, 12, **{"file-operation.thread-num": "1"})
+    table_with_commits(root, 12, **{"file-operation.thread-num": "1"})
     clean = tmp_path / "clean"
-    make_table(clean, 0)
+    table_with_commits(clean, 0)
     clock = FakeClock()
     slow: list[_SlowDeletes] = []
 
@@ -186,7 +186,7 @@ def test_checks_from_many_delete_threads_at_half_time_renew_once_and_all_pass(tm
 
 def test_a_compaction_that_outlives_its_lease_reports_that_it_expired(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    make_table(root, 6, **{"compaction.min.file-num": "2", "file-operation.thread-num": "1"})
+    table_with_commits(root, 6, **{"compaction.min.file-num": "2", "file-operation.thread-num": "1"})
     clock = FakeClock()
 
     class StallOnFirstWrite(ForwardingFileIO):
@@ -231,7 +231,7 @@ def test_a_pass_that_loses_its_lease_reports_what_each_operation_did_before_and_
     from tableformat.cli.maintain_command import human_line
 
     root = tmp_path / "t"
-    make_table(root, 6, **{"compaction.min.file-num": "2", "file-operation.thread-num": "1"})
+    table_with_commits(root, 6, **{"compaction.min.file-num": "2", "file-operation.thread-num": "1"})
     clock = FakeClock()
     opener = wrapping_opener(lambda inner: _StallAfter(inner, clock, "/snapshot/snapshot-"))
     sizes = {f"snapshot/snapshot-{i}": (root / "snapshot" / f"snapshot-{i}").stat().st_size for i in range(1, 6)}
@@ -269,7 +269,7 @@ def test_a_pass_that_loses_its_lease_reports_what_each_operation_did_before_and_
 
 def test_a_lease_lost_just_before_the_state_is_written_still_reports_the_operations(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    make_table(root, 6, **{"file-operation.thread-num": "1"})
+    table_with_commits(root, 6, **{"file-operation.thread-num": "1"})
     clock = FakeClock()
     opener = wrapping_opener(lambda inner: _StallAfter(inner, clock, "/snapshot/.expire-journal"))
     report = maintain_table(
@@ -289,7 +289,7 @@ def test_a_compaction_that_loses_its_lease_after_a_commit_reports_the_snapshot_a
     from tableformat.cli.maintain_command import human_line
 
     root = tmp_path / "t"
-    make_table(root, 6, **{"compaction.min.file-num": "2", "file-operation.thread-num": "1"})
+    table_with_commits(root, 6, **{"compaction.min.file-num": "2", "file-operation.thread-num": "1"})
     clock = FakeClock()
 
     class StallAfterCommit(ForwardingFileIO):

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from support.warehouses import RETAIN, FakeClock, append, counting_opener, make_table, make_warehouse, snapshot_ids
+from support.warehouses import (
+    RETAIN,
+    FakeClock,
+    append,
+    counting_opener,
+    make_warehouse,
+    snapshot_ids,
+    table_with_commits,
+)
 
 from tableformat.cleanup.maintainer import Maintainer, MaintainSettings, settings_from_mapping
 from tableformat.table import Table
@@ -96,7 +104,7 @@ def test_partition_expiration_runs_first_when_the_table_sets_it(tmp_path: Path) 
 
 def test_a_table_a_limit_stopped_comes_back_after_the_backlog_retry_until_done(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    make_table(root, 9, **{"snapshot.expire.limit": "2", "snapshot.num-retained.min": "1"})
+    table_with_commits(root, 9, **{"snapshot.expire.limit": "2", "snapshot.num-retained.min": "1"})
     clock = FakeClock()
     settings = MaintainSettings(backlog_retry_ms=60_000)
     maintainer = Maintainer([str(root)], settings, clock=clock)
@@ -154,7 +162,7 @@ def test_discovery_picks_up_a_table_created_and_forgets_one_dropped_between_pass
     clock = FakeClock()
     maintainer = Maintainer([str(tmp_path / "wh")], MaintainSettings(), clock=clock)
     assert [r.table for r in maintainer.run_once()] == ["sales.orders"]
-    make_table(tmp_path / "wh" / "ops.db" / "audit", 4)
+    table_with_commits(tmp_path / "wh" / "ops.db" / "audit", 4)
     (tmp_path / "wh" / "sales.db" / "scratch").mkdir()  # a directory without schema/ is no table
     second = maintainer.run_once()
     assert [(r.table, [n for n, _ in r.operations]) for r in second] == [

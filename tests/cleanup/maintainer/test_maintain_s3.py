@@ -17,6 +17,7 @@ from tableformat.table import Table
 pytestmark = pytest.mark.s3
 
 
+@pytest.mark.slow
 def test_a_warehouse_on_s3_is_discovered_leased_and_maintained(s3_root: tuple[str, dict[str, Any]]) -> None:
     url, options = s3_root
     for name in ("sales.db/orders", "web.db/clicks"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from support.warehouses import FakeClock, append, counting_opener, make_table
+from support.warehouses import FakeClock, append, counting_opener, table_with_commits
 
 from tableformat.cleanup.maintainer import DueQueue, Maintainer, MaintainSettings, TableTarget
 from tableformat.table import Table
@@ -47,8 +47,8 @@ def _watch(maintainer: Maintainer, clock: FakeClock, until_ms: int) -> list[tupl
 
 
 def test_visits_follow_each_tables_own_cadence_and_idle_tables_are_not_read_between(tmp_path: Path) -> None:
-    make_table(tmp_path / "wh" / "db.db" / "fast", 3, **{"maintenance.check-interval": "10 min"})
-    make_table(tmp_path / "wh" / "db.db" / "slow", 3, **{"maintenance.check-interval": "25 min"})
+    table_with_commits(tmp_path / "wh" / "db.db" / "fast", 3, **{"maintenance.check-interval": "10 min"})
+    table_with_commits(tmp_path / "wh" / "db.db" / "slow", 3, **{"maintenance.check-interval": "25 min"})
     clock = FakeClock()
     log: list[tuple[str, str]] = []
     settings = MaintainSettings(parallelism=1, poll_interval_ms=24 * HOUR, discovery_interval_ms=24 * HOUR)
@@ -72,8 +72,8 @@ def test_visits_follow_each_tables_own_cadence_and_idle_tables_are_not_read_betw
 
 
 def test_a_table_with_backlog_comes_back_before_an_idle_one_and_changes_are_polled(tmp_path: Path) -> None:
-    make_table(tmp_path / "wh" / "db.db" / "busy", 12, **{"snapshot.expire.limit": "3"})
-    make_table(tmp_path / "wh" / "db.db" / "idle", 3)
+    table_with_commits(tmp_path / "wh" / "db.db" / "busy", 12, **{"snapshot.expire.limit": "3"})
+    table_with_commits(tmp_path / "wh" / "db.db" / "idle", 3)
     clock = FakeClock()
     settings = MaintainSettings(
         parallelism=1, backlog_retry_ms=MINUTE, poll_interval_ms=15 * MINUTE, discovery_interval_ms=24 * HOUR
@@ -93,7 +93,7 @@ def test_a_table_with_backlog_comes_back_before_an_idle_one_and_changes_are_poll
 
 
 def test_a_stop_ends_the_watch_after_the_running_pass(tmp_path: Path) -> None:
-    make_table(tmp_path / "t", 4)
+    table_with_commits(tmp_path / "t", 4)
     stop = threading.Event()
     reports = []
 
@@ -107,7 +107,7 @@ def test_a_stop_ends_the_watch_after_the_running_pass(tmp_path: Path) -> None:
 
 def test_keep_up_warns_when_ingest_outpaces_what_the_limit_lets_expiration_do(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, 10, **{"snapshot.expire.limit": "2", "snapshot.num-retained.min": "1"})
+    table = table_with_commits(root, 10, **{"snapshot.expire.limit": "2", "snapshot.num-retained.min": "1"})
     clock = FakeClock()
     settings = MaintainSettings(backlog_retry_ms=HOUR)
     maintainer = Maintainer([str(root)], settings, clock=clock)

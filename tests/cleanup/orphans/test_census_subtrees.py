@@ -1,5 +1,5 @@
 """On object stores the census lists the root, then each directory the format uses below it by one recursive
-listing (issue 14): it must find exactly what a listing per directory finds, and list nothing it would not enter."""
+listing: it must find exactly what a listing per directory finds, and list nothing it would not enter."""
 
 from __future__ import annotations
 

@@ -9,29 +9,19 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from support.operations import expire_snapshots, remove_orphan_files
+from support.orphan_tables import id_part_table, plant_stray
 from support.paimon_index import PaimonIndex
 from support.pk_files import assert_unreadable_metadata_stops_cleanup_and_check
-from support.tables import DAY_S, ID_PART_SCHEMA, age_files, age_path, files_under, id_part_rows
+from support.tables import (
+    DAY_S,
+    age_files,
+    files_under,
+)
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal, remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
-
-
-def make_table(path: Path, **options: str) -> Table:
-    table = Table.create(str(path), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true", **options})
-    for start in (0, 100):
-        table.append(id_part_rows(start, 8, parts=(0, 1)))
-    return table
-
-
-def plant(root: Path, rel: str, days: float = 10) -> str:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"stray")
-    age_path(path, days * DAY_S)
-    return rel
+from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal
 
 
 def dry_run_and_check(table: Table) -> OrphanPlan:
@@ -60,7 +50,7 @@ def data_names(table: Table) -> list[str]:
 
 
 def test_index_files_of_every_root_are_kept_and_planted_ones_removed(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t")
+    table = id_part_table(tmp_path / "t", appends=(0, 100))
     root = Path(table.context.layout.root)
     index = PaimonIndex(table)
     first, second = data_names(table)[:2]
@@ -72,13 +62,13 @@ def test_index_files_of_every_root_are_kept_and_planted_ones_removed(tmp_path: P
     age_files(root, 10 * DAY_S)
     u = uuid.uuid4
     orphans = {
-        plant(root, f"index/index-{u()}-0"),
-        plant(root, f"index/bitmap-global-index-{u()}.index"),
-        plant(root, f"manifest/index-manifest-{u()}-0"),
-        plant(root, f"manifest/index-manifest-{u()}"),  # pypaimon names index manifests without a counter
+        plant_stray(root, f"index/index-{u()}-0"),
+        plant_stray(root, f"index/bitmap-global-index-{u()}.index"),
+        plant_stray(root, f"manifest/index-manifest-{u()}-0"),
+        plant_stray(root, f"manifest/index-manifest-{u()}"),  # pypaimon names index manifests without a counter
     }
-    fresh = plant(root, f"index/index-{u()}-1", days=0)
-    unknown = {plant(root, "index/index-abc-0"), plant(root, "index/notes.txt")}
+    fresh = plant_stray(root, f"index/index-{u()}-1", days=0)
+    unknown = {plant_stray(root, "index/index-abc-0"), plant_stray(root, "index/notes.txt")}
 
     plan = dry_run_and_check(table)
 
@@ -91,7 +81,7 @@ def test_index_files_of_every_root_are_kept_and_planted_ones_removed(tmp_path: P
 
 
 def test_index_files_only_expired_snapshots_named_become_orphans(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t")
+    table = id_part_table(tmp_path / "t", appends=(0, 100))
     root = Path(table.context.layout.root)
     index = PaimonIndex(table)
     first = data_names(table)[0]
@@ -111,7 +101,7 @@ def test_index_files_only_expired_snapshots_named_become_orphans(tmp_path: Path)
 
 
 def test_check_verifies_index_files(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t")
+    table = id_part_table(tmp_path / "t", appends=(0, 100))
     root = Path(table.context.layout.root)
     index = PaimonIndex(table)
     index.delete_rows({data_names(table)[0]: [0]})
@@ -128,25 +118,25 @@ def test_check_verifies_index_files(tmp_path: Path) -> None:
 
 
 def test_unreadable_index_manifest_deletes_nothing(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t")
+    table = id_part_table(tmp_path / "t", appends=(0, 100))
     root = Path(table.context.layout.root)
     index = PaimonIndex(table)
     index.delete_rows({data_names(table)[0]: [0]})
     (manifest,) = index_manifests(root)
     (root / manifest).write_bytes(b"not avro")
     age_files(root, 10 * DAY_S)
-    plant(root, f"index/index-{uuid.uuid4()}-0")
+    plant_stray(root, f"index/index-{uuid.uuid4()}-0")
     assert_unreadable_metadata_stops_cleanup_and_check(table, manifest)
 
 
 def test_index_files_in_the_data_file_directory(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", **{"index-file-in-data-file-dir": "true"})
+    table = id_part_table(tmp_path / "t", appends=(0, 100), **{"index-file-in-data-file-dir": "true"})
     root = Path(table.context.layout.root)
     index = PaimonIndex(table, in_data_file_dir=True)
     index.delete_rows({data_names(table)[0]: [0]})
     (live,) = {f for f in index_files(root) if not f.startswith("index/")}
     age_files(root, 10 * DAY_S)
-    orphan = plant(root, f"{live.rpartition('/')[0]}/index-{uuid.uuid4()}-0")
+    orphan = plant_stray(root, f"{live.rpartition('/')[0]}/index-{uuid.uuid4()}-0")
 
     plan = dry_run_and_check(table)
 

@@ -57,7 +57,7 @@ def test_older_than_and_real_run(root: Path) -> None:
 def test_text_output(root: Path) -> None:
     code, output = invoke(str(root), "--older-than", "36h", "--dry-run")
     assert code == 0
-    assert output.startswith("2 orphan file(s), 12 B, older than 36 h; would delete 2 file(s), 12 B")
+    assert output.startswith("remove-orphans: 2 orphan file(s), 12 B, older than 36 h; would delete 2 file(s), 12 B\n")
     assert "unknown files (never deleted):\n  part=0/bucket-0/notes.txt" in output
 
 

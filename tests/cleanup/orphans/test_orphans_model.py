@@ -15,10 +15,10 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.operations import remove_orphan_files
 from support.tables import DAY_S, ID_PART_SCHEMA, age_files, files_under
 
 from tableformat import Table
-from tableformat.cleanup.orphans import remove_orphan_files
 
 TABLE_FILE = re.compile(r"^(data-.*\.parquet|manifest-.*|\..*\.tmp)$")
 

@@ -1,4 +1,4 @@
-"""Orphan cleanup racing commits and expiration never deletes a live file (issue 10, defect 2).
+"""Orphan cleanup racing commits and expiration never deletes a live file.
 
 The cleaner lists candidates, reads the snapshots present, and only then reads their manifest lists and manifests.
 If in between a writer commits and an expirer removes the snapshots the cleaner had read (and their manifest lists),
@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 from support.faults import InterferingFileIO
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import DAY_S, ID_PART_SCHEMA, age_files, context_with_io, files_under, id_part_rows
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.io.local import LocalFileIO
 from tableformat.table import Table
 
@@ -60,7 +59,8 @@ def test_a_tag_created_while_references_are_read_protects_its_files(tmp_path: Pa
         other.create_tag("keep", 1)
         other.overwrite(id_part_rows(4, 4, parts=(0, 1)))  # 2: snapshot 1's files only the tag holds now
         other.append(id_part_rows(8, 2, parts=(0, 1)))  # 3
-        assert other.expire_snapshots(retain_min=1, retain_max=1, time_retained=0).expired_snapshot_ids == (1, 2)
+        expired = other.maintenance.expire_snapshots(retain_min=1, retain_max=1, time_retained=0)
+        assert expired.expired_snapshot_ids == (1, 2)
 
     io = InterferingFileIO(LocalFileIO(), "manifest-list-", tag_overwrite_expire)
     result = remove_orphan_files(context_with_io(root, io), older_than=dt.timedelta(hours=1))

@@ -8,11 +8,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.operations import remove_orphan_files
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
 from tableformat.cleanup.kernel import deleter
-from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.io.fileio import FileIO
 
 pytestmark = pytest.mark.s3

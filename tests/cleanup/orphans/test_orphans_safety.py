@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.operations import remove_orphan_files
 from support.tables import DAY_S, ID_PART_SCHEMA, age_files, files_under, id_part_rows
 
 from tableformat import MaintenanceError, Table
 from tableformat.cleanup.kernel import deleter
 from tableformat.cleanup.orphans import plan as orphan_plan
-from tableformat.cleanup.orphans import remove_orphan_files
 from tableformat.codec import avro_codec
 from tableformat.errors import DeleteFailedError, SnapshotNotFoundError
 from tableformat.io.local import LocalFileIO

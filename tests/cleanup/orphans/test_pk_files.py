@@ -10,33 +10,23 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from support.operations import expire_snapshots, remove_orphan_files
+from support.orphan_tables import id_part_table, plant_stray
 from support.pk_files import (
     assert_unreadable_metadata_stops_cleanup_and_check,
     attach_changelog,
     attach_statistics,
     copy_snapshot_to_changelog,
 )
-from support.tables import DAY_S, ID_PART_SCHEMA, age_files, age_path, files_under, id_part_rows
+from support.tables import (
+    DAY_S,
+    age_files,
+    files_under,
+)
 
 from tableformat import Table
 from tableformat.cleanup.check import CheckResult, check_table
-from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal, remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots
-
-
-def make_table(path: Path, **options: str) -> Table:
-    table = Table.create(str(path), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true", **options})
-    for start in (0, 100, 200):
-        table.append(id_part_rows(start, 8, parts=(0, 1)))
-    return table
-
-
-def plant(root: Path, rel: str, days: float = 10) -> str:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"stray")
-    age_path(path, days * DAY_S)
-    return rel
+from tableformat.cleanup.orphans import OrphanPlan, plan_orphan_removal
 
 
 def dry_run_and_check(table: Table) -> tuple[OrphanPlan, CheckResult]:
@@ -58,7 +48,7 @@ def uid() -> str:
 
 @pytest.fixture
 def table(tmp_path: Path) -> Table:
-    return make_table(tmp_path / "t")
+    return id_part_table(tmp_path / "t", appends=(0, 100, 200))
 
 
 def root_of(table: Table) -> Path:
@@ -73,15 +63,15 @@ def test_changelog_files_of_every_root_are_kept_and_planted_ones_removed(table: 
     live = attach_changelog(table, 2, (0,), sidecars=True) | attach_changelog(table, 3, (1,), files=3)
     age_files(root, 10 * DAY_S)
     orphans = {
-        plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet"),
-        plant(root, f"part=1/bucket-0/changelog-{uid()}-1.orc"),
-        plant(root, f"part=1/bucket-0/changelog-{uid()}-0.parquet.index"),
-        plant(root, f"part=0/bucket-0/data-{uid()}-0.parquet-1.index"),  # a rewritten file index
-        plant(root, f"manifest/manifest-{uid()}-changelog-0"),  # pypaimon's changelog manifest name
-        plant(root, f"manifest/manifest-list-{uid()}-changelog"),
+        plant_stray(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet"),
+        plant_stray(root, f"part=1/bucket-0/changelog-{uid()}-1.orc"),
+        plant_stray(root, f"part=1/bucket-0/changelog-{uid()}-0.parquet.index"),
+        plant_stray(root, f"part=0/bucket-0/data-{uid()}-0.parquet-1.index"),  # a rewritten file index
+        plant_stray(root, f"manifest/manifest-{uid()}-changelog-0"),  # pypaimon's changelog manifest name
+        plant_stray(root, f"manifest/manifest-list-{uid()}-changelog"),
     }
-    fresh = plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet", days=0)
-    unknown = plant(root, f"part=0/bucket-0/changelog-{uid()}-0.txt")
+    fresh = plant_stray(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet", days=0)
+    unknown = plant_stray(root, f"part=0/bucket-0/changelog-{uid()}-0.txt")
 
     plan, checked = dry_run_and_check(table)
 
@@ -134,7 +124,7 @@ def test_a_changelog_root_keeps_its_files_after_its_snapshot_is_gone(table: Tabl
     for sid in (1, 2):
         (root / "snapshot" / f"snapshot-{sid}").unlink()
     age_files(root, 10 * DAY_S)
-    orphan = plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet")
+    orphan = plant_stray(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet")
 
     plan, checked = dry_run_and_check(table)
 
@@ -145,12 +135,12 @@ def test_a_changelog_root_keeps_its_files_after_its_snapshot_is_gone(table: Tabl
 
 
 def test_changelog_file_prefix_option_decides_which_names_are_changelog_files(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", **{"changelog-file.prefix": "cl-"})
+    table = id_part_table(tmp_path / "t", appends=(0, 100, 200), **{"changelog-file.prefix": "cl-"})
     root = root_of(table)
     live = attach_changelog(table, 3, (1,), files=2, prefix="cl-")
     age_files(root, 10 * DAY_S)
-    orphan = plant(root, f"part=0/bucket-0/cl-{uid()}-0.parquet")
-    other = plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet")
+    orphan = plant_stray(root, f"part=0/bucket-0/cl-{uid()}-0.parquet")
+    other = plant_stray(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet")
 
     plan, _ = dry_run_and_check(table)
 
@@ -164,14 +154,14 @@ def test_unreadable_changelog_manifest_deletes_nothing(table: Table) -> None:
     manifest = next(p for p in live if p.startswith("manifest/manifest-") and not p.startswith("manifest/manifest-l"))
     (root / manifest).write_bytes(b"not avro")
     age_files(root, 10 * DAY_S)
-    plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet")
+    plant_stray(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet")
     assert_unreadable_metadata_stops_cleanup_and_check(table, manifest)
 
 
 def test_check_takes_the_cutoff_remove_orphans_takes(table: Table) -> None:
     root = root_of(table)
     attach_changelog(table, 1, (0,), files=1)
-    fresh = plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet", days=0)
+    fresh = plant_stray(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet", days=0)
 
     default = check_table(table.context)
     now = check_table(table.context, older_than=timedelta(0), force=True)
@@ -190,9 +180,9 @@ def test_statistics_of_every_root_are_kept_and_planted_ones_removed(table: Table
     live = {attach_statistics(table, 2), attach_statistics(table, 3)}
     table.create_tag("t1", 2)
     age_files(root, 10 * DAY_S)
-    orphan = plant(root, f"statistics/stat-{uid()}-0")
-    fresh = plant(root, f"statistics/stat-{uid()}-1", days=0)
-    unknown = plant(root, "statistics/notes.txt")
+    orphan = plant_stray(root, f"statistics/stat-{uid()}-0")
+    fresh = plant_stray(root, f"statistics/stat-{uid()}-1", days=0)
+    unknown = plant_stray(root, "statistics/notes.txt")
 
     plan, checked = dry_run_and_check(table)
 
@@ -222,7 +212,7 @@ def test_check_cli_takes_older_than_as_remove_orphans_does(table: Table) -> None
     from tableformat.cli.main import cli
 
     root = root_of(table)
-    fresh = plant(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet", days=0.5)
+    fresh = plant_stray(root, f"part=0/bucket-0/changelog-{uid()}-0.parquet", days=0.5)
     runner = CliRunner()
     refused = runner.invoke(cli, ["check", str(root), "--older-than", "10m"])
     assert refused.exit_code == 2 and "--force" in refused.output

@@ -10,12 +10,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.operations import remove_orphan_files
 from support.paimon_index import PaimonIndex
 from support.pk_files import attach_changelog, attach_statistics
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans import remove_orphan_files
 
 pytestmark = pytest.mark.s3
 

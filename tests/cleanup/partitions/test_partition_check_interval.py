@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from partition_kit import make_table, ms, partitions
+from support.partition_tables import ms, partitioned_table, partitions
 
 from tableformat.cleanup.partitions import (
     COMMIT_USER_PREFIX,
@@ -61,11 +61,11 @@ def test_two_cli_commits_within_the_interval_expire_once_then_again_after_it(tmp
 
 
 def test_interval_zero_foreign_latest_snapshot_and_no_expiration_time(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", [("dt", pa.string())], ["dt"])
+    table = partitioned_table(tmp_path / "t", [("dt", pa.string())], ["dt"])
     table.append(pa.table({"id": [1], "dt": ["2020-01-01"]}, schema=table.arrow_schema))
-    assert not PARTITION_EXPIRATION.enabled(table.context, ms(2026, 1, 1))  # partition.expiration-time unset
+    assert not PARTITION_EXPIRATION.wanted(table.context)  # partition.expiration-time unset
     assert last_run_ms(table.context) is None and check_due(table.context, 0)  # never ran (or foreign snapshot)
-    zero = make_table(
+    zero = partitioned_table(
         tmp_path / "z",
         [("dt", pa.string())],
         ["dt"],

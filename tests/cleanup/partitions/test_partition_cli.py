@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from click.testing import CliRunner
-from partition_kit import fill, make_table, partitions
+from support.partition_tables import fill, partitioned_table, partitions
 
 from tableformat.cli.main import cli
 
@@ -21,7 +21,7 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 
 def test_json_dry_run_then_real_run(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", [("dt", pa.date32()), ("tag", pa.string())], ["dt", "tag"])
+    table = partitioned_table(tmp_path / "t", [("dt", pa.date32()), ("tag", pa.string())], ["dt", "tag"])
     fill(
         table,
         [
@@ -54,7 +54,7 @@ def test_json_dry_run_then_real_run(tmp_path: Path) -> None:
 
 
 def test_flags_and_text_output(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", [("dt", pa.int64())], ["dt"], **{"partition.expiration-time": "30d"})
+    table = partitioned_table(tmp_path / "t", [("dt", pa.int64())], ["dt"], **{"partition.expiration-time": "30d"})
     fill(table, [{"dt": 20200101}, {"dt": 20990101}])
     code, out, _ = _run("expire-partitions", str(table.location))
     assert code == 0 and "dropped 0 partition(s)" in out
@@ -75,7 +75,7 @@ def test_flags_and_text_output(tmp_path: Path) -> None:
 
 
 def test_errors_are_one_line_and_non_zero(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", [("dt", pa.string())], ["dt"])
+    table = partitioned_table(tmp_path / "t", [("dt", pa.string())], ["dt"])
     fill(table, [{"dt": OLD}])
     code, _, err = _run("expire-partitions", str(table.location))
     assert (code, err) == (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-from partition_kit import fill, make_table, ms, partitions, rows
+from support.partition_tables import fill, ms, partitioned_table, partitions, rows
 
 from tableformat.cleanup.kernel import run_operation
 from tableformat.cleanup.partitions import PARTITION_EXPIRATION
@@ -24,7 +24,7 @@ def _plan_then_inject(table: Table, inject: object) -> object:
 
 
 def test_an_append_into_a_partition_being_expired_is_kept(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", [("dt", pa.string())], ["dt"], **{"partition.expiration-time": "5d"})
+    table = partitioned_table(tmp_path / "t", [("dt", pa.string())], ["dt"], **{"partition.expiration-time": "5d"})
     fill(table, [{"dt": "2026-01-01"}, {"dt": "2026-01-02"}, {"dt": "2026-01-09"}])
     late = pa.table({"id": [100, 101], "dt": ["2026-01-01", "2026-01-01"]}, schema=table.arrow_schema)
     writer = Table.open(table.location)  # another writer, committing between the plan and the drop
@@ -49,7 +49,7 @@ def test_an_append_into_a_partition_being_expired_is_kept(tmp_path: Path) -> Non
 
 
 def test_a_concurrent_drop_of_the_same_partitions_commits_nothing_twice(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", [("dt", pa.string())], ["dt"], **{"partition.expiration-time": "5d"})
+    table = partitioned_table(tmp_path / "t", [("dt", pa.string())], ["dt"], **{"partition.expiration-time": "5d"})
     fill(table, [{"dt": "2026-01-01"}, {"dt": "2026-01-09"}])
     other = Table.open(table.location)
     result = _plan_then_inject(table, lambda: other.drop_partitions([{"dt": "2026-01-01"}]))
@@ -61,7 +61,7 @@ def test_a_concurrent_drop_of_the_same_partitions_commits_nothing_twice(tmp_path
 
 
 def test_an_append_into_another_partition_does_not_stop_the_drop(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", [("dt", pa.string())], ["dt"], **{"partition.expiration-time": "5d"})
+    table = partitioned_table(tmp_path / "t", [("dt", pa.string())], ["dt"], **{"partition.expiration-time": "5d"})
     fill(table, [{"dt": "2026-01-01"}, {"dt": "2026-01-09"}])
     more = pa.table({"id": [7], "dt": ["2026-01-09"]}, schema=table.arrow_schema)
     result = _plan_then_inject(table, lambda: Table.open(table.location).append(more))

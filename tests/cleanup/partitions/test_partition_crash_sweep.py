@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from partition_kit import assert_history_reads, fill, make_table, ms, rows
 from support.faults import FaultyFileIO, faulty_context
+from support.partition_tables import assert_history_reads, fill, ms, partitioned_table, rows
 
 from tableformat.cleanup.kernel import run_operation
 from tableformat.cleanup.partitions import PARTITION_EXPIRATION
@@ -32,7 +32,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, list
         "file-operation.thread-num": "1",
         "manifest.merge-min-count": "2",  # the drop's commit merges manifests: those writes are swept too
     }
-    table = make_table(root, [("dt", pa.string())], ["dt"], **options)
+    table = partitioned_table(root, [("dt", pa.string())], ["dt"], **options)
     history = fill(table, [{"dt": d} for d in EXPIRED + KEPT])
     return root, history
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from partition_kit import fill, make_table, ms, partitions, rows
 from support.faults import faulty_context
-from support.warehouses import CountingFileIO
+from support.partition_tables import fill, ms, partitioned_table, partitions, rows
+from support.warehouses import RequestLogFileIO
 
 from tableformat.cleanup.kernel import run_operation
 from tableformat.cleanup.partitions import PARTITION_EXPIRATION, PartitionExpireResult
@@ -48,7 +48,7 @@ def manifest_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def _table(path: Path, **options: str) -> Table:
-    table = make_table(path, [("dt", pa.string())], ["dt"], **{"partition.expiration-time": "10d", **options})
+    table = partitioned_table(path, [("dt", pa.string())], ["dt"], **{"partition.expiration-time": "10d", **options})
     fill(table, DAYS)
     table.append(pa.table({"id": [500, 501], "dt": ["2026-01-02", "2026-01-14"]}, schema=table.arrow_schema))
     return table
@@ -158,7 +158,7 @@ def test_the_committer_uses_a_planned_drop_only_on_its_base(tmp_path: Path) -> N
 def test_a_run_reads_each_manifest_and_manifest_list_once(tmp_path: Path) -> None:
     table = _table(tmp_path / "t")
     log: list[tuple[str, str]] = []
-    ctx = faulty_context(TableContext.load(table.location), CountingFileIO(table.context.io, log))
+    ctx = faulty_context(TableContext.load(table.location), RequestLogFileIO(table.context.io, log))
     latest = table.context.store.latest_snapshot()
     assert latest is not None
     result = run_operation(PARTITION_EXPIRATION, ctx, {}, dry_run=False, now_ms=NOW)

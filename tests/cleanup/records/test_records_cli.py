@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from click.testing import CliRunner
-from records_kit import TIME_TYPES, make_table
+from support.ttl_tables import TIME_TYPES, ttl_table
 
 from tableformat.cli.main import cli
 
@@ -25,7 +25,7 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 
 def _table(tmp_path: Path) -> str:
-    table = make_table(tmp_path / "t", KIND, partition=True)
+    table = ttl_table(tmp_path / "t", KIND, partition=True)
     for i, times in enumerate([[OLD, OLD], [OLD, NEW, None], [NEW], [NEW], [NEW], [NEW]]):
         data = {"id": list(range(10 * i, 10 * i + len(times))), "ts": times, "p": [1] * len(times)}
         table.append(pa.table(data, schema=table.arrow_schema))

@@ -10,13 +10,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from records_kit import DAY, NOW, TIME_TYPES, append, kept, make_table
 from support.faults import FaultyFileIO, faulty_context
+from support.operations import expire_records, expire_snapshots, remove_orphan_files
 from support.tables import FAR_FUTURE_MS, files_under, reachable_files
+from support.ttl_tables import DAY, NOW, TIME_TYPES, append, kept, ttl_table
 
-from tableformat.cleanup.orphans import remove_orphan_files
-from tableformat.cleanup.records import expire_records
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.context import TableContext
 from tableformat.table import Table
 
@@ -26,7 +24,7 @@ KIND = TIME_TYPES[1]  # BIGINT epoch seconds
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[object, ...]]]:
     root = tmp_path_factory.mktemp("base") / "t"
-    table = make_table(root, KIND, **{"compaction.commit.max-files": "1", "manifest.merge-min-count": "2"})
+    table = ttl_table(root, KIND, **{"compaction.commit.max-files": "1", "manifest.merge-min-count": "2"})
     append(table, KIND, [0, 1], [NOW - 40 * DAY, NOW - 35 * DAY])  # dropped by metadata
     append(table, KIND, [2, 3, 4], [NOW - 31 * DAY, None, NOW - DAY])  # rewritten
     append(table, KIND, [5, 6], [NOW - 45 * DAY, NOW - 2 * DAY])  # rewritten (second commit)

@@ -8,10 +8,21 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from records_kit import CUTOFF, DAY, NOW, TIME_TYPES, CountingFileIO, TimeType, append, kept, make_table, rows
 from support.faults import faulty_context
+from support.operations import expire_records
+from support.ttl_tables import (
+    CUTOFF,
+    DAY,
+    NOW,
+    TIME_TYPES,
+    DataOpenRecordingFileIO,
+    TimeType,
+    append,
+    kept,
+    rows,
+    ttl_table,
+)
 
-from tableformat.cleanup.records import expire_records
 from tableformat.model.snapshot import CommitKind
 from tableformat.table import Table
 
@@ -37,7 +48,7 @@ def _fill(table: Table, kind: TimeType) -> dict[int, object]:
 
 @pytest.mark.parametrize("kind", TIME_TYPES, ids=lambda k: k.name)
 def test_reads_and_expiry_keep_exactly_the_unexpired_rows(tmp_path: Path, kind: TimeType) -> None:
-    table = make_table(tmp_path / "t", kind)
+    table = ttl_table(tmp_path / "t", kind)
     values = _fill(table, kind)
     everything = rows(table, include_expired=True)
     expected = [r for r in everything if kept(kind, r[1])]
@@ -48,7 +59,7 @@ def test_reads_and_expiry_keep_exactly_the_unexpired_rows(tmp_path: Path, kind: 
     before = table.latest_snapshot()
     assert before is not None
 
-    counting = CountingFileIO(table.context.io)
+    counting = DataOpenRecordingFileIO(table.context.io)
     result = expire_records(faulty_context(table.context, counting), now_ms=NOW)
 
     dropped = {p.rsplit("/", 1)[-1] for p in result.dropped_files}
@@ -74,7 +85,7 @@ def test_reads_and_expiry_keep_exactly_the_unexpired_rows(tmp_path: Path, kind: 
 
 @pytest.mark.parametrize("kind", TIME_TYPES[:1] + TIME_TYPES[4:5], ids=lambda k: k.name)
 def test_dry_run_lists_exactly_what_the_real_run_does(tmp_path: Path, kind: TimeType) -> None:
-    table = make_table(tmp_path / "t", kind)
+    table = ttl_table(tmp_path / "t", kind)
     _fill(table, kind)
     dry = expire_records(table.context, dry_run=True, now_ms=NOW)
     snapshots = len(table.snapshots())
@@ -98,7 +109,7 @@ def test_dry_run_lists_exactly_what_the_real_run_does(tmp_path: Path, kind: Time
 
 def test_max_files_bounds_a_run_oldest_first(tmp_path: Path) -> None:
     kind = TIME_TYPES[2]
-    table = make_table(tmp_path / "t", kind)
+    table = ttl_table(tmp_path / "t", kind)
     for day in (60, 50, 45, 40):
         append(table, kind, [day], [NOW - day * DAY])
     first = expire_records(table.context, max_files=3, now_ms=NOW)
@@ -110,12 +121,12 @@ def test_max_files_bounds_a_run_oldest_first(tmp_path: Path) -> None:
 
 def test_batches_and_the_table_iterator_read_path_filter_too(tmp_path: Path) -> None:
     kind = TIME_TYPES[4]
-    table = make_table(tmp_path / "t", kind)
+    table = ttl_table(tmp_path / "t", kind)
     _fill(table, kind)
     expected = rows(table)
     streamed = [r for b in table.to_batches() for r in b.to_pylist()]
     assert sorted((r["id"], r["ts"], r["p"]) for r in streamed) == expected
-    counting = CountingFileIO(table.context.io)
+    counting = DataOpenRecordingFileIO(table.context.io)
     ctx = faulty_context(table.context, counting)
     Table(ctx).to_arrow()
     names = [f.path.rsplit("/", 1)[-1] for f in table.files()]
@@ -129,14 +140,14 @@ def test_expire_records_runs_after_commits_unless_write_only(tmp_path: Path) -> 
 
     kind = TIME_TYPES[6]
     old, new = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(2037, 1, 1, tzinfo=dt.timezone.utc)
-    table = make_table(tmp_path / "t", kind, **{"write-only": "false"})
+    table = ttl_table(tmp_path / "t", kind, **{"write-only": "false"})
     table.append(pa.table({"id": [0, 1], "ts": [old, old], "p": [0, 0]}, schema=table.arrow_schema))
     table.append(pa.table({"id": [2, 3], "ts": [old, new], "p": [0, 0]}, schema=table.arrow_schema))
     kinds = [s.commit_kind for s in table.snapshots()]
     # append, drop of the expired file, append, rewrite of the partly expired one
     assert kinds == [CommitKind.APPEND, CommitKind.OVERWRITE, CommitKind.APPEND, CommitKind.OVERWRITE]
     assert rows(table, include_expired=True) == [(3, new, 0)]
-    quiet = make_table(tmp_path / "u", kind)  # write-only: nothing runs after commits
+    quiet = ttl_table(tmp_path / "u", kind)  # write-only: nothing runs after commits
     quiet.append(pa.table({"id": [0], "ts": [old], "p": [0]}, schema=quiet.arrow_schema))
     assert len(quiet.snapshots()) == 1 and rows(quiet, include_expired=True) == [(0, old, 0)]
 
@@ -145,7 +156,7 @@ def test_expire_records_runs_after_commits_unless_write_only(tmp_path: Path) -> 
 def test_every_reader_of_the_scan_hides_expired_rows(tmp_path: Path, kind: TimeType) -> None:
     import pyarrow.compute as pc
 
-    table = make_table(tmp_path / "t", kind)
+    table = ttl_table(tmp_path / "t", kind)
     _fill(table, kind)
     expected = rows(table)
     ids = sorted(table.to_pyarrow_dataset().to_table()["id"].to_pylist())

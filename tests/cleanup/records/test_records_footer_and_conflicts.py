@@ -8,11 +8,11 @@ import dataclasses
 from pathlib import Path
 
 import pyarrow as pa
-from records_kit import DAY, NOW, TIME_TYPES, CountingFileIO, append, kept, make_table, rows
 from support.faults import faulty_context
+from support.operations import compact, expire_records
+from support.ttl_tables import DAY, NOW, TIME_TYPES, DataOpenRecordingFileIO, append, kept, rows, ttl_table
 
-from tableformat.cleanup.compaction import compact
-from tableformat.cleanup.records import RECORD_EXPIRATION, expire_records
+from tableformat.cleanup.records import RECORD_EXPIRATION
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import DataFileWriter
 from tableformat.layout import NameFactory
@@ -33,14 +33,14 @@ def _append_without_stats(table: Table, ids: list[int], times: list[int | None])
 
 
 def test_statistics_come_from_the_footer_when_the_manifest_has_none(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", KIND)
+    table = ttl_table(tmp_path / "t", KIND)
     _append_without_stats(table, [0, 1], [NOW - 40 * DAY, NOW - 39 * DAY])  # expired
     _append_without_stats(table, [2, 3, 4], [NOW - 31 * DAY, None, NOW - 1 * DAY])  # straddles
     _append_without_stats(table, [5], [NOW - 2 * DAY])  # live
     everything = rows(table, include_expired=True)
     expected = [r for r in everything if kept(KIND, r[1])]
     assert rows(table) == expected  # without statistics the read path opens every file and filters its rows
-    counting = CountingFileIO(table.context.io)
+    counting = DataOpenRecordingFileIO(table.context.io)
     result = expire_records(faulty_context(table.context, counting), now_ms=NOW)
     assert len(result.dropped_files) == 1 and len(result.rewritten_files) == 1
     assert any("footers were read" in n for n in result.notes)
@@ -54,7 +54,7 @@ def test_statistics_come_from_the_footer_when_the_manifest_has_none(tmp_path: Pa
 
 
 def test_a_rewrite_whose_file_was_compacted_meanwhile_is_abandoned_then_redone(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0, 1], [NOW - 31 * DAY, NOW - 1 * DAY])  # straddles
     append(table, KIND, [2], [NOW - 3 * DAY])
     ctx = table.context
@@ -74,7 +74,7 @@ def test_a_rewrite_whose_file_was_compacted_meanwhile_is_abandoned_then_redone(t
 
 
 def test_an_append_during_a_rewrite_is_kept(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", KIND)
+    table = ttl_table(tmp_path / "t", KIND)
     append(table, KIND, [0, 1], [NOW - 31 * DAY, NOW - 1 * DAY])
     ctx = table.context
     config = RECORD_EXPIRATION.configure(ctx, {})
@@ -87,7 +87,7 @@ def test_an_append_during_a_rewrite_is_kept(tmp_path: Path) -> None:
 
 
 def test_replace_commits_nothing_when_a_replaced_file_is_gone(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", KIND)
+    table = ttl_table(tmp_path / "t", KIND)
     append(table, KIND, [0], [NOW])
     append(table, KIND, [1], [NOW])
     ctx = table.context

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from records_kit import TIME_TYPES, make_table
 from support.processes import join_all
+from support.ttl_tables import TIME_TYPES, ttl_table
 
 from tableformat.table import Table
 
@@ -51,7 +51,7 @@ def _maintainer(root: str, operation: str, barrier: Any, stop: Any, out: str) ->
     changed = 0
     while after_stop < 50:  # bounded once the writers stopped (they stop within the test's join bound)
         table = Table.open(root)
-        result = table.expire_records() if operation == "expire" else table.compact()
+        result = table.maintenance.expire_records() if operation == "expire" else table.maintenance.compact()
         runs += 1
         changed += len(result.snapshot_ids)
         if stop.is_set():
@@ -63,7 +63,7 @@ def _maintainer(root: str, operation: str, barrier: Any, stop: Any, out: str) ->
 
 def test_writers_expirer_and_compactor_in_processes(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    make_table(root, KIND, **{"compaction.min.file-num": "2", "compaction.max.file-num": "6"})
+    ttl_table(root, KIND, **{"compaction.min.file-num": "2", "compaction.max.file-num": "6"})
     barrier = SPAWN.Barrier(WRITERS + 2)
     stop = SPAWN.Event()
     outs = {name: str(tmp_path / f"{name}.json") for name in ("expire", "compact")}
@@ -83,7 +83,7 @@ def test_writers_expirer_and_compactor_in_processes(tmp_path: Path) -> None:
     assert all(p.exitcode == 0 for p in writers + others)
 
     table = Table.open(str(root))
-    final = table.expire_records()  # a completed run after the writers stopped
+    final = table.maintenance.expire_records()  # a completed run after the writers stopped
     assert final.skipped_files == ()
     committed = {w: json.loads((tmp_path / f"w{w}.json").read_text()) for w in range(WRITERS)}
     assert all(len(c) == COMMITS for c in committed.values())
@@ -97,4 +97,4 @@ def test_writers_expirer_and_compactor_in_processes(tmp_path: Path) -> None:
     # then expire-records finds nothing left), so at least one committed, and each ran.
     assert stats["expire"]["snapshots"] + stats["compact"]["snapshots"] >= 1
     assert stats["expire"]["runs"] >= 1 and stats["compact"]["runs"] >= 1
-    assert table.check().ok
+    assert table.maintenance.check().ok

@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 from support.changelogs import attach_changelog, attached_needs
 from support.faults import FaultyFileIO, InjectedFault
+from support.operations import expire_snapshots, remove_orphan_files
 from support.tables import branch_from_snapshot, context_with_io, files_under, reachable_files
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.orphans.operation import remove_orphan_files
-from tableformat.cleanup.snapshots import expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots import plan_expiration
 from tableformat.cleanup.snapshots.changelog_expiry import plan_changelog_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.cleanup.snapshots.journal import plan_from_document, plan_to_document, read_journal, write_journal
@@ -174,6 +174,7 @@ def sweep_table(kit, scenario: str) -> tuple[Table, set[str], int]:
 
 @pytest.mark.parametrize("scenario", ["roots", "same-run", "later"])
 @pytest.mark.parametrize(("mode", "sticky"), [("before", False), ("after", False), ("before", True), ("after", True)])
+@pytest.mark.slow
 def test_a_fault_at_every_write_and_delete_is_finished_by_the_next_run(kit, tmp_path, mode, sticky, scenario) -> None:
     """Every mutating call of a decoupled expiration (long-lived changelogs written and expired, snapshots and files
     deleted) fails once (sticky: every later call too, a crash); a re-run leaves exactly what an uninterrupted run

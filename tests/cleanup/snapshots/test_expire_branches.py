@@ -1,4 +1,4 @@
-"""Snapshot expiration and tag deletion never take a file a branch still uses (issue 10, defect 1).
+"""Snapshot expiration and tag deletion never take a file a branch still uses.
 
 Branches are made as Paimon and pypaimon 2.1.0 make them (``FileSystemBranchManager.create_branch``): the tag, the
 snapshot and the schema are copied into ``branch/branch-<name>/``, so the branch's own metadata names the main
@@ -12,10 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.operations import expire_snapshots
 from support.tables import FAR_FUTURE_MS, branch_from_snapshot, branch_from_tag, files_under, rows_of
 
 from tableformat.cleanup.check import check_table
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.errors import MaintenanceError, TagError
 from tableformat.scan.reader import DataReader
 from tableformat.table import Table

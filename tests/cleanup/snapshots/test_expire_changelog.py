@@ -13,10 +13,11 @@ import pytest
 from click.testing import CliRunner
 from support.changelogs import Changelog, attach_changelog, attach_statistics, attached_needs
 from support.faults import FaultyFileIO, InjectedFault
+from support.operations import expire_snapshots
 from support.paimon_index import PaimonIndex
 from support.tables import FAR_FUTURE_MS, branch_from_snapshot, context_with_io, files_under, reachable_files
 
-from tableformat.cleanup.snapshots import execute_expiration, expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots import execute_expiration, plan_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.cleanup.snapshots.journal import read_journal, write_journal
 from tableformat.cli.expire_command import expire as expire_command

@@ -1,4 +1,4 @@
-"""Cost follows the work (issue 14): expiring k snapshots reads O(k) files and lists snapshot/ at most once, by
+"""Cost follows the work: expiring k snapshots reads O(k) files and lists snapshot/ at most once, by
 prefix and without a stat per file, whatever the length of the history."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from support.faults import faulty_context
+from support.operations import expire_snapshots
 
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.table import Table

@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.operations import expire_snapshots
 from support.tables import FAR_FUTURE_MS, context_with_io, files_under, reachable_files, rows_of, tree_bytes
 
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cleanup.snapshots.journal import list_journals
 from tableformat.errors import MaintenanceError
 from tableformat.layout import EARLIEST

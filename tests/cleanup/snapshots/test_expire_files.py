@@ -7,9 +7,10 @@ import shutil
 import threading
 
 import pytest
+from support.operations import expire_snapshots
 from support.tables import FAR_FUTURE_MS, files_under, reachable_files, rows_of
 
-from tableformat.cleanup.snapshots import execute_expiration, expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots import execute_expiration, plan_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.errors import MaintenanceError
 from tableformat.table import Table

@@ -14,9 +14,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.operations import expire_snapshots
 from support.tables import FAR_FUTURE_MS, files_under, reachable_files, rows_of
 
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.model.snapshot import Consumer
 
 PARTS = (0, 1, 2)

@@ -6,9 +6,10 @@ import datetime as dt
 import os
 
 import pytest
+from support.operations import expire_snapshots
 from support.tables import FAR_FUTURE_MS, files_under, reachable_files
 
-from tableformat.cleanup.snapshots import expire_snapshots, plan_expiration
+from tableformat.cleanup.snapshots import plan_expiration
 from tableformat.cleanup.snapshots.config import ExpireConfig
 from tableformat.errors import ValidationError
 from tableformat.model.snapshot import Consumer
@@ -88,12 +89,13 @@ def test_duration_strings_and_timedeltas(kit) -> None:
     table = history(kit, 4)
     kit.set_times(table, {i: T0 + i * 60_000 for i in range(1, 5)})
     now = T0 + 4 * 60_000
-    plan = plan_expiration(table.context, ExpireConfig.resolve(table.options, retain_min=1, time_retained="30s"), now)
-    assert plan.expired_snapshots == (1, 2)  # successors 2 and 3 are older than now - 30 s; 4 is not
-    plan = plan_expiration(
-        table.context, ExpireConfig.resolve(table.options, retain_min=1, time_retained=dt.timedelta(seconds=90)), now
-    )
-    assert plan.expired_snapshots == (1,)
+    dry = expire_snapshots(table.context, retain_min=1, time_retained="30s", dry_run=True, now_ms=now)
+    assert dry.expired_snapshot_ids == (1, 2)  # successors 2 and 3 are older than now - 30 s; 4 is not
+    ninety = dt.timedelta(seconds=90)
+    dry = expire_snapshots(table.context, retain_min=1, time_retained=ninety, dry_run=True, now_ms=now)
+    assert dry.expired_snapshot_ids == (1,)
+    dry = expire_snapshots(table.context, retain_min=1, time_retained=30_000, dry_run=True, now_ms=now)  # ms
+    assert dry.expired_snapshot_ids == (1, 2)
 
 
 def test_consumer_clamps_the_range(kit) -> None:

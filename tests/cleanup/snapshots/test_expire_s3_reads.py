@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.operations import expire_snapshots
 from support.s3_tables import appended
 
 from tableformat import Table
-from tableformat.cleanup.snapshots import expire_snapshots
 from tableformat.cleanup.snapshots.metadata import DataPaths, MetadataCache
 from tableformat.errors import CorruptMetadataError, MaintenanceError
 from tableformat.parallel import Workers

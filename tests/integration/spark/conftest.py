@@ -2,7 +2,7 @@
 
 The master is ``local[2,3]``: two cores and up to three attempts per task, so the retry test runs in the same JVM
 as everything else (plain ``local[2]`` never retries a task). Tests without Java or pyspark are skipped, unless
-CI is set, where that is an error: pyspark is imported here first, so the modules' ``pytest.importorskip("pyspark")``
+CI is set, where that is an error: pyspark is imported here first, so the modules' ``optional("pyspark")``
 can only skip outside CI.
 """
 

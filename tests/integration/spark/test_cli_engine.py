@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from click.testing import CliRunner
 from support.tables import DAY_S, age_path
 
 from tableformat import Table
 from tableformat.cli.main import cli
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 
 def test_remove_orphans_engine_spark(spark: Any, tmp_path: Path) -> None:

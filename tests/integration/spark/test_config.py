@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
+
 
 from tableformat.errors import ValidationError
 from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry

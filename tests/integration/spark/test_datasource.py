@@ -13,8 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
 
 from spark_support import data_files_on_disk, rows
 
@@ -22,7 +23,7 @@ from tableformat import CommitKind, Table
 from tableformat.scan.reader import dictionary_coded_columns
 from tableformat.spark import read_native
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 SCHEMA = "id long, name string, dt string"
 
@@ -195,3 +196,18 @@ def test_dictionary_coded_strings_and_binaries_read_exactly(spark: Any, tmp_path
         (r.id, r.kind, None if r.tag is None else bytes(r.tag), r.name) for r in _load(spark, table.location).collect()
     )
     assert got == expected
+
+
+def test_merge_schema_adds_the_dataframes_new_columns_before_its_rows(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "merged")
+    _frame(spark, [(1, "a", "d1")]).write.format("tablefmt").mode("append").option("partitionBy", "dt").save(path)
+    wider = _frame(spark, [(2, "b", "d1", 7)], "ID long, name string, dt string, extra int")
+    with pytest.raises(Exception, match="does not exist in the table"):
+        wider.write.format("tablefmt").mode("append").save(path)
+    wider.write.format("tablefmt").mode("append").option("mergeSchema", "true").save(path)
+    table = Table.open(path)
+    assert [(f.id, f.name, str(f.type)) for f in table.schema.fields] == [
+        (0, "id", "BIGINT"), (1, "name", "STRING"), (2, "dt", "STRING"), (3, "extra", "INT"),
+    ]  # fmt: skip
+    assert [s.schema_id for s in table.snapshots()] == [0, 1]
+    assert sorted(_load(spark, path).collect()) == [(1, "a", "d1", None), (2, "b", "d1", 7)]

@@ -10,7 +10,7 @@ import pytest
 
 from tableformat import Table
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "spark_pipeline.py"
 

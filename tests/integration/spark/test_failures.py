@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
 
 from spark_support import FAILING_BATCH, FaultySource, data_files_on_disk, rows
 
 from tableformat import Table
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 ROWS = 200
 BATCH_ROWS = 10

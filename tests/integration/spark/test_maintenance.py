@@ -11,19 +11,20 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
 
 from spark_support import data_files_on_disk
+from support.operations import remove_orphan_files as local_remove_orphan_files
 from support.tables import DAY_S, age_files, paths_under
 
 from tableformat import MaintenanceError, Table
-from tableformat.cleanup.orphans import remove_orphan_files as local_remove_orphan_files
 from tableformat.cleanup.snapshots.journal import journal_path
 from tableformat.spark import maintain, remove_orphan_files
 from tableformat.spark.maintenance import run_distributed_orphan_cleanup
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 DAY_MS = 86_400_000
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
 
 from support.pk_tables import DELETE, INSERT, PkTable
 from support.tables import rows_of
@@ -17,7 +18,7 @@ from support.tables import rows_of
 from tableformat.spark import read_native
 from tableformat.spark.reader import TablefmtBucketSplit
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
                     pa.field("v", pa.string())])  # fmt: skip

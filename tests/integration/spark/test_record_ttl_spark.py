@@ -10,15 +10,17 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
+
 
 from tableformat import Table
 from tableformat.scan.record_ttl import RecordTTL
 from tableformat.spark import read_native
 from tableformat.spark.fast_read import keep_condition
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 OLD = dt.datetime(2020, 1, 1)
 NEW = dt.datetime(2037, 1, 1)  # within INT epoch seconds

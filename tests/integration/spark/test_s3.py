@@ -8,17 +8,18 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
 
 from spark_support import rows
+from support.operations import remove_orphan_files as local_remove_orphan_files
 
 from tableformat import Table
-from tableformat.cleanup.orphans import remove_orphan_files as local_remove_orphan_files
 from tableformat.spark import read_native, remove_orphan_files
 from tableformat.spark.config import ReadConfig
 
-pytestmark = [pytest.mark.spark, pytest.mark.s3]
+pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.slow]
 
 DAY_MS = 86_400_000
 

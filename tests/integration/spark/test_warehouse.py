@@ -6,15 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.ci import optional
 
-pytest.importorskip("pyspark")
+optional("pyspark")
 
 from support.warehouses import make_warehouse, snapshot_ids
 
 from tableformat.cleanup.maintainer import settings_from_mapping
 from tableformat.spark import maintain_warehouse
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a Spark session starts in seconds
 
 LAYOUT = {"sales": ["orders", "returns", "refunds"], "web": ["clicks"]}
 

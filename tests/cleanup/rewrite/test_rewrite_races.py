@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from records_kit import DAY, NOW, TIME_TYPES, append, make_table, rows
 from support.faults import InterferingFileIO, faulty_context
+from support.operations import compact, expire_records
+from support.ttl_tables import DAY, NOW, TIME_TYPES, append, rows, ttl_table
 
-from tableformat.cleanup.compaction import compact
-from tableformat.cleanup.records import expire_records
 from tableformat.cleanup.rewrite import REPLANS
 from tableformat.errors import (
     CorruptMetadataError,
@@ -46,12 +45,12 @@ def _names(paths: tuple[str, ...]) -> set[str]:
 
 
 def _expire_all_but_latest(table: Table) -> None:
-    table.expire_snapshots(retain_min=1, retain_max=1)
+    table.maintenance.expire_snapshots(retain_min=1, retain_max=1)
 
 
 def test_compaction_whose_snapshot_is_expired_while_it_reads_replans_and_finishes(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0, 1], [NOW - 40 * DAY, NOW - DAY])  # partly expired
     append(table, KIND, [2, 3], [NOW - 31 * DAY, NOW - 2 * DAY])  # partly expired
     append(table, KIND, [4], [NOW - 3 * DAY])
@@ -78,12 +77,12 @@ def test_compaction_whose_snapshot_is_expired_while_it_reads_replans_and_finishe
         (1, KIND.value(NOW - DAY), 0), (3, KIND.value(NOW - 2 * DAY), 0), (4, KIND.value(NOW - 3 * DAY), 0),
         (6, KIND.value(NOW - 4 * DAY), 0),
     ]  # fmt: skip
-    assert table.check().ok
+    assert table.maintenance.check().ok
 
 
 def test_record_expiration_whose_snapshot_is_expired_while_it_reads_replans_and_finishes(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0], [NOW - 40 * DAY])  # fully expired: dropped first, without a read
     append(table, KIND, [1, 2], [NOW - 35 * DAY, NOW - DAY])  # partly expired: rewritten
     append(table, KIND, [3], [NOW - 2 * DAY])
@@ -113,7 +112,7 @@ def test_record_expiration_whose_snapshot_is_expired_while_it_reads_replans_and_
     assert rows(table, include_expired=True) == [
         (2, KIND.value(NOW - DAY), 0), (3, KIND.value(NOW - 2 * DAY), 0), (5, KIND.value(NOW - DAY), 0),
     ]  # fmt: skip
-    assert table.check().ok
+    assert table.maintenance.check().ok
 
 
 @pytest.mark.parametrize("operation", ["compact", "expire-records"])
@@ -121,7 +120,7 @@ def test_planning_on_a_snapshot_expired_while_its_manifest_list_is_read_replans(
     tmp_path: Path, operation: str
 ) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0, 1], [NOW - 40 * DAY, NOW - DAY])  # partly expired
     append(table, KIND, [2], [NOW - 2 * DAY])
     first = {e.file.file_name for e in table.plan_files(table.snapshot(1))}
@@ -156,7 +155,7 @@ def test_planning_on_a_snapshot_expired_while_its_manifest_list_is_read_replans(
 
 def test_a_rewrite_that_loses_every_race_stops_with_the_typed_error(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0], [NOW - DAY])
     append(table, KIND, [1], [NOW - DAY])
     other = Table.open(table.location)
@@ -182,12 +181,12 @@ def test_a_rewrite_that_loses_every_race_stops_with_the_typed_error(tmp_path: Pa
     assert str(caught.value).startswith(f"snapshot {planned[-1]} was expired while it was being read")
     assert [r[0] for r in rows(table, include_expired=True)] == expected
     assert _live(table) == _on_disk(root)  # the other's files: nothing of ours left behind
-    assert table.check().ok
+    assert table.maintenance.check().ok
 
 
 def test_a_file_missing_while_its_snapshot_exists_is_still_an_error(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0], [NOW - DAY])
     append(table, KIND, [1], [NOW - DAY])
     victim = sorted(root.rglob("data-*"))[0]
@@ -218,7 +217,7 @@ class _BeforeSnapshotCreate(ForwardingFileIO):
 
 def test_a_rewrite_commit_whose_snapshot_id_was_taken_and_expired_meanwhile_is_made_again(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    table = make_table(root, KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(root, KIND, **{"compaction.min.file-num": "2"})
     append(table, KIND, [0], [NOW - DAY])
     append(table, KIND, [1], [NOW - DAY])
     planned = _live(table)
@@ -235,4 +234,5 @@ def test_a_rewrite_commit_whose_snapshot_id_was_taken_and_expired_meanwhile_is_m
     assert _live(table) == _names(result.written_files) | (_live(other) - _names(result.written_files))
     assert len(_live(table)) == 3  # the compacted file and the other's two
     assert [r[0] for r in rows(table, include_expired=True)] == [0, 1, 2, 3]
-    assert _on_disk(root) == _live(table) | planned and table.check().ok  # the replaced files: snapshot 4 holds them
+    # the replaced files: snapshot 4 holds them
+    assert _on_disk(root) == _live(table) | planned and table.maintenance.check().ok

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+import pytest
 
 from tableformat import Table
 from tableformat.codec.partition_codec import PartitionCodec
@@ -49,6 +50,7 @@ def write(path: Path, table: pa.Table, **options: Any) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_only_wholly_dictionary_coded_top_level_byte_arrays_are_chosen(tmp_path: Path) -> None:
     metadata = pq.read_metadata(write(tmp_path / "f.parquet", sample()))
     unique = metadata.schema.names.index("unique")
@@ -103,6 +105,7 @@ def test_data_reader_returns_plain_columns_of_the_table_types(tmp_path: Path) ->
     assert read.equals(data.cast(table.arrow_schema))
 
 
+@pytest.mark.slow
 def test_a_renamed_dictionary_column_of_an_older_file_reads_under_its_new_name(tmp_path: Path) -> None:
     data = sample().select(["id", "kind"])
     table = Table.create(str(tmp_path / "t"), data.schema)

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from support.ci import optional
 from support.pk_tables import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, PkTable
 from support.tables import rows_of
 
@@ -245,6 +246,8 @@ def test_every_reader_returns_the_merged_rows(tmp_path: Path) -> None:
     t.commit([t.file([row(1, "A", 10), row(3, "c", 3)], [3, 4], [INSERT, DELETE])])
     table = t.table
     expected = [(1, "A", 10), (2, "b", 2)]
+    for extra in ("pandas", "polars", "duckdb"):
+        optional(extra)
     assert rows_of(table.to_arrow()) == expected
     assert rows_of(table.to_batches().read_all()) == expected
     assert rows_of(table.to_pyarrow_dataset().to_table()) == expected

@@ -1,5 +1,5 @@
 """Builders for the record TTL and compaction tests: tables whose time column has each supported type, a FileIO
-that counts data-file opens, and an independent oracle of which rows a TTL keeps."""
+that records data-file opens, and an independent oracle of which rows a TTL keeps."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from support.observed_fs import observed_filesystem
+import pytest
 
+import tableformat.scan.record_ttl as record_ttl
+from support.observed_fs import observed_filesystem
 from tableformat.io.fileio import FileIO
 from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.table import Table
@@ -70,7 +72,7 @@ def kept(kind: TimeType, value: Any, cutoff: int = CUTOFF) -> bool:
     return value is None or kind.stored_ms(value) >= cutoff
 
 
-def make_table(path: Path, kind: TimeType, partition: bool = False, **options: str) -> Table:
+def ttl_table(path: Path, kind: TimeType, partition: bool = False, **options: str) -> Table:
     fields = [pa.field("id", pa.int64()), pa.field("ts", kind.arrow), pa.field("p", pa.int32())]
     defaults = {
         "record-level.expire-time": "30 d",
@@ -92,7 +94,7 @@ def rows(table: Table, **kwargs: Any) -> list[tuple[Any, ...]]:
     return sorted(((r["id"], r["ts"], r["p"]) for r in table.to_arrow(**kwargs).to_pylist()), key=lambda r: r[0])
 
 
-class CountingFileIO(ForwardingFileIO):
+class DataOpenRecordingFileIO(ForwardingFileIO):
     """A FileIO whose Arrow filesystem (the one data files are read through) records every file it opens."""
 
     def __init__(self, inner: FileIO) -> None:
@@ -107,3 +109,10 @@ class CountingFileIO(ForwardingFileIO):
 
     def data_reads(self) -> list[str]:
         return [p.rsplit("/", 1)[-1] for p in self.opened if p.rsplit("/", 1)[-1].startswith("data-")]
+
+
+@pytest.fixture(autouse=True)
+def fixed_read_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Record TTL tests read at a fixed time: the read path's clock is pinned to :data:`NOW` (a conftest imports
+    this fixture to apply it to its directory)."""
+    monkeypatch.setattr(record_ttl, "system_now_ms", lambda: NOW)

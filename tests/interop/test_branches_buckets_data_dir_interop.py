@@ -1,4 +1,4 @@
-"""Issue 10: tablefmt's maintenance on pypaimon 2.1.0 tables with branches, fixed buckets and a data directory.
+"""tablefmt's maintenance on pypaimon 2.1.0 tables with branches, fixed buckets and a data directory.
 
 Every test drives tablefmt (the ``tablefmt`` entry point, or the API) on a table pypaimon wrote, then checks with
 an independent oracle: the exact files deleted (computed by reachability from the raw metadata, read with
@@ -233,9 +233,9 @@ def test_cli_expire_keeps_the_ttl_tag_a_branch_was_created_from(pp: Paimon) -> N
 
 
 def test_api_expire_after_pypaimon_deleted_the_tag_a_branch_was_created_from(pp: Paimon) -> None:
+    from support.operations import expire_snapshots, remove_orphan_files
+
     from tableformat.cleanup.check import check_table
-    from tableformat.cleanup.orphans import remove_orphan_files
-    from tableformat.cleanup.snapshots import expire_snapshots
 
     rows = Rows()
     root = tag_and_branch(pp, rows, ttl=False)
@@ -263,7 +263,7 @@ def test_api_expire_after_pypaimon_deleted_the_tag_a_branch_was_created_from(pp:
     # dropping b1 leaves what only it used to orphan cleanup: exactly those files go, and nothing else. The files
     # of ids 1-4 stay: the manifests of main's snapshot 3 still name them (snapshot 1's ADDs, snapshot 2's
     # DELETEs) and orphan cleanup keeps every file a manifest entry names, as Paimon does; the expiration that
-    # could have freed them (snapshot 2's) ran while b1 needed them. A known leak, not a defect of issue 10.
+    # could have freed them (snapshot 2's) ran while b1 needed them. A known leak, not a defect of branch protection.
     roots = metadata_roots(root)
     b1_roots = [label for label in roots if label.startswith("branch b1 ")]
     expected = unreferenced_without(root, roots, b1_roots, named=True)

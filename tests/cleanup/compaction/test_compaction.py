@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from records_kit import DAY, NOW, TIME_TYPES, append, make_table, rows
+from support.operations import compact
+from support.ttl_tables import DAY, NOW, TIME_TYPES, append, rows, ttl_table
 
-from tableformat.cleanup.compaction import compact
 from tableformat.errors import ValidationError
 from tableformat.model.snapshot import CommitKind
 from tableformat.table import Table
@@ -27,7 +27,7 @@ def _small_files(table: Table, per_partition: int, partitions: tuple[int, ...] =
 
 
 def test_small_files_merge_per_partition_every_row_once(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", KIND, partition=True, **{"compaction.max.file-num": "4"})
+    table = ttl_table(tmp_path / "t", KIND, partition=True, **{"compaction.max.file-num": "4"})
     _small_files(table, 6)
     before = rows(table, include_expired=True)
     dry = compact(table.context, dry_run=True, now_ms=NOW)
@@ -42,7 +42,7 @@ def test_small_files_merge_per_partition_every_row_once(tmp_path: Path) -> None:
 
 
 def test_thresholds_min_file_num_target_size_and_partition_filter(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", KIND, partition=True)
+    table = ttl_table(tmp_path / "t", KIND, partition=True)
     _small_files(table, 4, (0,))
     _small_files(table, 6, (1,))
     assert compact(table.context, now_ms=NOW, partition="p=0").groups == 0  # 4 < compaction.min.file-num (5)
@@ -58,7 +58,7 @@ def test_thresholds_min_file_num_target_size_and_partition_filter(tmp_path: Path
 
 
 def test_compaction_drops_expired_rows_too(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "t", KIND)
+    table = ttl_table(tmp_path / "t", KIND)
     for i in range(5):
         append(table, KIND, [i], [NOW - (28 + i) * DAY])  # ids 3 and 4 are expired, 2 too (30 d > cutoff? no)
     result = compact(table.context, now_ms=NOW)
@@ -70,9 +70,9 @@ def test_compaction_drops_expired_rows_too(tmp_path: Path) -> None:
 def test_non_rewritable_tables_are_refused(tmp_path: Path) -> None:
     table = Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
     with pytest.raises(ValidationError, match="record expire time"):
-        table.expire_records()
+        table.maintenance.expire_records()
     with pytest.raises(ValidationError, match="not a column"):
-        table.expire_records(expire_time="1 d", time_field="nope")
+        table.maintenance.expire_records(expire_time="1 d", time_field="nope")
     with pytest.raises(ValidationError, match="has type BIGINT|must be INT"):
         Table.create(str(tmp_path / "u"), pa.schema([("s", pa.string())]),
                      options={"record-level.expire-time": "1 d", "record-level.time-field": "s"})

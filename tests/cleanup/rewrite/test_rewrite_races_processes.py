@@ -1,4 +1,4 @@
-"""Issue 25's load, in processes: two writers append to a record-TTL table that expires snapshots after every
+"""Rewrites under expiration, in processes: two writers append to a record-TTL table that expires snapshots after every
 commit down to one (``snapshot.num-retained.min=1``, ``snapshot.time-retained=1 ms``; after-commit record expiration
 too), while a third process runs ``tablefmt compact``, ``tablefmt expire-records`` and ``tablefmt maintain --once``
 in a bounded loop. Snapshots the rewrites plan on are expired under them all the time: no command may fail with a
@@ -19,8 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 from click.testing import CliRunner
-from records_kit import TIME_TYPES, make_table
 from support.processes import join_all
+from support.ttl_tables import TIME_TYPES, ttl_table
 
 from tableformat.cli.main import cli
 from tableformat.errors import CommitConflictError
@@ -87,7 +87,7 @@ def test_rewrites_and_maintain_while_writers_expire_down_to_one_snapshot(tmp_pat
         "compaction.max.file-num": "4",  # small groups, committed 4 files at a time: a run makes several commits,
         "compaction.commit.max-files": "4",  # each reading files of a plan that ages meanwhile
     }
-    make_table(root, KIND, **options)
+    ttl_table(root, KIND, **options)
     barrier = SPAWN.Barrier(WRITERS + 1)
     done = SPAWN.Event()
     ready = [SPAWN.Event() for _ in range(WRITERS)]
@@ -120,7 +120,7 @@ def test_rewrites_and_maintain_while_writers_expire_down_to_one_snapshot(tmp_pat
     assert len(failed) <= len(runs) // 4 and sum(len(r["snapshot_ids"]) for r in results) >= 1
 
     table = Table.open(str(root))
-    final = table.expire_records()  # a run with nothing racing it
+    final = table.maintenance.expire_records()  # a run with nothing racing it
     assert final.skipped_files == ()
     committed = {w: json.loads(Path(outs[w]).read_text()) for w in range(WRITERS)}
     assert all(len(c) >= 1 for c in committed.values())
@@ -129,4 +129,4 @@ def test_rewrites_and_maintain_while_writers_expire_down_to_one_snapshot(tmp_pat
     )
     actual = Counter((r["id"], r["ts"]) for r in table.to_arrow(include_expired=True).to_pylist())
     assert actual == expected  # every kept row exactly once, no expired row left
-    assert table.check().ok
+    assert table.maintenance.check().ok

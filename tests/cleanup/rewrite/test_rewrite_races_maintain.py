@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from records_kit import TIME_TYPES, make_table
 from support.faults import InterferingFileIO
+from support.ttl_tables import TIME_TYPES, ttl_table
 
 from tableformat.cli.main import cli
 from tableformat.io import factory
@@ -59,7 +59,7 @@ def _interfere(monkeypatch: pytest.MonkeyPatch, action: object, times: int) -> I
 def test_maintain_once_succeeds_when_expire_records_loses_its_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = make_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
     _append(table, [0, 1], [OLD, NEW])  # partly expired: expire-records rewrites it
     _append(table, [2], [NEW])
     _append(table, [3], [NEW])
@@ -67,9 +67,9 @@ def test_maintain_once_succeeds_when_expire_records_loses_its_snapshot(
     seen: dict[str, set[str]] = {}
 
     def race() -> None:  # another process compacts everything, appends a partly expired file, keeps 1 snapshot
-        merged = other.compact()
+        merged = other.maintenance.compact()
         _append(other, [4, 5], [OLD, NEW])
-        other.expire_snapshots(retain_min=1, retain_max=1)
+        other.maintenance.expire_snapshots(retain_min=1, retain_max=1)
         seen.update(live=_live(other.location), merged=_names(list(merged.written_files)))
 
     hooked = _interfere(monkeypatch, race, times=1)
@@ -86,25 +86,25 @@ def test_maintain_once_succeeds_when_expire_records_loses_its_snapshot(
     assert _live(table.location) == _names(compacted["written_paths"])
     final = Table.open(table.location)
     assert sorted(r["id"] for r in final.to_arrow(include_expired=True).to_pylist()) == [1, 2, 3, 5]
-    assert final.check().ok
+    assert final.maintenance.check().ok
 
 
 def test_maintain_once_reports_a_rewrite_that_loses_every_race_as_a_lost_race(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = make_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
+    table = ttl_table(tmp_path / "t", KIND, **{"compaction.min.file-num": "2"})
     _append(table, [0, 1], [OLD, NEW])
     _append(table, [2, 3], [OLD, NEW])
     other = Table.open(table.location)
     kept = [1, 3]
 
     def race() -> None:  # before every data-file open: compact everything, two partly expired files, keep 1
-        other.compact()
+        other.maintenance.compact()
         for _ in range(2):
             row = 10 * len(kept)
             kept.append(row + 1)
             _append(other, [row, row + 1], [OLD, NEW])
-        other.expire_snapshots(retain_min=1, retain_max=1)
+        other.maintenance.expire_snapshots(retain_min=1, retain_max=1)
 
     hooked = _interfere(monkeypatch, race, times=2 * (REPLANS + 1))
     code, report, err = _maintain(table.location)
@@ -122,20 +122,20 @@ def test_maintain_once_reports_a_rewrite_that_loses_every_race_as_a_lost_race(
     monkeypatch.undo()
     final = Table.open(table.location)
     assert sorted(r["id"] for r in final.to_arrow().to_pylist()) == sorted(kept)
-    assert final.check().ok
+    assert final.maintenance.check().ok
 
 
 def test_maintain_once_counts_ingest_past_a_snapshot_expired_while_it_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = make_table(tmp_path / "t", KIND)
+    table = ttl_table(tmp_path / "t", KIND)
     for row in range(3):
         _append(table, [row], [NEW])
     other = Table.open(table.location)
 
     def race() -> None:  # the pass counts ingest from the newest snapshot down: it is replaced and expired meanwhile
         _append(other, [3], [NEW])
-        other.expire_snapshots(retain_min=1, retain_max=1)
+        other.maintenance.expire_snapshots(retain_min=1, retain_max=1)
 
     hooked = InterferingFileIO(LocalFileIO(), "manifest-list-", race)  # the first list a pass reads: keep-up's
     monkeypatch.setattr(factory, "LocalFileIO", lambda: hooked)

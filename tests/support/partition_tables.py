@@ -1,4 +1,4 @@
-"""Small table builders for the partition expiration tests (fixed clocks, exact partition sets)."""
+"""Partitioned tables for the partition expiration tests (fixed clocks, exact partition sets)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ def ms(*fields: int) -> int:
     return int(dt.datetime(*fields, tzinfo=dt.timezone.utc).timestamp() * 1000)  # type: ignore[misc]
 
 
-def make_table(path: Path, columns: Sequence[tuple[str, pa.DataType]], keys: Sequence[str], **options: str) -> Table:
+def partitioned_table(
+    path: Path, columns: Sequence[tuple[str, pa.DataType]], keys: Sequence[str], **options: str
+) -> Table:
     schema = pa.schema([pa.field("id", pa.int64()), *[pa.field(n, t) for n, t in columns]])
     return Table.create(str(path), schema, partition_keys=list(keys), options={"write-only": "true", **options})
 
