@@ -268,12 +268,12 @@ def test_pruning_waits_until_the_oldest_record_is_a_day_past_the_retention(kit) 
 
 
 def test_maintain_records_each_operation_it_runs(tmp_path: Path) -> None:
-    from support.warehouses import FakeClock, make_table
+    from support.warehouses import FakeClock, table_with_commits
 
     from tableformat.cleanup.maintainer import Maintainer, MaintainSettings
 
     root = tmp_path / "wh" / "db.db" / "t"
-    make_table(root, 6, **{"compaction.min.file-num": "2"})
+    table_with_commits(root, 6, **{"compaction.min.file-num": "2"})
     [report] = Maintainer([str(tmp_path / "wh")], MaintainSettings(), clock=FakeClock()).run_once()
     assert report.ok
     table = Table.open(str(root))
