@@ -6,6 +6,10 @@ passed back. Requests are classified from the method, path and query string (Get
 DeleteObjects, ...) and the object keys of GetObject requests are recorded, so a benchmark can print requests per
 operation and find objects read twice. Bench only: no TLS, no pipelining (botocore never pipelines).
 
+With ``slowdown_every=n`` the proxy answers every n-th request (counted over all connections, in arrival order)
+with ``503 SlowDown`` itself, after the same latency, as S3 does when a prefix is asked too fast; those requests
+never reach SeaweedFS and are counted apart (``SlowDown``), on top of their operation.
+
 The proxy runs in a child process (its event loop must not compete for the benchmark's GIL); the parent talks to it
 over a pipe (``reset``, ``snapshot``, ``stats``).
 """
@@ -49,9 +53,11 @@ def classify(method: str, target: str) -> tuple[str, str]:
 class _ProxyServer:
     """The proxy itself (runs in the child process)."""
 
-    def __init__(self, upstream_host: str, upstream_port: int, latency_s: float) -> None:
+    def __init__(self, upstream_host: str, upstream_port: int, latency_s: float, slowdown_every: int = 0) -> None:
         self.upstream = (upstream_host, upstream_port)
         self.latency_s = latency_s
+        self.slowdown_every = slowdown_every
+        self.arrivals = 0
         self.counts: Counter[str] = Counter()
         self.keys_read: Counter[str] = Counter()
         self.prefixes_listed: set[str] = set()
@@ -134,12 +140,22 @@ class _ProxyServer:
                 body = await _read_body(client_in, headers)
                 operation, key = classify(method, target)
                 with self._lock:
+                    self.arrivals += 1
+                    refuse = bool(self.slowdown_every) and self.arrivals % self.slowdown_every == 0
                     self.counts[operation] += 1
-                    if operation == "GetObject":
+                    if refuse:
+                        self.counts["SlowDown"] += 1
+                    elif operation == "GetObject":
                         self.keys_read[key] += 1
                     elif operation == "ListObjectsV2":
                         self.prefixes_listed.add(key)
                 await asyncio.sleep(self.latency_s)
+                if refuse:
+                    client_out.write(_slowdown(method))
+                    await client_out.drain()
+                    with self._lock:
+                        self.spans.append((arrived, time.monotonic(), operation, key))
+                    continue
                 if upstream_out is None:
                     upstream_in, upstream_out = await asyncio.open_connection(*self.upstream)
                 assert upstream_in is not None
@@ -163,6 +179,19 @@ class _ProxyServer:
             for writer in (client_out, upstream_out):
                 if writer is not None:
                     writer.close()
+
+
+def _slowdown(method: str) -> bytes:
+    """S3's answer to a request rate its prefix cannot take."""
+    body = (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+        b"<Message>Please reduce your request rate.</Message><RequestId>proxy</RequestId></Error>"
+    )
+    head = (
+        "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
+        f"Content-Length: {len(body)}\r\nx-amz-request-id: proxy\r\n\r\n"
+    ).encode("latin-1")
+    return head if method == "HEAD" else head + body
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
@@ -221,8 +250,8 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str], *, u
     return await reader.read() if until_close else b""
 
 
-def _child(upstream_host: str, upstream_port: int, latency_s: float, conn: Connection) -> None:
-    with _ProxyServer(upstream_host, upstream_port, latency_s) as server:
+def _child(upstream_host: str, upstream_port: int, latency_s: float, slowdown_every: int, conn: Connection) -> None:
+    with _ProxyServer(upstream_host, upstream_port, latency_s, slowdown_every) as server:
         conn.send(server.endpoint_url)
         while True:
             command = conn.recv()
@@ -239,10 +268,11 @@ def _child(upstream_host: str, upstream_port: int, latency_s: float, conn: Conne
 
 
 class LatencyProxy:
-    """``with LatencyProxy(host, port, 0.020) as proxy:`` then point s3fs at ``proxy.endpoint_url``."""
+    """``with LatencyProxy(host, port, 0.020) as proxy:`` then point s3fs at ``proxy.endpoint_url``
+    (``slowdown_every=10``: one request in ten answered 503 SlowDown)."""
 
-    def __init__(self, upstream_host: str, upstream_port: int, latency_s: float) -> None:
-        self._args = (upstream_host, upstream_port, latency_s)
+    def __init__(self, upstream_host: str, upstream_port: int, latency_s: float, slowdown_every: int = 0) -> None:
+        self._args = (upstream_host, upstream_port, latency_s, slowdown_every)
         self.endpoint_url = ""
         self._conn: Connection | None = None
         self._process: Any = None

@@ -83,6 +83,10 @@ class CountingFileIO(ForwardingFileIO):
         self.activity.count("listings")
         return self.inner.list_subtree(path)
 
+    def list_subtree_range(self, path: str, first: str, last: str) -> list[FileInfo]:
+        self.activity.count("listings")
+        return self.inner.list_subtree_range(path, first, last)
+
     def delete_files(self, paths: Sequence[str]) -> list[str]:
         deleted = self.inner.delete_files(paths)
         self.activity.count("deletes", len(deleted))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,6 +22,7 @@ from tableformat.model.maintain import HourStats, MaintainState
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import CommitKind, Snapshot
 from tableformat.options import REGISTRY
+from tableformat.parallel import executor
 from tableformat.store import MetadataStore
 
 from ..kernel import Operation
@@ -80,29 +82,51 @@ def merge_hours(
 
 
 def count_ingest(
-    store: MetadataStore, counted_id: int, latest_id: int | None, now_ms: int, window_ms: int
+    store: MetadataStore, counted_id: int, latest_id: int | None, now_ms: int, window_ms: int, workers: int = 1
 ) -> tuple[list[HourStats], int]:
     """Stats of the snapshots after ``counted_id`` up to ``latest_id`` inside the window (newest first, at most
     MAX_SNAPSHOTS_COUNTED), and the new counted id. Snapshots already expired, or expired while they are read, are
-    skipped."""
+    skipped.
+
+    Every object is read once, ``workers`` at a time: the snapshot files newest first in chunks (a chunk that meets
+    the end of the window or an expired snapshot is the last), each counted snapshot's delta manifest list and
+    manifests as soon as the snapshot is read. The results are taken newest first, as read one by one."""
     if latest_id is None or latest_id <= counted_id:
         return [], counted_id
-    found: list[HourStats] = []
-    start = now_ms - window_ms
-    for snapshot_id in range(latest_id, counted_id, -1):
-        if len(found) >= MAX_SNAPSHOTS_COUNTED:
-            break
-        snapshot = store.try_read_snapshot(snapshot_id)
-        if snapshot is None or snapshot.time_millis < start:
-            break
-        if snapshot.commit_kind != CommitKind.COMPACT:
+    ids = range(latest_id, max(counted_id, latest_id - MAX_SNAPSHOTS_COUNTED), -1)
+    with executor(workers, "tablefmt-keep-up") as pool:
+        counting = _counted_snapshots(store, pool, ids, now_ms - window_ms, max(2 * workers, SNAPSHOT_CHUNK))
+        found: list[HourStats] = []
+        for snapshot_id, stats in counting:
             try:
-                found.append(_snapshot_stats(store, snapshot))
+                found.append(stats.result())
             except MissingMetadataError:
                 if store.snapshot_exists(snapshot_id):
                     raise
                 break  # expired while its manifests were read: as if expired before (the older ones are gone too)
+        for _, stats in counting:  # after a break: the older snapshots' reads not started yet are not needed
+            stats.cancel()
     return found, latest_id
+
+
+SNAPSHOT_CHUNK = 16
+"""Snapshot files the keep-up count reads at once (at least; twice the workers when there are more)."""
+
+
+def _counted_snapshots(
+    store: MetadataStore, pool: Executor, ids: range, start_ms: int, chunk: int
+) -> list[tuple[int, Future[HourStats]]]:
+    """(id, its stats being read) of the snapshots to count, newest first: up to the first one missing or older than
+    ``start_ms``; compactions are passed over."""
+    counting: list[tuple[int, Future[HourStats]]] = []
+    for first in range(0, len(ids), chunk):
+        chunk_ids = ids[first : first + chunk]
+        for snapshot_id, snapshot in zip(chunk_ids, pool.map(store.try_read_snapshot, chunk_ids)):
+            if snapshot is None or snapshot.time_millis < start_ms:
+                return counting
+            if snapshot.commit_kind != CommitKind.COMPACT:
+                counting.append((snapshot_id, pool.submit(_snapshot_stats, store, snapshot)))
+    return counting
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

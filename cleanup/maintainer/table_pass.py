@@ -37,6 +37,7 @@ from tableformat.io.factory import open_location
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
+from tableformat.parallel import resolve_parallelism
 from tableformat.store import MetadataStore
 from tableformat.units import time_pair
 
@@ -367,7 +368,9 @@ def _pass(
     before = found.state or MaintainState()
     # counted before the operations run: expiration may remove the snapshots that are to be counted
     try:
-        ingest = count_ingest(ctx.store, before.counted_snapshot_id, found.latest_id, now, settings.keep_up_window_ms)
+        workers = resolve_parallelism(ctx.options, ctx.io, None)
+        counted = before.counted_snapshot_id
+        ingest = count_ingest(ctx.store, counted, found.latest_id, now, settings.keep_up_window_ms, workers)
         ingest_error = None
     except (TableFormatError, OSError) as exc:  # reported after the operations, which still run
         ingest, ingest_error = ([], before.counted_snapshot_id), ("keep-up", _one_line(exc))

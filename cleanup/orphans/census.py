@@ -52,6 +52,7 @@ from tableformat.model.partition import escape_path_name
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+_I = TypeVar("_I")
 
 DATA_FORMATS = ("parquet", "orc", "avro")
 
@@ -268,11 +269,14 @@ def walk_table(
     (:func:`tableformat.data_paths.data_directory`); partition and bucket directories are looked for only there.
 
     Where the store lists a whole subtree at once (``FileIO.lists_subtrees``: object stores), the root is listed
-    by itself and every directory the format uses below it (``snapshot/``, ``manifest/``, a first-level partition,
-    ``branch/``, ...) by one recursive listing, all of them in parallel: two round trips instead of one per level.
-    Each subtree then answers the same walk exactly as the per-directory listings would (:class:`_Subtree`), so
-    the same directories are yielded with the same entries; unknown directories next to the root's known ones are
-    never listed at all, and nothing found in a subtree below a directory the walk does not enter is yielded.
+    by itself, then the directories the format uses below it (``snapshot/``, ``manifest/``, the first-level
+    partitions, ``branch/``, ...) flat: split in key order into at most ``window`` runs of neighbours, each run one
+    recursive, paginated listing of its key range (``FileIO.list_subtree_range``), the runs in parallel. A table
+    with a thousand partitions costs the root's pages and a page per thousand keys of each run, not a listing per
+    partition. Each run then answers the same walk exactly as the per-directory listings would (:class:`_Subtree`),
+    so the same directories are yielded with the same entries; unknown directories before the first or after the
+    last known one are never listed, those between two are listed with their run but never yielded, and nothing
+    found below a directory the walk does not enter is yielded.
     """
     shape = _Shape(partition_dir_prefixes(partition_keys), tuple(data_dir.split("/")) if data_dir else ())
     lister = _Lister(pool, file_io, window, without_file_stats)
@@ -282,8 +286,27 @@ def walk_table(
         return
     below: list[_Pending] = []
     yield from _walk(root, lister.listings, layout, shape, below)
-    for pending, subtree in lister.subtrees(below):
-        yield from _walk([pending], subtree.listings, layout, shape)
+    for run, subtree in lister.subtrees(layout.root, _runs(below, lister.limit)):
+        yield from _walk(list(run), subtree.listings, layout, shape)
+
+
+def _runs(children: list[_Pending], count: int) -> list[tuple[_Pending, ...]]:
+    """The children in key order (a directory's keys start with ``<name>/``), split into at most ``count`` runs of
+    neighbours of nearly equal length."""
+    ordered = sorted(children, key=lambda child: _name(child.path) + "/")
+    count = max(1, min(count, len(ordered)))
+    size, extra = divmod(len(ordered), count)
+    runs: list[tuple[_Pending, ...]] = []
+    start = 0
+    for number in range(count):
+        end = start + size + (1 if number < extra else 0)
+        runs.append(tuple(ordered[start:end]))
+        start = end
+    return [run for run in runs if run]
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rpartition("/")[2]
 
 
 _ListLevel = Callable[[list["_Pending"]], Iterator[tuple["_Pending", list[FileInfo]]]]
@@ -382,31 +405,37 @@ class _Lister:
         self.without_file_stats = without_file_stats
 
     def listings(self, frontier: list[_Pending]) -> Iterator[tuple[_Pending, list[FileInfo]]]:
-        def list_dir(item: _Pending) -> Callable[[str], list[FileInfo]]:
+        def list_dir(item: _Pending) -> Callable[[], list[FileInfo]]:
             lazy = item.kind in self.without_file_stats
-            return self.file_io.list_dir_without_file_stats if lazy else self.file_io.list_dir
+            lister = self.file_io.list_dir_without_file_stats if lazy else self.file_io.list_dir
+            return lambda: lister(item.path)
 
         return self._bounded(frontier, list_dir, len)
 
-    def subtrees(self, frontier: list[_Pending]) -> Iterator[tuple[_Pending, _Subtree]]:
-        def list_subtree(item: _Pending) -> Callable[[str], _Subtree]:
-            return lambda path: _Subtree(path, self.file_io.list_subtree(path))
+    def subtrees(self, root: str, runs: list[tuple[_Pending, ...]]) -> Iterator[tuple[tuple[_Pending, ...], _Subtree]]:
+        """One recursive listing of each run's key range below ``root``, as a :class:`_Subtree` of the root."""
 
-        return self._bounded(frontier, list_subtree, lambda subtree: subtree.size)
+        def list_range(run: tuple[_Pending, ...]) -> Callable[[], _Subtree]:
+            names = [_name(child.path) for child in run]
+            if names != sorted(names):  # e.g. 'a-b' before 'a' (key order: '-' < '/'): a listing per directory
+                return lambda: _Subtree(root, [info for child in run for info in self.file_io.list_subtree(child.path)])
+            return lambda: _Subtree(root, self.file_io.list_subtree_range(root, names[0], names[-1]))
+
+        return self._bounded(runs, list_range, lambda subtree: subtree.size)
 
     def _bounded(
-        self, frontier: list[_Pending], call: Callable[[_Pending], Callable[[str], _T]], size: Callable[[_T], int]
-    ) -> Iterator[tuple[_Pending, _T]]:
-        pending: deque[tuple[_Pending, Future[_T]]] = deque()
+        self, frontier: list[_I], call: Callable[[_I], Callable[[], _T]], size: Callable[[_T], int]
+    ) -> Iterator[tuple[_I, _T]]:
+        pending: deque[tuple[_I, Future[_T]]] = deque()
         self.window = min(2, self.limit)  # every level starts slow: its directories may all be huge
         for item in frontier:
             while len(pending) >= self.window:
                 yield self._next(pending, size)
-            pending.append((item, self.pool.submit(call(item), item.path)))
+            pending.append((item, self.pool.submit(call(item))))
         while pending:
             yield self._next(pending, size)
 
-    def _next(self, pending: deque[tuple[_Pending, Future[_T]]], size: Callable[[_T], int]) -> tuple[_Pending, _T]:
+    def _next(self, pending: deque[tuple[_I, Future[_T]]], size: Callable[[_T], int]) -> tuple[_I, _T]:
         item, future = pending.popleft()
         value = future.result()
         if size(value) > BIG_DIRECTORY:

@@ -133,6 +133,17 @@ class FileIO(ABC):
         directories whose path keeps its trailing ``/``; [] when nothing is there. By default: walk_files."""
         return list(self.walk_files(path))
 
+    def list_subtree_range(self, path: str, first: str, last: str) -> list[FileInfo]:
+        """What list_subtree of each directory directly in ``path`` named from ``first`` to ``last`` (in key order)
+        finds, at once: on object stores one recursive listing of that key range (paginated), so that a thousand
+        partition directories cost a page per thousand keys, not a listing each. It may also hold keys of other
+        names in the range (e.g. a file ``first.txt`` next to the directories): callers take what they need."""
+        found: list[FileInfo] = []
+        for info in self.list_dir(path):
+            if info.is_dir and first <= info.name <= last:
+                found += self.list_subtree(info.path)
+        return found
+
     @abstractmethod
     def delete_files(self, paths: Sequence[str]) -> list[str]:
         """Delete files (never directories); return those that existed and are gone now.

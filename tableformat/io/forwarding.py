@@ -61,6 +61,9 @@ class ForwardingFileIO(FileIO):
     def list_subtree(self, path: str) -> list[FileInfo]:
         return self.inner.list_subtree(path)
 
+    def list_subtree_range(self, path: str, first: str, last: str) -> list[FileInfo]:
+        return self.inner.list_subtree_range(path, first, last)
+
     def delete_files(self, paths: Sequence[str]) -> list[str]:
         return self.inner.delete_files(paths)
 

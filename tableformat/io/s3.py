@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import random
 import time
 import uuid
@@ -19,7 +20,9 @@ from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 from tableformat.errors import DeleteFailedError, StorageError
 from tableformat.io.fileio import FileInfo
 from tableformat.io.fsspec_io import FsspecFileIO, mtime_ms_of
-from tableformat.io.scrubbing import Scrubber, call_scrubbed, exception_chain
+from tableformat.io.pacing import RequestPacer, common_prefix_of, is_throttle, is_transient
+from tableformat.io.pacing import error_code as _error_code
+from tableformat.io.scrubbing import Scrubber, call_scrubbed
 from tableformat.threads import thread_pool
 
 _log = logging.getLogger(__name__)
@@ -41,16 +44,6 @@ def split_path(path: str) -> tuple[str, str]:
     rest = path.split("://", 1)[1] if "://" in path else path
     bucket, _, key = rest.strip("/").partition("/")
     return bucket, key.strip("/")
-
-
-def _error_code(exc: BaseException) -> tuple[str, int]:
-    """S3 error code and HTTP status of the botocore ClientError in ``exc``'s chain, or ('', 0)."""
-    for item in exception_chain(exc):
-        response = getattr(item, "response", None)
-        if isinstance(response, dict):
-            status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-            return str(response.get("Error", {}).get("Code", "")), status
-    return "", 0
 
 
 def is_exists_error(exc: BaseException) -> bool:
@@ -99,6 +92,18 @@ class S3FileIO(FsspecFileIO):
     def __init__(self, fs: Any, storage_options: dict[str, Any] | None = None) -> None:
         super().__init__(fs, "s3", storage_options)
         self._scrubber = Scrubber.for_options(self._storage_options, fs)
+        if getattr(fs, "pacer", None) is None:  # a plain s3fs filesystem: DeleteObjects keys are still retried
+            fs.pacer = RequestPacer()
+
+    @property
+    def pacer(self) -> RequestPacer:
+        """Retries and per-prefix concurrency of this FileIO's requests (io/pacing.py), the filesystem's."""
+        pacer: RequestPacer = self.fs.pacer
+        return pacer
+
+    @pacer.setter
+    def pacer(self, pacer: RequestPacer) -> None:
+        self.fs.pacer = pacer
 
     @classmethod
     def create(cls, storage_options: dict[str, Any]) -> S3FileIO:
@@ -219,6 +224,36 @@ class S3FileIO(FsspecFileIO):
 
     def list_subtree(self, path: str) -> list[FileInfo]:
         return list(self._subtree(path))
+
+    def list_subtree_range(self, path: str, first: str, last: str) -> list[FileInfo]:
+        """One ListObjectsV2 without a delimiter from ``<path>/<first>/`` to the end of ``<path>/<last>/``: Prefix
+        is what the two have in common (``<path>/<first>/`` itself for one directory), StartAfter ``<path>/<first>/``
+        (below it, not the marker object of ``first`` itself, which says nothing its keys do not); paging stops at
+        the first key past the range. Keys must come in key order, as S3 sends them: a store that sends them in
+        another order (SeaweedFS walks its directory tree, so ``a.txt`` comes after ``a/b``) is listed again one
+        directory at a time (the FileIO default)."""
+        bucket, key = split_path(path)
+        base = f"{key}/" if key else ""
+        low, high = f"{base}{first}/", f"{base}{last}/"
+        prefix = os.path.commonprefix([low, high])  # noqa: RUF071 - a key prefix, character by character
+        result: list[FileInfo] = []
+        previous = low
+        try:
+            for page in self._pages(bucket, prefix, start_after=low if low != prefix else ""):
+                for entry in page.get("Contents", []):
+                    name = entry["Key"]
+                    if name < previous:
+                        _log.debug("listing of %s out of key order at %s: one directory at a time", path, name)
+                        return super().list_subtree_range(path, first, last)
+                    if name > high and not name.startswith(high):
+                        return result
+                    previous = name
+                    marker = name.endswith("/")
+                    info = FileInfo(f"{bucket}/{name}", 0, 0, True) if marker else self._file_info(bucket, entry)
+                    result.append(info)
+        except FileNotFoundError:  # no such bucket
+            return []
+        return result
 
     def _subtree(self, path: str) -> Iterator[FileInfo]:
         """ListObjectsV2 of ``<path>/`` without a delimiter: every key below, 1,000 a page, whatever the depth;
@@ -502,20 +537,45 @@ class S3FileIO(FsspecFileIO):
         return list(pool.map(run, keys)) if len(keys) > 1 else [run(k) for k in keys]
 
     def _delete_batch(self, bucket: str, keys: list[str]) -> tuple[str, set[str], dict[str, str]]:
-        """One DeleteObjects call: (bucket, keys confirmed deleted, {key: error}) from its per-key results."""
+        """DeleteObjects of the keys: (bucket, keys confirmed deleted, {key: error}) from the per-key results.
+
+        Keys refused as throttled (``SlowDown``) or with a transient error go again, in one new request after the
+        pacer's backoff, up to its ``max_attempts`` requests; what is still refused then is reported, with the
+        store's last reason. A whole request that fails (after the pacer's own retries) fails its keys."""
+        pacer = self.pacer
+        prefix = common_prefix_of(bucket, keys)
+        deleted: set[str] = set()
+        errors: dict[str, str] = {}
+        pending, attempt = keys, 1
+        while True:
+            gone, refused = self._delete_request(bucket, pending)
+            deleted |= gone
+            again = [key for key, (code, _) in refused.items() if is_throttle(code, 0) or is_transient(code, 0)]
+            throttled = sum(1 for key in again if is_throttle(refused[key][0], 0))
+            if throttled:
+                pacer.keys_throttled(prefix, throttled)
+            final = attempt >= pacer.max_attempts or not again
+            errors.update((key, reason) for key, (code, reason) in refused.items() if final or key not in again)
+            if final:
+                break
+            pacer.pause(attempt)
+            pending, attempt = again, attempt + 1
+        _log.debug("DeleteObjects %s: %d deleted, %d failed, %d request(s)", bucket, len(deleted), len(errors), attempt)
+        return bucket, deleted, errors
+
+    def _delete_request(self, bucket: str, keys: list[str]) -> tuple[set[str], dict[str, tuple[str, str]]]:
+        """One DeleteObjects call: (keys confirmed deleted, {key: (error code, reason)})."""
         request = {"Objects": [{"Key": key} for key in keys], "Quiet": False}
         try:
             response = self.fs.call_s3("delete_objects", Bucket=bucket, Delete=request)
         except Exception as exc:
-            reason = self._message(exc)
-            return bucket, set(), dict.fromkeys(keys, reason)
+            return set(), dict.fromkeys(keys, ("", self._message(exc)))
         errors = {
-            e["Key"]: self._scrubber.text(f"{e.get('Code', 'Error')}: {e.get('Message', '')}")
+            e["Key"]: (str(e.get("Code", "")), self._scrubber.text(f"{e.get('Code', 'Error')}: {e.get('Message', '')}"))
             for e in response.get("Errors", [])
         }
         deleted = {d["Key"] for d in response.get("Deleted", [])} - errors.keys()
         for key in keys:
             if key not in deleted and key not in errors:
-                errors[key] = "DeleteObjects did not confirm the deletion"
-        _log.debug("DeleteObjects %s: %d deleted, %d failed", bucket, len(deleted), len(errors))
-        return bucket, deleted, errors
+                errors[key] = ("", "DeleteObjects did not confirm the deletion")
+        return deleted, errors

@@ -25,6 +25,8 @@ class Call:
     """DeleteObjects: how many keys the request named."""
     delimiter: str = ""
     """ListObjectsV2: its Delimiter ('' for a recursive listing)."""
+    start_after: str = ""
+    """ListObjectsV2: its StartAfter ('' when the listing starts at its Prefix)."""
 
 
 class RequestLog:
@@ -46,7 +48,8 @@ class RequestLog:
         key = str(params.get("Key") or params.get("Prefix") or "")
         keys = len(params.get("Delete", {}).get("Objects", [])) if model.name == "DeleteObjects" else 0
         with self._lock:
-            self.calls.append(Call(model.name, key, keys, str(params.get("Delimiter") or "")))
+            delimiter, start_after = str(params.get("Delimiter") or ""), str(params.get("StartAfter") or "")
+            self.calls.append(Call(model.name, key, keys, delimiter, start_after))
 
     def clear(self) -> None:
         with self._lock:

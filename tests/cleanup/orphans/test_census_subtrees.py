@@ -73,16 +73,35 @@ def test_subtree_listings_find_what_per_directory_listings_find(s3_root: tuple[s
     assert io.lists_subtrees
     log = RequestLog().attach(io)
     flat = walked(io, root)
-    calls = [(call.key[len(root.split("/", 1)[1]) + 1 :], call.delimiter) for call in log.of("ListObjectsV2")]
+    base = len(root.split("/", 1)[1]) + 1
+    calls = [(call.key[base:], call.delimiter, call.start_after[base:]) for call in log.of("ListObjectsV2")]
     log.clear()
     by_directory = walked(PerDirectory(io), root)
     assert flat == by_directory
     kinds = {(kind, rel) for kind, rel, *_ in flat}
     assert (DirKind.NESTED_TABLE, "dt=zz") in kinds and (DirKind.BUCKET, "dt=1/hr=1/bucket-postpone") in kinds
     assert not [rel for _, rel, *_ in flat if rel.startswith(("unknown", "dt=zz/", "dt=1/other"))]
-    # one listing of the root, then one recursive listing per directory the format uses below it; never unknown/
+    # one listing of the root, then the directories the format uses below it flat: in key order, in at most four
+    # (the window) runs of neighbours, one recursive listing of each run's key range (Prefix: what its first and
+    # last keys have in common); never unknown/ (after the last run) nor README.md (before the first)
     assert sorted(calls) == sorted(
-        [("", "/")] + [(f"{name}/", "") for name in ("schema", "snapshot", "manifest", "dt=1", "dt=2", "dt=3",
-                                                       "dt=zz", "branch", "tag")]
+        [("", "/", ""), ("", "", "branch/"), ("dt=", "", "dt=3/"), ("", "", "manifest/"), ("", "", "snapshot/")]
     )
     assert len(log.of("ListObjectsV2")) > len(calls)  # a listing per directory costs more requests
+
+
+def test_a_thousand_partitions_cost_ten_listings_not_one_each(s3_root: tuple[str, dict[str, Any]]) -> None:
+    """1,000 first-level partitions: the root in two pages (1,003 entries), then eight runs (the window) of about
+    125 partitions, one recursive listing each; per directory it took 1,005 (and a walk level by level 2,005)."""
+    io, root = open_location(*s3_root)
+    keys = ["schema/schema-0", "snapshot/LATEST", "manifest/manifest-a-0"]
+    keys += [f"part={p:04d}/bucket-0/data-{p}-0.parquet" for p in range(1000)]
+    io.fs.pipe({f"{root}/{key}": b"x" for key in keys})
+    log = RequestLog().attach(io)
+    with executor(8, "test-census") as pool:
+        listings = list(walk_table(io, TableLayout(root), ("part",), pool, 8))
+    assert log.counts() == {"ListObjectsV2": 10}
+    assert [call.delimiter for call in log.of("ListObjectsV2")][:2] == ["/", "/"]  # the root's two pages
+    found = sorted(info.path[len(root) + 1 :] for listing in listings for info in listing.files)
+    assert found == sorted(keys)
+    assert sum(1 for listing in listings if listing.kind == DirKind.PARTITION) == 1000
