@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from tableformat.cli.audit_command import audit
 from tableformat.cli.common import (
     OneLineErrorGroup,
     echo_json,
@@ -238,6 +239,7 @@ cli.add_command(describe)
 cli.add_command(options)
 cli.add_command(rollback)
 cli.add_command(tag)
+cli.add_command(audit)
 cli.add_command(schema)
 add_operation_commands(cli)  # every other registered maintenance operation
 

@@ -269,6 +269,24 @@ MAINTAIN_INTERVAL = _register(
         "that did not change; any new snapshot makes it due at once (tablefmt's own).",
     )
 )
+AUDIT_ENABLED = _register(
+    Option(
+        "maintenance.audit.enabled",
+        BOOL,
+        True,
+        "Record every run that deletes or retires files (maintenance operations, rollback, drop-partition, tag "
+        "delete) in the audit ledger, `.tablefmt/audit/` (docs/audit.md); false = no record (tablefmt's own).",
+    )
+)
+AUDIT_TIME_RETAINED = _register(
+    Option(
+        "maintenance.audit.time-retained",
+        DURATION,
+        90 * 86_400_000,
+        "Audit records of runs that started longer ago than this are deleted by snapshot expiration and "
+        "`tablefmt maintain` (never by orphan cleanup); default 90 d, a quarter of look-back (tablefmt's own).",
+    )
+)
 
 
 # --- partition expiration ----------------------------------------------------------------------------------------

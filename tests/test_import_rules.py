@@ -38,11 +38,12 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "tableformat.store",
         "tableformat.index_store",
+        "tableformat.audit_store",
         "tableformat.changelog_store",
         "tableformat.parallel",
         "tableformat.options_doc",
     ),
-    ("tableformat.live_set", "tableformat.context", "tableformat.claims"),
+    ("tableformat.live_set", "tableformat.context", "tableformat.claims", "tableformat.audit"),
     ("tableformat.commit", "tableformat.scan"),
     ("tableformat.cleanup",),
     ("tableformat.maintenance", "tableformat.readers", "tableformat.inspect", "tableformat.report"),
@@ -56,6 +57,8 @@ SIDEWAYS = {
     ("tableformat.data_paths", "tableformat.codec"),
     ("tableformat.store", "tableformat.index_store"),
     ("tableformat.store", "tableformat.changelog_store"),
+    ("tableformat.store", "tableformat.audit_store"),
+    ("tableformat.claims", "tableformat.audit"),
     ("tableformat.report", "tableformat.inspect"),
 }
 """Same-layer imports that are allowed (importer, imported)."""

@@ -4,7 +4,7 @@ rewrite (``rewrite_refusal``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tableformat.context import TableContext
@@ -23,7 +23,9 @@ class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
     name = "erase"
     summary = "erase the rows a filter matches (rewriting only the files that hold them); --purge removes old copies"
     parameters = (
-        Parameter("where", "text", 'a SQL boolean expression over the table\'s columns, e.g. "user_id IN (1, 2)"'),
+        Parameter(
+            "where", "text", 'a SQL boolean expression over the table\'s columns, e.g. "user_id IN (1, 2)"', secret=True
+        ),
         Parameter("keys_file", "text", "a Parquet or CSV file of keys to erase (with --key)"),
         Parameter("key", "text", "COL[=FILECOL]: the table column the keys file's column FILECOL holds"),
         Parameter("purge", "flag", "also expire every snapshot older than the erasure and delete the old files"),
@@ -46,6 +48,21 @@ class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
 
     def changes(self, plan: ErasePlan) -> bool:
         return bool(plan.files) or plan.config.purge  # a purge may expire snapshots even when no live file matches
+
+    def audit_reasons(self, ctx: TableContext, plan: ErasePlan, config: EraseConfig) -> Callable[[str], str]:
+        """Rewritten files: how many rows the filter matched there (never the filter: it names people; the record
+        keeps its digest, cleanup/kernel/parameters.py). Purged files: erased rows purged from older snapshots."""
+        rows = {f.path: f.rows for f in plan.files}
+        return lambda path: (
+            f"erased: {rows[path]} row(s) matched the erasure's filter; rewritten without them"
+            if path in rows
+            else "erase --purge: held erased rows in a snapshot older than the erasure"
+        )
+
+    def audit_retired(self, ctx: TableContext, plan: ErasePlan, result: EraseResult) -> list[tuple[str, int]]:
+        """The rewritten files with their sizes as planned (a file a re-plan found on its own: 0 bytes)."""
+        sizes = {f.path: f.entry.file.file_size for f in plan.files}
+        return [(path, sizes.get(path, 0)) for path in result.rewritten_paths]
 
     def preview(self, ctx: TableContext, plan: ErasePlan) -> EraseResult:
         return planned_result(ctx, plan)

@@ -103,7 +103,8 @@ def _file_matches(ctx: TableContext, fs: Any, path: str, row_filter: EraseFilter
 
 
 def verify_erasure(ctx: TableContext, row_filter: EraseFilter, now_ms: int | None = None) -> VerifyResult:
-    """Scan every Parquet file under the table root for rows ``row_filter`` matches."""
+    """Scan every Parquet file under the table root for rows ``row_filter`` matches (but the audit ledger's
+    records, ``.tablefmt/audit/``: they hold no table rows, and an erasure's filter only as a digest)."""
     checked_at = resolve_now(now_ms)
     latest = ctx.store.latest_snapshot_id()
     types = arrow_schema_of(list(ctx.schema.fields))
@@ -112,10 +113,11 @@ def verify_erasure(ctx: TableContext, row_filter: EraseFilter, now_ms: int | Non
     found: list[tuple[str, int]] = []
     unreadable: list[tuple[str, str]] = []
     names: set[str] = set()
+    ledger = ctx.layout.relative(ctx.layout.audit_dir) + "/"
     for info in ctx.io.walk_files(ctx.layout.root):
-        if PARQUET_MARK not in info.name:
-            continue
         relative = ctx.layout.relative(info.path)
+        if PARQUET_MARK not in info.name or relative.startswith(ledger):
+            continue
         files += 1
         try:
             count, read = _file_matches(ctx, fs, info.path, row_filter, types)

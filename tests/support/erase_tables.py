@@ -89,4 +89,5 @@ def files_holding(table: Table, users: set[int]) -> set[str]:
 
 
 def parquet_names_under(root: str | Path) -> set[str]:
-    return {p.name for p in Path(root).rglob("*.parquet")}
+    """The table's Parquet files (data and changelog), not the audit ledger's records under ``.tablefmt/``."""
+    return {p.name for p in Path(root).rglob("*.parquet") if ".tablefmt" not in p.relative_to(root).parts}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -293,3 +294,15 @@ def test_pins_follow_compactions_expired_snapshots_and_branches(tmp_path: Path) 
     assert result.erased_rows == 2
     check = table.maintenance.verify_erasure("user_id IN (13, 50)")
     assert check.matches == 3 and {p.text() for p in check.pinned_by} == {p.text() for p in result.pinned_by}
+
+
+def test_the_audit_ledger_keeps_a_digest_of_the_filter_never_the_personal_data(events: Table) -> None:
+    """An erasure's filter names the people whose rows go: its audit record keeps a SHA-256 of it, nothing to read
+    back, and no row of the ledger holds the text."""
+    where = "user_id IN (3, 12)"
+    events.erase(where)
+    [run] = [r for r in events.audit() if r.run.operation == "erase"]
+    digest = hashlib.sha256(where.encode()).hexdigest()
+    assert run.run.overrides == {"where": f"sha256:{digest}"}
+    ledger = Path(events.location) / ".tablefmt" / "audit"
+    assert not [p for p in ledger.iterdir() if b"user_id IN" in p.read_bytes()]
