@@ -19,37 +19,17 @@ from __future__ import annotations
 import re
 
 from tableformat.errors import SchemaChangeError
-from tableformat.model.types import DataType
+from tableformat.model.types import TYPE_ROOT_ALIASES, DataType
 
 MAX_LENGTH = 2_147_483_647
 """Paimon's ``VarCharType.MAX_LENGTH`` / ``VarBinaryType.MAX_LENGTH``: ``STRING`` and ``BYTES``."""
 
 NESTED_ROOTS = frozenset({"ARRAY", "MAP", "MULTISET", "ROW", "VARIANT", "BLOB", "VECTOR"})
 
-_ROOTS = {
-    "BOOLEAN": "BOOLEAN",
-    "TINYINT": "TINYINT",
-    "SMALLINT": "SMALLINT",
-    "INT": "INT",
-    "INTEGER": "INT",
-    "BIGINT": "BIGINT",
-    "FLOAT": "FLOAT",
-    "DOUBLE": "DOUBLE",
+_ROOTS = {  # root names and aliases as Paimon parses them (multi-word forms: matched by the pattern)
+    **{alias: root for alias, root in TYPE_ROOT_ALIASES.items() if " " not in alias},
     "DOUBLE PRECISION": "DOUBLE",
-    "DECIMAL": "DECIMAL",
-    "NUMERIC": "DECIMAL",
-    "DEC": "DECIMAL",
-    "CHAR": "CHAR",
     "CHARACTER": "CHAR",
-    "VARCHAR": "VARCHAR",
-    "STRING": "STRING",
-    "BINARY": "BINARY",
-    "VARBINARY": "VARBINARY",
-    "BYTES": "BYTES",
-    "DATE": "DATE",
-    "TIME": "TIME",
-    "TIMESTAMP": "TIMESTAMP",
-    "TIMESTAMP_LTZ": "TIMESTAMP_LTZ",
 }
 
 _PARAMS = {  # root: (least, most) count of parameters, and Paimon's defaults when none is spelled

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from tableformat.errors import UnsupportedFormatError
 
 # Root names tablefmt reads and writes, with the aliases Paimon accepts when parsing.
-_ALIASES = {
+TYPE_ROOT_ALIASES = {
     "BOOLEAN": "BOOLEAN",
     "TINYINT": "TINYINT",
     "SMALLINT": "SMALLINT",
@@ -70,7 +70,7 @@ class DataType:
         ltz = re.match(r"TIMESTAMP\((\d+)\) WITH LOCAL TIME ZONE", root_text)
         if ltz:
             root_text, params = "TIMESTAMP_LTZ", (int(ltz.group(1)),)
-        root = _ALIASES.get(root_text)
+        root = TYPE_ROOT_ALIASES.get(root_text)
         if root is None:
             raise UnsupportedFormatError(f"unsupported column type {text!r}")
         return DataType(root, params, nullable=match.group("notnull") is None)

@@ -22,8 +22,10 @@ numbered in the order the calls reach the wrapper, so sweeps run maintenance wit
 
 from __future__ import annotations
 
+import shutil
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from support.observed_fs import observed_filesystem
@@ -230,3 +232,28 @@ class InterleavingFileIO(ForwardingFileIO):
     def remove_empty_dir(self, path: str) -> bool:
         self._before_change()
         return self.inner.remove_empty_dir(path)
+
+
+def fault_at_every_point(
+    source: Path,
+    work: Path,
+    total: int,
+    mode: str,
+    sticky: bool,
+    run: Callable[[TableContext], object],
+    tolerated: tuple[type[BaseException], ...] = (OSError,),
+) -> Iterator[tuple[int, Path, FaultyFileIO]]:
+    """The crash sweep's loop: for each call point 1..``total``, a fresh copy of ``source`` under ``work``, ``run``
+    on it with a fault at that point (``mode`` before or after the call; ``sticky``: every later call fails too, as
+    after a crash), the fault's error (``tolerated``) swallowed; yields (point, the copy's root, the FileIO) for the
+    caller's re-run and checks."""
+    for point in range(1, total + 1):
+        root = work / f"p{point}"
+        shutil.copytree(source, root)
+        ctx = TableContext.load(str(root))
+        faulty = FaultyFileIO(ctx.io, point, mode, sticky=sticky)  # type: ignore[arg-type]
+        try:
+            run(faulty_context(ctx, faulty))
+        except tolerated:
+            pass
+        yield point, root, faulty

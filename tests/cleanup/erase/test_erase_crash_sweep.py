@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.erase_tables import STANDARD_APPENDS, events_table
-from support.faults import FaultyFileIO, faulty_context
+from support.faults import FaultyFileIO, fault_at_every_point, faulty_context
 from support.operations import remove_orphan_files
 from support.tables import FAR_FUTURE_MS, files_under, reachable_files
 
@@ -61,15 +61,9 @@ def test_a_fault_at_every_write_and_delete_then_a_rerun_erases_everything(
     total = _points(scratch)
     assert total >= 30  # data files, manifests, lists, snapshots, hints of three commits, then the purge's deletes
     failures = []
-    for point in range(1, total + 1):
-        root = tmp_path / f"p{point}"
-        shutil.copytree(source, root)
-        ctx = TableContext.load(str(root))
-        faulty = FaultyFileIO(ctx.io, point, mode, sticky=sticky)  # type: ignore[arg-type]
-        try:
-            _erase(faulty_context(ctx, faulty))
-        except (OSError, TableFormatError):  # the purge's expiration reports a failed journal write as its own
-            pass
+    # the purge's expiration reports a failed journal write as its own error: TableFormatError is tolerated too
+    tolerated = (OSError, TableFormatError)
+    for point, root, faulty in fault_at_every_point(source, tmp_path, total, mode, sticky, _erase, tolerated):
         _erase(TableContext.load(str(root)))  # the re-run
         where = f"point {point} ({faulty.calls[point - 1]})"
         if _rows(root) != expected:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from support.faults import FaultyFileIO, faulty_context
+from support.faults import FaultyFileIO, fault_at_every_point, faulty_context
 from support.partition_tables import assert_history_reads, fill, ms, partitioned_table, rows
 
 from tableformat.cleanup.kernel import run_operation
@@ -61,15 +61,7 @@ def test_a_fault_at_every_write_then_a_rerun_drops_each_partition_once(
     total = _points(scratch)
     assert total >= 10  # two drops: manifest, merged manifests, two lists, snapshot, hint each
     failures = []
-    for point in range(1, total + 1):
-        root = tmp_path / f"p{point}"
-        shutil.copytree(source, root)
-        ctx = TableContext.load(str(root))
-        faulty = FaultyFileIO(ctx.io, point, mode, sticky=sticky)  # type: ignore[arg-type]
-        try:
-            _expire(faulty_context(ctx, faulty))
-        except OSError:
-            pass
+    for point, root, faulty in fault_at_every_point(source, tmp_path, total, mode, sticky, _expire):
         _expire(TableContext.load(str(root)))  # the re-run
         table = Table.open(str(root))
         drops = [s for s in table.snapshots() if s.commit_kind == CommitKind.OVERWRITE]

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.faults import FaultyFileIO, faulty_context
+from support.faults import FaultyFileIO, fault_at_every_point, faulty_context
 from support.operations import expire_records, expire_snapshots, remove_orphan_files
 from support.tables import FAR_FUTURE_MS, files_under, reachable_files
 from support.ttl_tables import DAY, NOW, TIME_TYPES, append, kept, ttl_table
@@ -56,15 +56,9 @@ def test_a_fault_at_every_write_then_a_rerun_keeps_every_row_once(
     total = _points(scratch)
     assert total >= 15  # data files, manifests, lists, snapshots and hints of three commits
     failures = []
-    for point in range(1, total + 1):
-        root = tmp_path / f"p{point}"
-        shutil.copytree(source, root)
-        ctx = TableContext.load(str(root))
-        faulty = FaultyFileIO(ctx.io, point, mode, sticky=sticky)  # type: ignore[arg-type]
-        try:
-            expire_records(faulty_context(ctx, faulty), now_ms=NOW)
-        except OSError:
-            pass
+    for point, root, faulty in fault_at_every_point(
+        source, tmp_path, total, mode, sticky, lambda ctx: expire_records(ctx, now_ms=NOW)
+    ):
         expire_records(TableContext.load(str(root)), now_ms=NOW)  # the re-run
         if _rows(root) != Counter(expected):
             failures.append(f"point {point} ({faulty.calls[point - 1]}): rows {sorted(_rows(root), key=repr)}")
