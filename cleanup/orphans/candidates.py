@@ -14,7 +14,16 @@ from tableformat.io.fileio import UNKNOWN, FileInfo
 from tableformat.layout import MANIFEST_DIR, TableLayout
 from tableformat.options import CHANGELOG_FILE_PREFIX, DATA_FILE_PREFIX
 
-from .census import CANDIDATE_KINDS, MANIFEST_FILE_KINDS, DirKind, FileClass, Listing, NameRules, walk_listed, walk_table
+from .census import (
+    CANDIDATE_KINDS,
+    MANIFEST_FILE_KINDS,
+    DirKind,
+    FileClass,
+    Listing,
+    NameRules,
+    walk_listed,
+    walk_table,
+)
 from .file_list import FileList
 from .model import MIN_SANE_MTIME_MS
 

@@ -98,7 +98,9 @@ def _require_table_bucket(ctx: TableContext, manifest: InventoryManifest, where:
         )
 
 
-def _inventory_file(file_io: FileIO, manifest_path: str, manifest: InventoryManifest, key: str, where: str) -> list[ListedFile]:
+def _inventory_file(
+    file_io: FileIO, manifest_path: str, manifest: InventoryManifest, key: str, where: str
+) -> list[ListedFile]:
     """The rows of one data file of the inventory: ``<destination bucket>/<key>`` on S3; on a local disk the bucket's
     directory is where the manifest's directory ends in the key's prefix (``<prefix>/<source>/<config>``)."""
     if isinstance(file_io, LocalFileIO):

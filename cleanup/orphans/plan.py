@@ -34,9 +34,9 @@ def _stat_unreferenced(
 ) -> list[OrphanFile]:
     """The unreferenced candidates older than the cutoff. Those listed without size and mtime are stat'ed now, in
     chunks over ``threads`` threads (inline on local disk, where a stat of a listed file is too quick for threads
-    to pay off); a file gone since is skipped (added to ``gone``), one without a usable mtime goes to ``no_mtime``. Stat'ing after the
-    references were read is as safe as at listing time: a table file is never rewritten, so its mtime can only be
-    the same."""
+    to pay off); a file gone since is skipped (added to ``gone``), one without a usable mtime goes to
+    ``no_mtime``. Stat'ing after the references were read is as safe as at listing time: a table file is never
+    rewritten, so its mtime can only be the same."""
     orphans: list[OrphanFile] = []
     unstated: list[str] = []
     for directory, name, size, mtime_ms in candidates.items():
@@ -91,20 +91,18 @@ def plan_orphan_removal(
     now_ms: int | None = None,
     file_list: FileList | None = None,
 ) -> OrphanPlan:
-    """List candidates (or take them from ``file_list``: no listing), then subtract everything referenced; nothing
-    is deleted. With a file list the cutoff is at most the list's creation time, and no directory is removed.
-
-    Raises ValidationError for a refused cutoff and MaintenanceError when any directory, root, manifest list or
-    manifest cannot be read (nothing can be safely called an orphan then).
-    """
+    """List candidates (or take them from ``file_list``, the cutoff capped at its creation time, no directory
+    removed), then subtract everything referenced; nothing is deleted. Raises ValidationError for a refused cutoff
+    and MaintenanceError when any directory, root, manifest list or manifest cannot be read (nothing can be safely
+    called an orphan then)."""
     older_ms = resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     require_data_inside_root(ctx.options, ctx.url(), "clean orphan files of")
     planned_at = system_clock() if now_ms is None else now_ms
-    cutoff_ms = planned_at - older_ms
     notes: list[str] = []
-    if file_list is not None:
-        cutoff_ms = _file_list_cutoff(file_list, cutoff_ms, notes)
+    cutoff_ms = (
+        planned_at - older_ms if file_list is None else _file_list_cutoff(file_list, planned_at - older_ms, notes)
+    )
     with executor(workers, "tablefmt-orphans") as pool:
         try:
             census = _take_census(ctx, pool, workers, cutoff_ms, file_list)
@@ -118,7 +116,7 @@ def plan_orphan_removal(
             raise MaintenanceError(f"orphan cleanup of {ctx.url()} stopped, nothing was deleted: {exc}") from exc
     layout = ctx.layout
     empty = () if ctx.io.is_object_store or file_list is not None else _empty_dirs(census, orphans, cutoff_ms)
-    if file_list is not None and census.gone:
+    if file_list is not None and census.gone:  # a list may be days old: files it names may be gone, no error
         notes.append(f"{len(census.gone)} file(s) the {file_list.kind} names were already gone (not orphans)")
     log.info(
         "orphan plan for %s: %d dirs, %d files listed, %d candidates, %d roots read, %d orphans, %d unknown",

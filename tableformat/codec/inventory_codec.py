@@ -85,7 +85,9 @@ def manifest_from_json(data: bytes, where: str) -> InventoryManifest:
             source_bucket=str(doc["sourceBucket"]),
             destination_bucket=destination.rpartition(":::")[2] if ":::" in destination else destination,
             file_format=file_format,
-            file_schema=tuple(f.strip() for f in str(doc.get("fileSchema", "")).split(",")) if file_format == "CSV" else (),
+            file_schema=tuple(f.strip() for f in str(doc.get("fileSchema", "")).split(","))
+            if file_format == "CSV"
+            else (),
             files=files,
             created_ms=int(doc["creationTimestamp"]),
         )
@@ -112,13 +114,19 @@ def _csv_inventory_rows(data: bytes, schema: tuple[str, ...], where: str) -> Ite
     latest, marker = column.get("IsLatest"), column.get("IsDeleteMarker")
     for number, row in enumerate(csv.reader(io.StringIO(_text(data, where))), start=1):
         if len(row) != len(schema):
-            raise FileListError(f"{where} row {number}: {len(row)} columns, the manifest's fileSchema has {len(schema)}")
-        if (latest is not None and row[latest].lower() != "true") or (marker is not None and row[marker].lower() == "true"):
+            raise FileListError(
+                f"{where} row {number}: {len(row)} columns, the manifest's fileSchema has {len(schema)}"
+            )
+        if (latest is not None and row[latest].lower() != "true") or (
+            marker is not None and row[marker].lower() == "true"
+        ):
             continue
         name = unquote_plus(row[key])
         if name.endswith("/") or not row[size]:
             continue  # a directory marker, or a delete marker without a size
-        yield ListedFile(f"{row[bucket]}/{name}", _int(row[size], where, number), _time_ms(row[modified], where, number))
+        yield ListedFile(
+            f"{row[bucket]}/{name}", _int(row[size], where, number), _time_ms(row[modified], where, number)
+        )
 
 
 def _parquet_inventory_rows(data: bytes, where: str) -> Iterator[ListedFile]:

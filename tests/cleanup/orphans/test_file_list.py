@@ -77,9 +77,7 @@ def test_a_file_list_deletes_exactly_what_the_listing_run_deletes(
     assert Table.open(str(scenario.root)).to_arrow().num_rows == 16
 
 
-def test_check_from_a_file_list_counts_the_orphans_the_listing_check_counts(
-    scenario: Scenario, tmp_path: Path
-) -> None:
+def test_check_from_a_file_list_counts_the_orphans_the_listing_check_counts(scenario: Scenario, tmp_path: Path) -> None:
     ctx = scenario.table.context
     by_listing = check(ctx)
     result = check(ctx, file_list=scenario.listed(tmp_path, "files.csv", "csv"))
