@@ -78,10 +78,11 @@ def remove_orphans(
 ) -> None:
     """Delete files of TABLE that no snapshot, tag or branch references (unknown files are never touched)."""
     if engine == "spark":
-        if file_list is not None:
-            raise click.UsageError("--file-list is not taken by --engine spark yet; use --engine local")
         guard = _timedelta(older_than)
-        result = _remove_orphans_on_spark(table, storage_options, spark_master, guard, dry_run, parallelism, force)
+        with _file_list_errors():
+            result = _remove_orphans_on_spark(
+                table, storage_options, spark_master, guard, dry_run, parallelism, force, file_list
+            )
     else:
         with progress("removing orphans") as current, _file_list_errors():
             target = open_table(table, storage_options, current)
@@ -116,6 +117,7 @@ def _remove_orphans_on_spark(
     dry_run: bool,
     parallelism: int | None,
     force: bool,
+    file_list: str | None,
 ) -> OrphanResult:
     """remove-orphans --engine spark: the same cleaner with listing and deletion on Spark executors."""
     try:
@@ -139,6 +141,7 @@ def _remove_orphans_on_spark(
             parallelism=parallelism,
             storage_options=parse_storage_options(storage_options),
             force=force,
+            file_list=file_list,
         )
     except (click.ClickException, TableFormatError, OSError, ValueError):
         raise

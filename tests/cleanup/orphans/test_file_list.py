@@ -175,10 +175,3 @@ def test_the_cli_takes_a_file_list(scenario: Scenario, tmp_path: Path) -> None:
     checked = CliRunner().invoke(cli, ["check", str(scenario.root), "--file-list", source, "--json"])
     assert checked.exit_code == 0, checked.output
     assert json.loads(checked.stdout)["orphan_paths"] == []
-
-
-def test_spark_refuses_a_file_list(scenario: Scenario, tmp_path: Path) -> None:
-    run = CliRunner().invoke(
-        cli, ["remove-orphans", str(scenario.root), "--engine", "spark", "--file-list", str(tmp_path / "x.csv")]
-    )
-    assert run.exit_code == 2 and "--engine spark" in run.output
