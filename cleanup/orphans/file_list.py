@@ -14,6 +14,7 @@ The list cannot know files written after it was made, so the cleanup's cutoff is
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tableformat.codec.inventory_codec import (
@@ -60,10 +61,10 @@ def load_file_list(ctx: TableContext, source: str | os.PathLike[str]) -> FileLis
     if path.rstrip("/").endswith(MANIFEST_NAME) or data.lstrip()[:1] == b"{":
         manifest = manifest_from_json(data, where)
         _require_table_bucket(ctx, manifest, where)
-        rows = [row for key in manifest.files for row in _inventory_file(file_io, path, manifest, key.key, where)]
+        rows = (row for key in manifest.files for row in _inventory_file(file_io, path, manifest, key.key, where))
         created_ms, kind = manifest.created_ms, "S3 Inventory"
     else:
-        rows = list(plain_rows(data, where))
+        rows = plain_rows(data, where)
         stat = file_io.stat_file(path)
         created_ms, kind = (stat.mtime_ms if stat is not None else 0), "file list"
     return _under_root(ctx, where, kind, created_ms, rows)
@@ -100,7 +101,7 @@ def _require_table_bucket(ctx: TableContext, manifest: InventoryManifest, where:
 
 def _inventory_file(
     file_io: FileIO, manifest_path: str, manifest: InventoryManifest, key: str, where: str
-) -> list[ListedFile]:
+) -> Iterator[ListedFile]:
     """The rows of one data file of the inventory: ``<destination bucket>/<key>`` on S3; on a local disk the bucket's
     directory is where the manifest's directory ends in the key's prefix (``<prefix>/<source>/<config>``)."""
     if isinstance(file_io, LocalFileIO):
@@ -111,7 +112,7 @@ def _inventory_file(
         path = config_dir[: -len(key_dir)] + key
     else:
         path = f"{manifest.destination_bucket}/{key}"
-    return list(inventory_rows(_read(file_io, path, f"{where} data file {key}"), manifest, f"{where} data file {key}"))
+    return inventory_rows(_read(file_io, path, f"{where} data file {key}"), manifest, f"{where} data file {key}")
 
 
 def _normalised(path: str) -> str:
@@ -122,7 +123,7 @@ def _normalised(path: str) -> str:
     return rest.lstrip("/") if scheme in S3_SCHEMES else path
 
 
-def _under_root(ctx: TableContext, where: str, kind: str, created_ms: int, rows: list[ListedFile]) -> FileList:
+def _under_root(ctx: TableContext, where: str, kind: str, created_ms: int, rows: Iterator[ListedFile]) -> FileList:
     prefix = ctx.layout.root.rstrip("/") + "/"
     files: list[FileInfo] = []
     outside = 0
