@@ -29,6 +29,7 @@ from tableformat.errors import FileListError
 from tableformat.io.factory import S3_SCHEMES, split_scheme
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.local import LocalFileIO
+from tableformat.layout import SCHEMA_DIR
 
 MANIFEST_NAME = "manifest.json"
 
@@ -124,8 +125,11 @@ def _normalised(path: str) -> str:
 
 
 def _under_root(ctx: TableContext, where: str, kind: str, created_ms: int, rows: Iterator[ListedFile]) -> FileList:
+    """The rows under the table root, once each (the last row of a path wins). Refused when one is not a plain path
+    below the root, or when none is a schema file: a list that does not show ``schema/`` does not cover the table
+    (an inventory filtered by a prefix below the root cannot show where other tables' roots are)."""
     prefix = ctx.layout.root.rstrip("/") + "/"
-    files: list[FileInfo] = []
+    files: dict[str, FileInfo] = {}
     outside = 0
     for row in rows:
         path = _normalised(row.path) if kind == "file list" else row.path
@@ -135,7 +139,9 @@ def _under_root(ctx: TableContext, where: str, kind: str, created_ms: int, rows:
         rel = path[len(prefix) :]
         if not rel or rel.startswith("/") or "//" in rel or any(part in (".", "..") for part in rel.split("/")):
             raise FileListError(f"{where} names {row.path!r}: not a plain path below the table root; nothing was done")
-        files.append(FileInfo(path, row.size, row.mtime_ms, False))
+        files[path] = FileInfo(path, row.size, row.mtime_ms, False)
     if not files:
         raise FileListError(f"{where} names no file under the table root {ctx.url()} ({outside} elsewhere)")
-    return FileList(where, created_ms, tuple(files), outside, kind)
+    if not any(path.startswith(f"{prefix}{SCHEMA_DIR}/") for path in files):
+        raise FileListError(f"{where} names no file of {SCHEMA_DIR}/ of {ctx.url()}: it does not cover the table root")
+    return FileList(where, created_ms, tuple(files.values()), outside, kind)

@@ -127,6 +127,25 @@ def test_files_the_list_does_not_name_are_never_candidates(scenario: Scenario, t
     assert later in remove_orphan_files(ctx, dry_run=True).deleted_paths
 
 
+def test_a_list_that_does_not_cover_the_table_root_is_refused(scenario: Scenario, tmp_path: Path) -> None:
+    """A list filtered below the root (here: only the data directories) cannot show where nested tables are: a
+    nested table's schema/ would be missing from it too, and its files would look like ours."""
+    rows = [row for row in local_rows(scenario.root) if "/part=" in row[0]]
+    source = write_plain_list(tmp_path / "data-only.csv", rows, file_format="csv")
+    before = files_under(scenario.root)
+    with pytest.raises(FileListError, match="names no file of schema/ .* it does not cover the table root"):
+        remove_orphan_files(scenario.table.context, file_list=str(source))
+    assert files_under(scenario.root) == before
+
+
+def test_a_path_listed_twice_is_one_file(scenario: Scenario, tmp_path: Path) -> None:
+    rows = local_rows(scenario.root)
+    source = write_plain_list(tmp_path / "twice.csv", rows + rows, file_format="csv")
+    by_listing = remove_orphan_files(scenario.table.context, dry_run=True)
+    result = remove_orphan_files(scenario.table.context, file_list=str(source))
+    assert result.deleted_paths == by_listing.deleted_paths and result.orphan_files == 7
+
+
 def test_an_s3_inventory_is_refused_for_a_table_on_local_disk(scenario: Scenario, tmp_path: Path) -> None:
     rows = [(path.lstrip("/"), size, mtime) for path, size, mtime in local_rows(scenario.root)]
     key = write_s3_inventory(
