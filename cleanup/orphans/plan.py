@@ -100,9 +100,7 @@ def plan_orphan_removal(
     require_data_inside_root(ctx.options, ctx.url(), "clean orphan files of")
     planned_at = system_clock() if now_ms is None else now_ms
     notes: list[str] = []
-    cutoff_ms = (
-        planned_at - older_ms if file_list is None else _file_list_cutoff(file_list, planned_at - older_ms, notes)
-    )
+    cutoff_ms = _capped_cutoff(file_list, planned_at - older_ms, notes)
     with executor(workers, "tablefmt-orphans") as pool:
         try:
             census = _take_census(ctx, pool, workers, cutoff_ms, file_list)
@@ -145,8 +143,11 @@ def plan_orphan_removal(
     )
 
 
-def _file_list_cutoff(file_list: FileList, cutoff_ms: int, notes: list[str]) -> int:
-    """The cutoff capped at the file list's creation time (files written after it are not in it), noted."""
+def _capped_cutoff(file_list: FileList | None, cutoff_ms: int, notes: list[str]) -> int:
+    """The cutoff, capped at the file list's creation time when there is one (files written after it are not in
+    it), noted."""
+    if file_list is None:
+        return cutoff_ms
     notes.append(
         f"files taken from {file_list.describe()} ({len(file_list.files)} under the table root, "
         f"{file_list.outside_root} elsewhere ignored): the table's directories were not listed"
