@@ -398,12 +398,15 @@ def check_table(
             if size is not None:
                 sizes[rel] = size
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
+    referenced_files = len(collector.refs)
+    del sizes  # the orphan plan takes its own census: the sizes and references of every file go first
+    collector.refs.clear()
     plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms, listed)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
         roots=len(roots),
-        referenced_files=len(collector.refs),
+        referenced_files=referenced_files,
         referenced_bytes=referenced_bytes,
         missing_files=tuple(missing),
         size_mismatches=tuple(mismatched),
