@@ -67,14 +67,14 @@ def child(path: str, run: str, file_list: str) -> None:
     print(json.dumps({"run": run, "seconds": seconds, "peak_mib": (peak - baseline) / 1024, "orphans": orphans}))
 
 
-def measure(size: int, workdir: str | None) -> list[dict[str, Any]]:
+def measure(size: int, workdir: str | None, runs: tuple[str, ...] = RUNS) -> list[dict[str, Any]]:
     work = Path(tempfile.mkdtemp(prefix=f"bench-file-list-{size}-", dir=workdir))
     try:
         build_synthetic(work / "t", size)
         listed = write_file_list(work / "t", work / "files.parquet")
         # the list is made now; files planted before it are judged against its creation time
         results = []
-        for run in RUNS:
+        for run in runs:
             done = subprocess.run(
                 [sys.executable, __file__, "--child", str(work / "t"), run, str(work / "files.parquet")],
                 check=True,
@@ -94,13 +94,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="100000")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--runs", default=",".join(RUNS), help=f"Some of: {', '.join(RUNS)} (comma-separated).")
     parser.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
     for size in (int(s) for s in args.sizes.split(",")):
-        measure(size, args.workdir)
+        measure(size, args.workdir, tuple(args.runs.split(",")))
 
 
 if __name__ == "__main__":

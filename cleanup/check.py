@@ -372,7 +372,6 @@ def check_table(
     instead of listing (referenced files it does not name are stat'ed)."""
     if older_than is not None:  # a refused cutoff is the caller's error, said before any work (not a check result)
         resolve_older_than_ms(ctx, older_than, force=force)
-    listed = None if file_list is None else load_file_list(ctx, file_list)  # a bad source too
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     collector = _Collector()
     roots: list[Root] = []
@@ -390,6 +389,7 @@ def check_table(
         except _READ_ERRORS as exc:
             collector.errors.append(str(exc))
         nested: list[str] = []
+        listed = None if file_list is None else load_file_list(ctx, file_list)  # after the references: peaks apart
         sizes = _listed_sizes(ctx, pool, workers, data_dir, nested, listed)
         missing: list[FileProblem] = []
         mismatched: list[FileProblem] = []
@@ -398,15 +398,12 @@ def check_table(
             if size is not None:
                 sizes[rel] = size
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
-    referenced_files = len(collector.refs)
-    del sizes  # the orphan plan takes its own census: the sizes and references of every file go first
-    collector.refs.clear()
     plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms, listed)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
         roots=len(roots),
-        referenced_files=referenced_files,
+        referenced_files=len(collector.refs),
         referenced_bytes=referenced_bytes,
         missing_files=tuple(missing),
         size_mismatches=tuple(mismatched),
