@@ -18,6 +18,10 @@ what expires, not the length of the history): once with ``limit=10`` deciding th
 the backlog, which lists ``snapshot/`` and reads O(log N) snapshots), once with ``snapshot.num-retained.max``
 deciding it.
 
+``--audit N`` (repeatable) instead builds the ``--memory`` table of N data files and times expiring it with the audit
+ledger on and off (``maintenance.audit.enabled``), alternating, on fresh synced copies: the ledger's cost is the
+difference (its record of N + 44 rows is one Parquet file).
+
 Each contender runs ``--repeat`` times (default 3) on fresh copies, synced to disk first (``--no-sync`` skips that:
 then the copies' blocks may not be allocated yet and every unlink, the plain loop's included, is much cheaper);
 the medians are reported.
@@ -249,6 +253,72 @@ def memory_bench(sizes: list[int], work: Path) -> None:
         shutil.rmtree(path)
 
 
+# --- audit mode ------------------------------------------------------------------------------------------------
+class _LedgerClock:
+    """Time spent making and writing audit records (the row collection and the record's write), in this process."""
+
+    def __init__(self) -> None:
+        import tableformat.audit as audit
+        import tableformat.cleanup.kernel.audit as kernel_audit
+
+        self.seconds = 0.0
+        for module, name in ((kernel_audit, "_rows"), (audit.RunRecord, "write")):
+            original = getattr(module, name)
+
+            def timed(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    self.seconds += time.perf_counter() - start
+
+            setattr(module, name, timed)
+
+
+def _expire_with_audit(path: Path, enabled: bool) -> tuple[float, int]:
+    ctx = Table.open(str(path)).context.with_options({"maintenance.audit.enabled": "true" if enabled else "false"})
+    start = time.perf_counter()
+    result = TableMaintenance(ctx).expire_snapshots(retain_min=1, time_retained=0, limit=1_000_000)
+    return time.perf_counter() - start, len(result.deleted_paths)
+
+
+def audit_bench(sizes: list[int], repeat: int, work: Path, sync: bool) -> None:
+    clock = _LedgerClock()
+    for n_files in sizes:
+        source = work / f"audit-{n_files}"
+        build_synthetic(source, n_files)
+        warm = work / f"audit-{n_files}-warm"  # the first record of a process imports pyarrow's Parquet writer
+        build_synthetic(warm, 200)
+        _expire_with_audit(warm, True)
+        shutil.rmtree(warm)
+        times: dict[bool, list[float]] = {True: [], False: []}
+        ledger: list[float] = []
+        for run in range(repeat):
+            for enabled in (True, False) if run % 2 == 0 else (False, True):
+                copy = work / f"audit-{n_files}-{run}-{enabled}"
+                shutil.copytree(source, copy)
+                if sync:
+                    os.sync()
+                before = clock.seconds
+                seconds, deleted = _expire_with_audit(copy, enabled)
+                times[enabled].append(seconds)
+                if enabled:
+                    ledger.append(clock.seconds - before)
+                records = list((copy / ".tablefmt" / "audit").glob("*.parquet")) if enabled else []
+                assert len(records) == (1 if enabled else 0), records
+                shutil.rmtree(copy)
+        on, off, own = _median(times[True]), _median(times[False]), _median(ledger)
+        print(
+            f"audit: expire {n_files} data files ({deleted} files deleted), medians of {repeat}: ledger on {on:.2f} s, "
+            f"off {off:.2f} s ({100 * (on - off) / off:+.1f} %; fastest on {min(times[True]):.2f} s, off "
+            f"{min(times[False]):.2f} s); the ledger's own work (rows + record) {own * 1000:.0f} ms = "
+            f"{100 * own / off:.1f} % of the run"
+        )
+        listed = {enabled: ", ".join(f"{t:.2f}" for t in times[enabled]) for enabled in (True, False)}
+        print(f"  runs on: {listed[True]}; off: {listed[False]}")
+        shutil.rmtree(source)
+
+
 # --- history mode ----------------------------------------------------------------------------------------------
 class _Counting:
     """Counts a FileIO's metadata calls by kind (reads, listings, existence checks, stats)."""
@@ -329,6 +399,8 @@ def main() -> None:
                         help="Skip os.sync() after copying (the copies' blocks may still be unwritten: cheap unlinks).")
     parser.add_argument("--memory", type=int, action="append", default=[], metavar="N_FILES")
     parser.add_argument("--history", type=int, action="append", default=[], metavar="N_SNAPSHOTS")
+    parser.add_argument("--audit", type=int, action="append", default=[], metavar="N_FILES",
+                        help="Time expiring N data files with the audit ledger on and off.")
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", default=None, help="Where to build tables (default: a temp dir, removed).")
     args = parser.parse_args()
@@ -337,7 +409,9 @@ def main() -> None:
         return
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tablefmt-bench-"))
     try:
-        if args.history:
+        if args.audit:
+            audit_bench(args.audit, max(args.repeat, 5), work, not args.no_sync)
+        elif args.history:
             history_bench(args.history, max(args.repeat, 5), work)
         elif args.memory:
             memory_bench(args.memory, work)

@@ -12,6 +12,7 @@ from typing import Any
 from tableformat.errors import ValidationError
 
 from .compaction import COMPACTION
+from .erase import ERASURE
 from .kernel import Operation
 from .orphans import ORPHAN_CLEANUP
 from .partitions import PARTITION_EXPIRATION
@@ -22,6 +23,7 @@ OPERATIONS: tuple[Operation[Any, Any, Any], ...] = (
     PARTITION_EXPIRATION,
     RECORD_EXPIRATION,  # record TTL after partition expiry, before snapshot expiry (Paimon's order)
     COMPACTION,  # not after commits; before snapshot expiration when a schedule runs everything in order
+    ERASURE,  # on demand only (never wanted by the scheduler): it needs a filter
     SNAPSHOT_EXPIRATION,
     ORPHAN_CLEANUP,
 )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from tableformat.cli.audit_command import audit
 from tableformat.cli.common import (
     OneLineErrorGroup,
     echo_json,
@@ -23,6 +24,7 @@ from tableformat.cli.common import (
     storage_option_flag,
 )
 from tableformat.cli.demo_command import demo
+from tableformat.cli.erase_command import erase
 from tableformat.cli.expire_command import expire
 from tableformat.cli.inspect_commands import describe, files, partitions, snapshots
 from tableformat.cli.maintain_command import maintain
@@ -224,6 +226,7 @@ def drop_partition(table: str, partitions: tuple[str, ...], as_json: bool, stora
 
 
 cli.add_command(demo)
+cli.add_command(erase)
 cli.add_command(expire)
 cli.add_command(remove_orphans)
 cli.add_command(check)
@@ -236,6 +239,7 @@ cli.add_command(describe)
 cli.add_command(options)
 cli.add_command(rollback)
 cli.add_command(tag)
+cli.add_command(audit)
 cli.add_command(schema)
 add_operation_commands(cli)  # every other registered maintenance operation
 

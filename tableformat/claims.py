@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
+from tableformat.audit import note_crashed
 from tableformat.clock import system_clock
 from tableformat.errors import CorruptMetadataError, MaintenanceError, TableBusyError
 from tableformat.io.guarded import GuardedFileIO
@@ -75,13 +76,16 @@ class TableClaim:
         *,
         clock: Callable[[], int] = system_clock,
         duration_ms: int = CLAIM_DURATION_MS,
+        owner: str | None = None,
     ) -> None:
         self.store = store
         self.kind = kind
         self.operation = operation
         self.clock = clock
         self.duration_ms = duration_ms
-        self.owner = uuid.uuid4().hex
+        self.owner = owner or uuid.uuid4().hex
+        """Unique per run; a run that keeps an audit record uses its run id (tableformat/audit.py): a claim left
+        behind without a record then names the run that crashed."""
         self.held: Claim | None = None
 
     def _new(self) -> Claim:
@@ -103,11 +107,12 @@ class TableClaim:
         claim = self._new()
         self.held = claim
         _HELD.add(self.owner)
+        lapsed: list[Claim] = []
         try:
             self.store.write_claim(claim)
             with executor(2 if alongside is not None and self.store.io.is_object_store else 1, "claim") as pool:
                 answer = pool.submit(alongside) if alongside is not None else None
-                blocking, dead = self._others()
+                blocking, dead = self._others(lapsed)
                 found = answer.result() if answer is not None else None
         except BaseException:
             self.release()
@@ -116,14 +121,15 @@ class TableClaim:
             self.release()
             raise TableBusyError(f"{blocking[0]}; nothing was changed, run again once it ends")
         if dead:
+            note_crashed(self.store, lapsed, f"{self.operation} run {self.owner}", self.clock())
             try:
                 self.store.delete_claims(dead)
             except OSError as exc:  # a lapsed claim is harmless: it no longer counts
                 log.info("could not delete lapsed claims on %s: %s", self.where, exc)
         return found
 
-    def _others(self) -> tuple[list[str], list[tuple[str, str]]]:
-        return survey(self.store, self.kind, self.clock(), mine=self.owner)
+    def _others(self, lapsed: list[Claim]) -> tuple[list[str], list[tuple[str, str]]]:
+        return survey(self.store, self.kind, self.clock(), mine=self.owner, lapsed=lapsed)
 
     @property
     def where(self) -> str:
@@ -167,10 +173,10 @@ class TableClaim:
 
 
 def survey(
-    store: MetadataStore, kind: str, now_ms: int, *, mine: str = ""
+    store: MetadataStore, kind: str, now_ms: int, *, mine: str = "", lapsed: list[Claim] | None = None
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """Why a run of ``kind`` may not go on (conflicting live claims, described), and the claims that no longer count
-    (lapsed, or left behind by this process), besides the claim ``mine``."""
+    (lapsed, or left behind by this process), besides the claim ``mine``; those are also added to ``lapsed``."""
     blocking: list[str] = []
     dead: list[tuple[str, str]] = []
     for other_kind, owner in store.claim_names():
@@ -186,6 +192,8 @@ def survey(
             continue
         if now_ms >= other.expires_ms + CLOCK_SKEW_MS or _left_by_this_process(other):
             dead.append((other_kind, owner))
+            if lapsed is not None:
+                lapsed.append(other)
         elif conflicts(kind, other_kind):
             blocking.append(describe(other))
     return blocking, dead

@@ -49,6 +49,11 @@ LEASE_PREFIX = "lease-"
 CLAIM_PREFIX = "claim-"
 """A run's claim on the table (tableformat/claims.py): ``claim-<kind>-<owner>``."""
 MAINTAIN_STATE = "maintain-state"
+AUDIT_DIR = "audit"
+"""The audit ledger, ``.tablefmt/audit/`` (tableformat/audit.py): one record per run, ``<run id>.parquet``, and for a
+run that crashed before recording, ``<run id>.crashed.parquet`` written by the run that noticed."""
+AUDIT_SUFFIX = ".parquet"
+AUDIT_CRASHED_SUFFIX = ".crashed.parquet"
 
 _TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
 """Matched in full (``fullmatch``: a trailing newline does not pass, as it would with ``$``)."""
@@ -229,6 +234,14 @@ class TableLayout:
     def claim_file(self, kind: str, owner: str) -> str:
         return self.join(MAINTAIN_DIR, f"{CLAIM_PREFIX}{check_file_name(kind, what='claim kind')}-"
                          f"{check_file_name(owner, what='claim owner')}")
+
+    @property
+    def audit_dir(self) -> str:
+        return self.join(MAINTAIN_DIR, AUDIT_DIR)
+
+    def audit_file(self, name: str) -> str:
+        """``.tablefmt/audit/<name>`` (a record's file name, as listed)."""
+        return self.join(MAINTAIN_DIR, AUDIT_DIR, check_file_name(name, what="audit record name"))
 
     @property
     def maintain_state_file(self) -> str:

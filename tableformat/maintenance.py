@@ -19,6 +19,8 @@ from tableformat.cleanup import registry
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.check import CheckResult, check_table
 from tableformat.cleanup.compaction import CompactResult
+from tableformat.cleanup.erase import EraseResult, erase_filter
+from tableformat.cleanup.erase.verify import VerifyResult, verify_erasure
 from tableformat.cleanup.kernel import OperationResult, Progress, run_operation
 from tableformat.cleanup.orphans import OrphanResult
 from tableformat.cleanup.partitions import PartitionExpireResult
@@ -137,6 +139,41 @@ class TableMaintenance:
         return self._run(
             CompactResult, "compact", dry_run, now_ms, None, partition=partition, target_file_size=target_file_size
         )
+
+    def erase(
+        self,
+        where: Any = None,
+        *,
+        keys_file: str | None = None,
+        key: str | None = None,
+        purge: bool = False,
+        deadline: Duration | None = None,
+        dry_run: bool = False,
+        now_ms: int | None = None,
+        progress: Progress | None = None,
+    ) -> EraseResult:
+        """Erase the rows ``where`` matches (SQL text such as ``"user_id IN (1, 2)"``, or a pyarrow compute
+        expression), or whose ``key`` column (``COL[=FILECOL]``) holds a key of ``keys_file`` (Parquet or CSV): the
+        live files holding them are rewritten without them, one guarded snapshot per batch. ``purge`` also expires
+        every older snapshot and deletes the old files now (tags, branches and consumers that hold them are
+        reported in ``pinned_by``, never removed). See docs/erase.md."""
+        return self._run(
+            EraseResult, "erase", dry_run, now_ms, progress,
+            where=where, keys_file=keys_file, key=key, purge=purge or None, deadline=deadline,
+        )  # fmt: skip
+
+    def verify_erasure(
+        self,
+        where: Any = None,
+        *,
+        keys_file: str | None = None,
+        key: str | None = None,
+        now_ms: int | None = None,
+    ) -> VerifyResult:
+        """The erasure certificate: scan every Parquet file under the table root (referenced or not), reading only
+        the filter's columns, for rows the filter (as :meth:`erase` takes it) matches. ``certified`` is True only
+        when none matches anywhere and every file could be read. Deletes nothing."""
+        return verify_erasure(self._ctx, erase_filter(self._ctx.schema, where, keys_file, key), now_ms)
 
     def remove_orphan_files(
         self,

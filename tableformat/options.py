@@ -269,6 +269,24 @@ MAINTAIN_INTERVAL = _register(
         "that did not change; any new snapshot makes it due at once (tablefmt's own).",
     )
 )
+AUDIT_ENABLED = _register(
+    Option(
+        "maintenance.audit.enabled",
+        BOOL,
+        True,
+        "Record every run that deletes or retires files (maintenance operations, rollback, drop-partition, tag "
+        "delete) in the audit ledger, `.tablefmt/audit/` (docs/audit.md); false = no record (tablefmt's own).",
+    )
+)
+AUDIT_TIME_RETAINED = _register(
+    Option(
+        "maintenance.audit.time-retained",
+        DURATION,
+        90 * 86_400_000,
+        "Audit records of runs that started longer ago than this are deleted by snapshot expiration and "
+        "`tablefmt maintain` (never by orphan cleanup); default 90 d, a quarter of look-back (tablefmt's own).",
+    )
+)
 
 
 # --- partition expiration ----------------------------------------------------------------------------------------
@@ -422,6 +440,18 @@ COMPACTION_COMMIT_MAX_FILES = _register(
         "Compaction and record expiry rewrites commit in batches replacing at most this many files each (a batch "
         "that conflicts with a concurrent commit is re-planned; at most one batch of work is lost).",
         minimum=1,
+    )
+)
+ERASE_DEADLINE = _register(
+    Option(
+        "erase.deadline",
+        DURATION,
+        30 * 86_400_000,
+        "tablefmt only (not a Paimon option). How long after an `erase` the files that held the erased rows may "
+        "stay on storage, kept by older snapshots (the undo window): `erase --purge` removes them at once; without "
+        "it the erasure reports the time by which they must be gone (default 30 d: GDPR's one month). Tags and "
+        "branches that hold erased rows are named, never removed.",
+        minimum=0,
     )
 )
 

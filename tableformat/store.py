@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, TypeVar
 
+from tableformat.audit_store import AuditStore
 from tableformat.changelog_store import ChangelogStore
 from tableformat.codec import avro_codec, avro_projection, entry_codec, journal_codec, json_codec, maintain_codec
 from tableformat.codec.binary_row import decode_row, encode_row
@@ -65,7 +66,7 @@ class WrittenFile:
 _T = TypeVar("_T")
 
 
-class MetadataStore(IndexFileStore, ChangelogStore):
+class MetadataStore(IndexFileStore, ChangelogStore, AuditStore):
     """Metadata access for one table (one FileIO, one root)."""
 
     def __init__(self, file_io: FileIO, layout: TableLayout) -> None:

@@ -9,9 +9,22 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tableformat.audit import (
+    AuditQuery,
+    AuditRunSummary,
+    PathEvent,
+    RunRecord,
+    audit_run_files,
+    audit_runs,
+    file_size_or_zero,
+    path_events,
+    recorded,
+)
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.cleanup.after_commit import run_after_commit
+from tableformat.cleanup.erase import EraseResult
 from tableformat.cleanup.kernel import OperationResult
+from tableformat.cleanup.kernel.audit import retired_files
 from tableformat.clock import resolve_now, system_clock
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
@@ -37,6 +50,7 @@ from tableformat.io.factory import open_location
 from tableformat.layout import NameFactory, TableLayout
 from tableformat.lazy_module import lazy_module
 from tableformat.maintenance import TableMaintenance, deprecated_alias
+from tableformat.model.audit import RETIRED, AuditFile
 from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot, Tag
 from tableformat.options import (
@@ -366,7 +380,14 @@ class Table(TableReaders):
         specs = tuple(self._spec(p) for p in partitions)
         if not specs:
             raise ValidationError("no partition to drop")
-        return self._commit(ChangeKind.DROP, None, scope=specs)
+        asked = ", ".join(",".join(f"{k}={v}" for k, v in spec.items()) for spec in specs)
+        record = RunRecord("drop-partition", self._ctx.options, {"partitions": asked})
+        with recorded(record, self._ctx.store):
+            snapshot = self._commit(ChangeKind.DROP, None, scope=specs)
+            if snapshot is not None and record.enabled:  # the files the drop took out: read back from its delta
+                why = f"partition {asked} dropped; replaced in snapshot {snapshot.id}"
+                record.add_all(retired_files(self._ctx.store, snapshot.id), lambda path: why, RETIRED)
+        return snapshot
 
     # --- tags ------------------------------------------------------------------------------------------------
     def create_tag(
@@ -397,7 +418,8 @@ class Table(TableReaders):
 
         A tag a branch was created from is kept while that branch exists (Paimon refuses it too): TagError.
         """
-        claim = TableClaim(self._ctx.store, MAINTENANCE, "tag delete")  # never while a rollback runs
+        record = RunRecord("tag delete", self._ctx.options, {"tag": name})
+        claim = TableClaim(self._ctx.store, MAINTENANCE, "tag delete", owner=record.run_id)  # not while a rollback runs
         claim.acquire()
         try:
             store = claim.guarded_store()
@@ -410,8 +432,12 @@ class Table(TableReaders):
                 raise TagError(
                     f"tag {name!r} is used by branch {', '.join(users)} (created from it); delete the branch first"
                 )
+            path = store.layout.tag_file(name)
+            size = file_size_or_zero(store, path)
             if not store.delete_tag(name):
                 raise TagError(f"tag {name!r} does not exist")
+            record.add(store.layout.relative(path), size, f"tag {name} of snapshot {tag.snapshot.id} deleted by hand")
+            record.write(self._ctx.store)
         finally:
             claim.release()
 
@@ -489,11 +515,39 @@ class Table(TableReaders):
 
         return table_report(self._ctx, now_ms=now, since_ms=since_cutoff(since, now))
 
+    # --- audit ledger ----------------------------------------------------------------------------------------
+    def audit(
+        self, *, since: dt.timedelta | int | str | None = None, run_id: str | None = None, now_ms: int | None = None
+    ) -> list[AuditRunSummary]:
+        """The runs the audit ledger holds (``.tablefmt/audit/``, docs/audit.md), oldest first: those that started
+        within ``since`` (a duration back from now) and, with ``run_id``, that run only."""
+        return audit_runs(self._ctx.store, self._audit_query(since, run_id, now_ms))
+
+    def audit_path(
+        self, path: str, *, since: dt.timedelta | int | str | None = None, now_ms: int | None = None
+    ) -> list[PathEvent]:
+        """What every recorded run did to the file ``path`` (relative to the table root), oldest first."""
+        return path_events(self._ctx.store, path.strip("/"), self._audit_query(since, None, now_ms))
+
+    def audit_files(self, run_id: str) -> list[AuditFile]:
+        """The file rows of run ``run_id`` (path order); [] when the ledger has no such run."""
+        return audit_run_files(self._ctx.store, run_id)
+
+    @staticmethod
+    def _audit_query(since: dt.timedelta | int | str | None, run_id: str | None, now_ms: int | None) -> AuditQuery:
+        since_ms = None if since is None else resolve_now(now_ms) - duration_arg_ms(since, "since")
+        return AuditQuery(since_ms=since_ms, run_id=run_id)
+
     # --- maintenance -----------------------------------------------------------------------------------------
     @property
     def maintenance(self) -> TableMaintenance:
         """Every registered maintenance operation of this table (``maintenance.run(name, ...)``)."""
         return TableMaintenance(self._ctx)
+
+    def erase(self, where: Any, **kwargs: Any) -> EraseResult:
+        """Erase the rows ``where`` matches (SQL text or a pyarrow compute expression); ``table.maintenance.erase``
+        with the filter given first (``purge=True``, ``dry_run=True``, ...). See docs/erase.md."""
+        return self.maintenance.erase(where, **kwargs)
 
     # One-line deprecated aliases of table.maintenance.<operation> (keyword arguments only).
     expire_snapshots = deprecated_alias("expire_snapshots")

@@ -38,11 +38,12 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "tableformat.store",
         "tableformat.index_store",
+        "tableformat.audit_store",
         "tableformat.changelog_store",
         "tableformat.parallel",
         "tableformat.options_doc",
     ),
-    ("tableformat.live_set", "tableformat.context", "tableformat.claims"),
+    ("tableformat.live_set", "tableformat.context", "tableformat.claims", "tableformat.audit"),
     ("tableformat.commit", "tableformat.scan"),
     ("tableformat.cleanup",),
     ("tableformat.maintenance", "tableformat.readers", "tableformat.inspect", "tableformat.report"),
@@ -56,6 +57,8 @@ SIDEWAYS = {
     ("tableformat.data_paths", "tableformat.codec"),
     ("tableformat.store", "tableformat.index_store"),
     ("tableformat.store", "tableformat.changelog_store"),
+    ("tableformat.store", "tableformat.audit_store"),
+    ("tableformat.claims", "tableformat.audit"),
     ("tableformat.report", "tableformat.inspect"),
 }
 """Same-layer imports that are allowed (importer, imported)."""
@@ -253,11 +256,13 @@ CLEANUP_LAYERS: list[tuple[str, ...]] = [
     ("kernel", "roots"),
     ("rewrite",),
     ("compaction", "orphans", "partitions", "records", "snapshots"),
+    ("erase",),
     ("registry", "check"),
     ("after_commit", "maintainer"),
 ]
 """Inside tableformat.cleanup: the kernel and the roots every operation reads, the shared rewriter, the operation
-packages (which never import each other), the registry of operations and check, then what runs them."""
+packages (which never import each other), erasure (a rewrite followed by a snapshot expiration), the registry of
+operations and check, then what runs them."""
 
 
 def _cleanup_unit(module: str) -> str | None:

@@ -7,7 +7,7 @@ plan whose snapshot is expired while it is read is made again on the latest one 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,6 +153,19 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
 
     def changes(self, plan: CompactPlan) -> bool:
         return bool(plan.units)
+
+    def audit_reasons(self, ctx: TableContext, plan: CompactPlan, config: CompactConfig) -> Callable[[str], str]:
+        why = (
+            f"compacted: merged with other small files into files near target-file-size={config.target_size} bytes "
+            f"(compaction.min.file-num={config.min_file_num})"
+        )
+        return lambda path: why
+
+    def audit_retired(self, ctx: TableContext, plan: CompactPlan, result: CompactResult) -> list[tuple[str, int]]:
+        """The replaced files with their sizes as planned (a file a re-plan found on its own: 0 bytes)."""
+        paths = FilePaths(ctx)
+        sizes = {paths.relative(e): e.file.file_size for unit in plan.units for e in unit.files}
+        return [(path, sizes.get(path, 0)) for path in result.compacted_files]
 
     def preview(self, ctx: TableContext, plan: CompactPlan) -> CompactResult:
         return planned_result(ctx, plan)

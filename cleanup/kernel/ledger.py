@@ -51,9 +51,12 @@ class StoppedResult(OperationResult):
 
 
 class Ledger:
-    """Files deleted and snapshots committed inside one ``recording()`` (thread-safe)."""
+    """Files deleted and snapshots committed inside one ``recording()`` (thread-safe). A recording opened inside
+    another (a run's audit record, cleanup/kernel/audit.py, inside the maintainer's account) passes every note on to
+    the outer one too."""
 
-    def __init__(self) -> None:
+    def __init__(self, parent: Ledger | None = None) -> None:
+        self.parent = parent
         self._lock = threading.Lock()
         self.deleted: list[tuple[str, int]] = []
         """(path relative to the table root, bytes) of every file confirmed deleted, in order of confirmation."""
@@ -69,24 +72,36 @@ class Ledger:
                 snapshot_ids=tuple(self.snapshot_ids),
             )
 
+    def changes(self) -> tuple[list[tuple[str, int]], list[int]]:
+        """Copies of (the deletions, the commits) noted so far."""
+        with self._lock:
+            return list(self.deleted), list(self.snapshot_ids)
+
     def add_deletion(self, path: str, size: int) -> None:
         with self._lock:
             self.deleted.append((path, size))
+        if self.parent is not None:
+            self.parent.add_deletion(path, size)
 
     def add_commit(self, snapshot_id: int) -> None:
         with self._lock:
             self.snapshot_ids.append(snapshot_id)
+        if self.parent is not None:
+            self.parent.add_commit(snapshot_id)
 
     def remove_commit(self, snapshot_id: int) -> None:
         with self._lock:
             if snapshot_id in self.snapshot_ids:
                 self.snapshot_ids.remove(snapshot_id)
+        if self.parent is not None:
+            self.parent.remove_commit(snapshot_id)
 
 
 @contextmanager
 def recording() -> Iterator[Ledger]:
-    """Note the changes of the operations run inside (in this thread) in a new ledger."""
-    ledger = Ledger()
+    """Note the changes of the operations run inside (in this thread) in a new ledger (and in the ledger of an
+    enclosing recording)."""
+    ledger = Ledger(_CURRENT.get())
     token = _CURRENT.set(ledger)
     try:
         yield ledger

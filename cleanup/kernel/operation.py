@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -22,8 +22,9 @@ from tableformat.gc_pause import old_objects_frozen, paused_gc
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.store import MetadataStore
 
+from .audit import AuditedRun
 from .deleter import Progress
-from .parameters import Parameter, coerce_overrides
+from .parameters import Parameter, auditable_overrides, coerce_overrides
 from .result import OperationResult
 
 
@@ -102,6 +103,20 @@ class Operation(ABC, Generic[C, P, R]):
         check what they replace themselves (a guarded commit, orphans no root names)."""
         return True
 
+    prunes_audit: bool = False
+    """Whether a run that wrote an audit record also prunes the ledger (``maintenance.audit.time-retained``)."""
+
+    def audit_reasons(self, ctx: TableContext, plan: P, config: C) -> Callable[[str], str]:
+        """Why each file (path relative to the root) the run deletes or retires goes, in one line, for the run's
+        audit record (cleanup/kernel/audit.py). Default: the operation's name."""
+        name = self.name
+        return lambda path: name
+
+    def audit_retired(self, ctx: TableContext, plan: P, result: R) -> Sequence[tuple[str, int]]:
+        """(path, bytes) of the files the finished run's commits took out of the table (state ``retired`` in its
+        audit record). Default: none (a run that stops midway has them read from its commits instead)."""
+        return ()
+
     @abstractmethod
     def preview(self, ctx: TableContext, plan: P) -> R:
         """The dry-run result: exactly what ``execute(plan)`` would report if nothing changed meanwhile."""
@@ -135,17 +150,26 @@ def run_operation(
         elif not operation.changes(plan):
             result = operation.execute(ctx, plan, config, progress)
         else:
-            result = _execute_claimed(operation, ctx, plan, config, now, progress)
+            result = _execute_claimed(operation, ctx, plan, config, now, progress, overrides)
         del plan  # its records go before the collector comes back: it finds no young objects to walk
     return result if result.operation else dataclasses.replace(result, operation=operation.name)
 
 
 def _execute_claimed(
-    operation: Operation[C, P, R], ctx: TableContext, plan: P, config: C, now: int, progress: Progress | None
+    operation: Operation[C, P, R],
+    ctx: TableContext,
+    plan: P,
+    config: C,
+    now: int,
+    progress: Progress | None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> R:
     """Execute ``plan`` holding a maintenance claim: a rollback and this run never overlap (docs/reliability.md);
-    TableBusyError, nothing changed, when a rollback holds the table."""
-    claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name)
+    TableBusyError, nothing changed, when a rollback holds the table. The run's audit record (cleanup/kernel/audit.py)
+    is written before the claim is released, and the claim's owner is the run's id: a claim left behind without a
+    record names the run that crashed."""
+    run = AuditedRun.start(operation.name, ctx, auditable_overrides(operation.parameters, overrides or {}), now)
+    claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name, owner=run.run_id)
 
     def recheck() -> bool:
         return operation.still_valid(ctx, plan)
@@ -154,7 +178,12 @@ def _execute_claimed(
     try:
         if not valid:
             plan = operation.plan(ctx, config, now)
-        return operation.execute(ctx.with_io(GuardedFileIO(ctx.io, claim.check)), plan, config, progress)
+        with run.recording(prunes=operation.prunes_audit):
+            run.reasons = operation.audit_reasons(ctx, plan, config)
+            noting = run.noting(ctx)
+            result = operation.execute(noting.with_io(GuardedFileIO(noting.io, claim.check)), plan, config, progress)
+            run.finished(result.failures(), operation.audit_retired(ctx, plan, result))
+        return result
     finally:
         claim.release()
 

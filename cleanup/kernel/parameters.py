@@ -9,6 +9,7 @@ the overrides given (None means "not given"), each already of its final type.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,6 +37,9 @@ class Parameter:
     minimum: int | None = None
     """For an ``int`` without an option: the smallest value allowed."""
     choices: tuple[str, ...] = ()
+    secret: bool = False
+    """Personal data (an erasure's filter names the people whose rows go): the audit ledger records a SHA-256 of
+    it, never the value (:func:`auditable_overrides`)."""
 
     @property
     def flag(self) -> str:
@@ -76,3 +80,14 @@ def _coerce(operation: str, parameter: Parameter, value: Any) -> Any:
     if parameter.kind == "size":
         raise ValidationError(f"{operation}: {name} is a size without an option to type it")  # a declaration bug
     return value
+
+
+def auditable_overrides(parameters: tuple[Parameter, ...], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The overrides as a run's audit record may keep them: a ``secret`` parameter's value replaced by
+    ``sha256:<hex>`` of its text (enough to tell two runs with the same filter apart, nothing to read back)."""
+    secret = {parameter.name for parameter in parameters if parameter.secret}
+    return {
+        name: f"sha256:{hashlib.sha256(str(value).encode()).hexdigest()}" if name in secret else value
+        for name, value in overrides.items()
+        if value is not None
+    }

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from tableformat.claims import MAINTENANCE, survey
 from tableformat.context import TableContext
+from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
 from tableformat.options import FILE_OPERATION_THREAD_NUM, ORPHAN_CHECK_INTERVAL, ORPHAN_OLDER_THAN
 from tableformat.parallel import resolve_parallelism
+from tableformat.units import iso_from_ms
 
 from ..kernel import Cadence, Operation, Parameter, Progress
 from .execute import dry_run_result, execute_orphan_plan
@@ -90,6 +92,19 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
     def changes(self, plan: OrphanPlan) -> bool:
         """Also when claims of crashed runs lapsed: taking its own claim, the run deletes them."""
         return bool(plan.orphans or plan.empty_dirs or plan.lapsed_claims)
+
+    def audit_reasons(self, ctx: TableContext, plan: OrphanPlan, config: OrphanConfig) -> Callable[[str], str]:
+        """An orphan's age at planning and the age guard it passed."""
+        ages = {o.path: o.mtime_ms for o in plan.orphans}
+        guard = f"orphan-files.older-than {format_duration_ms(plan.planned_at_ms - plan.cutoff_ms)}"
+
+        def reason(path: str) -> str:
+            mtime = ages.get(path)
+            age = "" if mtime is None else f", last modified {iso_from_ms(mtime)}, age "
+            age += "" if mtime is None else format_duration_ms(max(0, plan.planned_at_ms - mtime) // 1000 * 1000)
+            return f"orphan: no snapshot, tag, changelog or branch references it{age} ({guard})"
+
+        return reason
 
     def preview(self, ctx: TableContext, plan: OrphanPlan) -> OrphanResult:
         return dry_run_result(plan)

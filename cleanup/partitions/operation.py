@@ -3,10 +3,12 @@ before snapshot expiration, as Paimon orders them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tableformat.context import TableContext
+from tableformat.data_paths import DataPaths
+from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
 from tableformat.options import PARTITION_EXPIRATION_MAX_NUM, PARTITION_EXPIRATION_TIME
 
@@ -85,6 +87,44 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
 
     def changes(self, plan: PartitionExpirePlan) -> bool:
         return bool(plan.batches)
+
+    def audit_reasons(
+        self, ctx: TableContext, plan: PartitionExpirePlan, config: PartitionExpireConfig
+    ) -> Callable[[str], str]:
+        """Which partition, its time, and the cutoff it is before."""
+        rule = (
+            f"before the cutoff {plan.cutoff.isoformat(sep=' ')} (partition.expiration-time="
+            f"{format_duration_ms(config.expiration_ms)}, partition.expiration-strategy={config.strategy})"
+        )
+        paths = DataPaths(ctx.schema, ctx.store.partition_codec(ctx.schema))
+        by_dir: dict[str, str] = {}
+        for planned in plan.expired:
+            text = ",".join(f"{k}={v}" for k, v in planned.display.items())
+            why = f"partition {text} expired: its time {planned.time.isoformat(sep=' ')} is {rule}"
+            by_dir[paths.partition_dir([planned.spec[k] for k in ctx.schema.partition_keys])] = why
+        fallback = f"partition expired: its time is {rule}"
+
+        def reason(path: str) -> str:
+            partition_dir = path.rpartition("/")[0].rpartition("/")[0]  # <data dir/>k=v/.../bucket-n/<file>
+            found = by_dir.get(partition_dir)
+            if found is None:  # below data-file.path-directory
+                found = next((why for d, why in by_dir.items() if partition_dir.endswith("/" + d)), fallback)
+            return found
+
+        return reason
+
+    def audit_retired(
+        self, ctx: TableContext, plan: PartitionExpirePlan, result: PartitionExpireResult
+    ) -> list[tuple[str, int]]:
+        """The live files of the partitions the run dropped, as planned (the drop deletes exactly those)."""
+        paths = DataPaths(ctx.schema, ctx.store.partition_codec(ctx.schema))
+        dropped = [dict(p) for p in result.expired_partitions]
+        return [
+            (r.external_path or paths.file(r.partition, r.bucket, r.file_name), r.file_size)
+            for planned in plan.expired
+            if dict(planned.display) in dropped
+            for r in planned.records
+        ]
 
     def preview(self, ctx: TableContext, plan: PartitionExpirePlan) -> PartitionExpireResult:
         return planned_result(plan)

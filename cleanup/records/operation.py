@@ -4,16 +4,18 @@ order: partition expiry, then record TTL, then snapshot expiry), and after every
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tableformat.context import TableContext
+from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
 from tableformat.options import (
     RECORD_LEVEL_EXPIRE_MAX_FILES,
     RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE,
     RECORD_LEVEL_EXPIRE_TIME,
 )
+from tableformat.units import iso_from_ms
 
 from ..kernel import Operation, Parameter, Progress
 from ..rewrite import rewrite_refusal
@@ -67,6 +69,28 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
 
     def changes(self, plan: RecordExpirePlan) -> bool:
         return bool(plan.drops or plan.rewrites)
+
+    def audit_reasons(
+        self, ctx: TableContext, plan: RecordExpirePlan, config: RecordExpireConfig
+    ) -> Callable[[str], str]:
+        rule = (
+            f"{config.time_field} before the cutoff {iso_from_ms(plan.ttl.cutoff_ms)} "
+            f"(record-level.expire-time={format_duration_ms(config.expire_ms)})"
+        )
+        drops = {j.path for j in plan.drops}
+
+        def reason(path: str) -> str:
+            if path in drops:
+                return f"record expiry: every row has {rule}"
+            return f"record expiry: rewritten without its rows that have {rule}"
+
+        return reason
+
+    def audit_retired(
+        self, ctx: TableContext, plan: RecordExpirePlan, result: RecordExpireResult
+    ) -> list[tuple[str, int]]:
+        sizes = {j.path: j.entry.file.file_size for j in plan.drops + plan.rewrites}
+        return [(path, sizes.get(path, 0)) for path in result.dropped_files + result.rewritten_files]
 
     def preview(self, ctx: TableContext, plan: RecordExpirePlan) -> RecordExpireResult:
         return planned_result(ctx, plan)

@@ -19,7 +19,7 @@ Metadata-only drops (files whose every row is expired) use the same guarded REPL
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,8 +94,13 @@ class Rewriter:
         target_size: int,
         settings: CommitSettings,
         base_snapshot_id: int | None = None,
+        *,
+        keep_rows: Callable[[Any], Any] | None = None,
     ) -> None:
         self.ctx = ctx
+        self.keep_rows = keep_rows
+        """Applied to every batch read (a ``pyarrow.Table`` in, the rows to write again out): erasure drops the rows
+        it matches here. None = every row the TTL keeps."""
         self.planned = base_snapshot_id
         """The snapshot the files to replace were planned on."""
         self.live_in = base_snapshot_id
@@ -202,7 +207,8 @@ class Rewriter:
 
     def _rows(self, files: Sequence[ManifestEntry]) -> Iterator[Any]:
         for entry in self.reader.live_entries(files):  # a fully expired file adds no row: never opened
-            yield from self.reader.iter_entry_batches(entry, BATCH_ROWS)
+            for table in self.reader.iter_entry_batches(entry, BATCH_ROWS):
+                yield table if self.keep_rows is None else self.keep_rows(table)
 
     # --- commit ------------------------------------------------------------------------------------------------
     def _commit(self, replaced: Sequence[ManifestEntry], new_files: Sequence[NewDataFile]) -> CommitResult:

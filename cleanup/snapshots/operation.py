@@ -4,7 +4,7 @@ new plan is carried out (``expire_snapshots`` is the one-call form the API and t
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from tableformat.options import (
 from tableformat.parallel import Workers, executor
 
 from ..kernel import Cadence, Operation, Parameter, Progress
+from .audit_reasons import expiration_reasons
 from .changelog_expiry import plan_changelog_expiration
 from .config import ExpireConfig
 from .execute import (
@@ -76,6 +77,13 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
     )
 
     limit_option = "snapshot.expire.limit"
+    prunes_audit = True
+
+    def audit_reasons(self, ctx: TableContext, plan: ExpirationRun, config: ExpireConfig) -> Callable[[str], str]:
+        plans = [(journaled, True) for _, journaled in plan.pending] + [(plan.plan, False)]
+        if plan.changelogs is not None:
+            plans.append((plan.changelogs, False))
+        return expiration_reasons(ctx.layout, plans, config)
 
     def cadence(self, ctx: TableContext) -> Cadence:
         """Every ``maintenance.check-interval`` (tags and snapshots age), and after every change."""

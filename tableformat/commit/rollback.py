@@ -28,10 +28,12 @@ import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tableformat.audit import RunRecord, file_size_or_zero, recorded
 from tableformat.claims import ROLLBACK, TableClaim
 from tableformat.errors import SnapshotNotFoundError, TableBusyError, ValidationError
 from tableformat.layout import EARLIEST, LATEST
 from tableformat.model.snapshot import Snapshot, Tag
+from tableformat.options import TableOptions
 from tableformat.store import MetadataStore
 
 ORPHAN_NOTE = (
@@ -149,19 +151,28 @@ def rollback(
     """Roll back to a snapshot, a tag or a time (exactly one); see the module docstring for the rules."""
     if dry_run:
         return _rollback(store, snapshot_id, tag, time_ms, dry_run=True)
-    claim = TableClaim(store, ROLLBACK, "rollback")
+    asked = {"snapshot_id": snapshot_id, "tag": tag, "time_ms": time_ms}
+    record = RunRecord("rollback", TableOptions(store.latest_schema().options), asked)
+    claim = TableClaim(store, ROLLBACK, "rollback", owner=record.run_id)
     try:
         claim.acquire()
     except TableBusyError as exc:
         raise TableBusyError(f"rollback refused: {exc}") from None
     try:
-        return _rollback(claim.guarded_store(), snapshot_id, tag, time_ms, dry_run=False)
+        with recorded(record, store):
+            return _rollback(claim.guarded_store(), snapshot_id, tag, time_ms, dry_run=False, record=record)
     finally:
         claim.release()
 
 
 def _rollback(
-    store: MetadataStore, snapshot_id: int | None, tag: str | None, time_ms: int | None, *, dry_run: bool
+    store: MetadataStore,
+    snapshot_id: int | None,
+    tag: str | None,
+    time_ms: int | None,
+    *,
+    dry_run: bool,
+    record: RunRecord | None = None,
 ) -> RollbackResult:
     target = _resolve(store, snapshot_id, tag, time_ms)
     goal = target.snapshot
@@ -186,10 +197,18 @@ def _rollback(
         return result
     if target.tag is not None:
         store.write_snapshot_if_absent(goal)  # its own file was expired: the tag holds the same snapshot
+    why = f"rolled back to {target.label}"
+    layout = store.layout
     for snapshot in reversed(newer):  # newest first: the remaining snapshots stay one contiguous run
-        store.delete_snapshot(snapshot.id)
+        path = layout.snapshot_file(snapshot.id)
+        size = file_size_or_zero(store, path) if record is not None else 0
+        if store.delete_snapshot(snapshot.id) and record is not None:
+            record.add(layout.relative(path), size, f"{why}: snapshot {snapshot.id} is newer")
     for gone in newer_tags:
-        store.delete_tag(gone.name)
+        path = layout.tag_file(gone.name)
+        size = file_size_or_zero(store, path) if record is not None else 0
+        if store.delete_tag(gone.name) and record is not None:
+            record.add(layout.relative(path), size, f"{why}: tag {gone.name} is of snapshot {gone.snapshot.id}")
     store.write_hint(LATEST, goal.id)
     if target.tag is not None and (store.earliest_snapshot_id() or goal.id) >= goal.id:
         store.write_hint(EARLIEST, goal.id)

@@ -41,8 +41,10 @@ def stray_files(table: Table, count: int) -> list[str]:
 
 
 def listing(table: Table) -> list[str]:
+    """The table's files (not its audit ledger's records: docs/audit.md)."""
     root = table.context.layout.root.rstrip("/") + "/"
-    return sorted(info.path[len(root) :] for info in table.context.io.walk_files(root))
+    found = (info.path[len(root) :] for info in table.context.io.walk_files(root))
+    return sorted(path for path in found if not path.startswith(".tablefmt/audit/"))
 
 
 def test_expiration_with_one_request_in_ten_throttled_expires_the_same(s3_root: tuple[str, dict[str, Any]]) -> None:

@@ -54,7 +54,8 @@ def read(table: Table, **how: Any) -> list[tuple[int, str | None]]:
 
 
 def data_files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*.parquet")}
+    """Parquet files of the table (not the audit ledger's records: docs/audit.md)."""
+    return {str(p.relative_to(root)) for p in root.rglob("*.parquet") if ".tablefmt" not in p.parts}
 
 
 def far_future() -> int:

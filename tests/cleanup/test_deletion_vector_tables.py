@@ -36,7 +36,7 @@ def table(tmp_path: Path) -> Table:
     return created
 
 
-@pytest.mark.parametrize("name", ["compact", "expire-records"])
+@pytest.mark.parametrize("name", ["compact", "expire-records", "erase"])
 def test_rewrites_are_not_applicable(table: Table, name: str) -> None:
     before = files_under(table.location)
     with pytest.raises(NotApplicableError) as refused:

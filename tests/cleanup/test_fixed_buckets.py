@@ -191,6 +191,8 @@ def test_rewrites_are_not_applicable_to_fixed_bucket_tables(table: Table) -> Non
         table.maintenance.run("compact")
     with pytest.raises(NotApplicableError, match=re.escape(f"expire-records: {reason}")):
         table.maintenance.run("expire-records", expire_time="1d", time_field="id")
+    with pytest.raises(NotApplicableError, match=re.escape(f"erase: {reason}")):
+        table.maintenance.run("erase", where="id = 1")
     result = CliRunner().invoke(cli, ["compact", str(root)])
     assert result.exit_code == 1 and result.stderr == f"error: compact: {reason}\n"
     assert files_under(root) == before

@@ -205,7 +205,7 @@ def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
 
 def test_every_registered_operation_has_a_cli_command_and_an_api_name() -> None:
     names = [op.name for op in registry.OPERATIONS]
-    assert names == ["expire-partitions", "expire-records", "compact", "expire", "remove-orphans"]
+    assert names == ["expire-partitions", "expire-records", "compact", "erase", "expire", "remove-orphans"]
     assert set(names) <= set(cli.commands)
     expected = tuple(registry.operation(n) for n in ("expire-partitions", "expire-records", "expire"))
     assert registry.after_commit_operations() == expected

@@ -76,7 +76,7 @@ def table(tmp_path: Path) -> Table:
     return create_pk_table(tmp_path / "wh" / "db.db" / "pk")
 
 
-@pytest.mark.parametrize("name", ["compact", "expire-records"])
+@pytest.mark.parametrize("name", ["compact", "expire-records", "erase"])
 def test_rewrites_are_refused_in_one_line_before_anything_is_read(table: Table, name: str) -> None:
     root = Path(table.context.layout.root)
     before = files_under(root)

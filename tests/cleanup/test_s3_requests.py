@@ -117,6 +117,7 @@ def test_expiration_on_s3_reads_nothing_twice_and_deletes_in_three_requests(
             "bucket-0/",  # existence of the data files and manifests: one listing per directory
             "manifest/",
             ".tablefmt/",  # the claims, once the run's own is written (tableformat/claims.py)
+            "audit/",  # the audit ledger's records, pruned by maintenance.audit.time-retained (docs/audit.md)
         ]
     )
     assert log.counts()["HeadObject"] == 1  # LATEST + 1 does not exist (snapshot LATEST is read: the plan keeps it)

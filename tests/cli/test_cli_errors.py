@@ -168,13 +168,27 @@ def test_failures_are_one_line_and_exit_1(tmp_path: Path, table: str, argv: list
 @pytest.mark.parametrize(
     ("command", "argv", "code", "expected"),
     [
-        (expire, ["{table}", "--time-retained", "1.5ms"], 2, "error: Invalid value for '--time-retained': "
-         "invalid duration '1.5ms': not a whole number of milliseconds"),
-        (expire, ["{table}", "--retain-max", "3"], 2, "error: --retain-max 3 is below the table's "
-         "snapshot.num-retained.min (10, the default); also pass --retain-min 3 or lower"),
+        (
+            expire,
+            ["{table}", "--time-retained", "1.5ms"],
+            2,
+            "error: Invalid value for '--time-retained': invalid duration '1.5ms': not a whole number of milliseconds",
+        ),
+        (
+            expire,
+            ["{table}", "--retain-max", "3"],
+            2,
+            "error: --retain-max 3 is below the table's "
+            "snapshot.num-retained.min (10, the default); also pass --retain-min 3 or lower",
+        ),
         (expire, [], 2, "error: Missing argument 'TABLE'."),
-        (remove_orphans, ["{table}", "--older-than", "59min"], 2, "error: --older-than 59 min is under the 1 h "
-         "minimum: files of writers still running would be deleted; pass --force if no writer is running"),
+        (
+            remove_orphans,
+            ["{table}", "--older-than", "59min"],
+            2,
+            "error: --older-than 59 min is under the 1 h "
+            "minimum: files of writers still running would be deleted; pass --force if no writer is running",
+        ),
         (check, ["{tmp}/none"], 1, "error: no table at {tmp}/none (no schema/schema-0)"),
     ],
 )

@@ -87,6 +87,9 @@ def every_command(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     yield "expire-partitions", _cli("expire-partitions", at, "--json")
     yield "remove-orphans", _cli("remove-orphans", at, "--older-than", "1 h", "--json")
     yield "expire", _cli("expire", at, "--json")
+    yield "erase", _cli("erase", at, "--where", "id < 3", "--purge", "--dry-run", "--json")
+    yield "erase", _cli("erase", at, "--where", "id < 3", "--json")
+    yield "erase --verify", _cli("erase", at, "--verify", "--where", "id = -1", "--json")  # certified: exit 0
     yield "rollback", _cli("rollback", at, "--to-tag", "kept", "--dry-run", "--json")
     yield "tag delete", _cli("tag", "delete", at, "kept", "--json")
     yield "schema add-column", _cli("schema", "add-column", at, "region", "VARCHAR(8)", "--comment", "where", "--json")
@@ -94,6 +97,17 @@ def every_command(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     yield "schema rename-column", _cli("schema", "rename-column", at, "region", "area", "--json")
     yield "schema drop-column", _cli("schema", "drop-column", at, "area", "--json")
     yield "schema", _cli("schema", at, "--json")
+    audit = _cli("audit", at, "--json")
+    yield "audit", audit
+    deleted = next(path for path in _deleted_by(at) if path)
+    yield "audit --path", _cli("audit", at, "--path", deleted, "--json")
+    yield "audit", _cli("audit", at, "--since", "1 d", "--run", audit["runs"][0]["run_id"], "--json")
+
+
+def _deleted_by(at: str) -> list[str]:
+    """Paths the ledger of the table at ``at`` records (read with pyarrow as a user would)."""
+    ledger = pq.read_table(str(Path(at) / ".tablefmt" / "audit"))
+    return [p for p in ledger["path"].to_pylist() if p]
 
 
 def banned_keys(value: Any, where: str = "") -> list[str]:

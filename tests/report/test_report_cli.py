@@ -47,7 +47,7 @@ def test_json_is_every_figure_per_table(tmp_path: Path) -> None:
     (document,) = [json.loads(line) for line in out.splitlines()]
     assert document["table"] == table.location
     rules = {r["operation"]: r for r in document["rules"]}
-    assert list(rules) == ["expire-partitions", "expire-records", "compact", "expire", "remove-orphans"]
+    assert list(rules) == ["expire-partitions", "expire-records", "compact", "erase", "expire", "remove-orphans"]
     assert [name for name, r in rules.items() if r["configured"]] == ["expire-partitions", "expire", "remove-orphans"]
     dry = table.maintenance.run("expire", dry_run=True)
     assert rules["expire"]["frees_bytes"] == dry.deleted_bytes

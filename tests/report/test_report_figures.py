@@ -134,8 +134,9 @@ def test_keep_up_from_history_then_from_the_maintain_state(events: Table) -> Non
     settings = MaintainSettings()
     first = events.report(now_ms=now)
     assert first.keep_up is not None and first.keep_up.source == "snapshot history"
-    counted, _ = count_ingest(events.context.store, 0, events.context.store.latest_snapshot_id(), now,
-                              settings.keep_up_window_ms)
+    counted, _ = count_ingest(
+        events.context.store, 0, events.context.store.latest_snapshot_id(), now, settings.keep_up_window_ms
+    )
     assert sum(h.ingest_bytes for h in first.keep_up.hours) == sum(h.ingest_bytes for h in counted) > 0
     assert sum(h.commits for h in first.keep_up.hours) == len(counted)
     assert all(r.next_due_ms is None for r in first.rules)
@@ -148,8 +149,11 @@ def test_keep_up_from_history_then_from_the_maintain_state(events: Table) -> Non
     assert {r.operation: r.next_due_ms for r in later.rules if r.next_due_ms is not None} == {
         name: op.next_due_ms for name, op in state.operations.items() if op.next_due_ms < 2**62
     }
-    assert [r.operation for r in later.rules if r.next_due_ms is not None] == ["expire-partitions", "expire",
-                                                                                "remove-orphans"]
+    assert [r.operation for r in later.rules if r.next_due_ms is not None] == [
+        "expire-partitions",
+        "expire",
+        "remove-orphans",
+    ]
     reclaimed = sum(r.deleted_bytes for _, r in maintained.operations)
     assert sum(h.reclaimed_bytes for h in later.keep_up.hours) == reclaimed > 0
     assert later.rule("expire").frees_bytes == 0  # type: ignore[union-attr]
@@ -189,8 +193,13 @@ def test_record_ttl_marks_dropped_and_trimmed_partitions(tmp_path: Path) -> None
     dry = table.maintenance.run("expire-records", dry_run=True, now_ms=stamp)
     rule = report.rule("expire-records")
     assert rule is not None and rule.result is not None and rule.result.to_json() == dry.to_json()
-    assert (rule.marks_bytes, rule.marks_rows) == (dry.bytes_reclaimable, dry.expired_rows) == (  # type: ignore[attr-defined]
-        rule.marks_bytes, 3
+    assert (
+        (rule.marks_bytes, rule.marks_rows)
+        == (dry.bytes_reclaimable, dry.expired_rows)
+        == (  # type: ignore[attr-defined]
+            rule.marks_bytes,
+            3,
+        )
     )
     marks = {p.partition: (p.dropped_by, p.trimmed_by) for p in report.partitions}
     assert marks == {

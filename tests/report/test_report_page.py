@@ -96,8 +96,10 @@ def test_the_page_is_valid_html_and_loads_nothing_from_a_url(page: str) -> None:
 
 
 def test_the_checker_catches_what_it_looks_for() -> None:
-    bad = parse('<!DOCTYPE html><html><body><div id=a><p id=a></div><img src="https://cdn.example/x.png">'
-                '<style>b{background:url(logo.png)}</style></body></html>')
+    bad = parse(
+        '<!DOCTYPE html><html><body><div id=a><p id=a></div><img src="https://cdn.example/x.png">'
+        "<style>b{background:url(logo.png)}</style></body></html>"
+    )
     assert "duplicate id a" in bad.problems and any("closes" in p for p in bad.problems)
     assert external(bad.urls) == ["https://cdn.example/x.png", "logo.png"]
 
@@ -125,8 +127,9 @@ def test_chromium_renders_it_without_console_errors(chromium_binary: str, events
 
 def test_the_browser_check_sees_errors_and_fetches(chromium_binary: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.html"
-    bad.write_text('<!DOCTYPE html><html><body><img src="missing.png"><script>console.error("boom")</script>'
-                   "</body></html>")
+    bad.write_text(
+        '<!DOCTYPE html><html><body><img src="missing.png"><script>console.error("boom")</script></body></html>'
+    )
     rendered = render(bad, tmp_path / "bad.png", width=400, height=300)
     assert any("boom" in e for e in rendered.errors) and any("missing.png" in e for e in rendered.errors)
     assert rendered.requests[1].endswith("missing.png")

@@ -36,16 +36,41 @@ ID_PART_SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("part", pa.int3
 
 
 # --- files on disk --------------------------------------------------------------------------------------------------
-def files_under(root: str | Path) -> set[str]:
-    """Every file under ``root`` (recursively), as a POSIX path relative to it; empty when ``root`` is missing."""
-    base = Path(root)
-    return {p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file()}
+AUDIT_DIR = ".tablefmt/audit"
+"""The audit ledger (docs/audit.md): beside the table, not one of its files. The helpers below leave it out (pass
+``audit=True`` to keep it); tests of the ledger read it with ``audit_files``."""
 
 
-def dirs_under(root: str | Path) -> set[str]:
-    """Every directory under ``root`` (recursively, ``root`` itself excluded), relative to it."""
+def _audit(rel: str) -> bool:
+    return rel == AUDIT_DIR or rel.startswith(AUDIT_DIR + "/")
+
+
+def audit_files(root: str | Path) -> set[str]:
+    """The audit ledger's files under ``root`` (names inside ``.tablefmt/audit/``)."""
+    base = Path(root) / AUDIT_DIR
+    return {p.name for p in base.iterdir() if p.is_file()} if base.is_dir() else set()
+
+
+def files_under(root: str | Path, *, audit: bool = False) -> set[str]:
+    """Every file under ``root`` (recursively), as a POSIX path relative to it; empty when ``root`` is missing.
+    The audit ledger only with ``audit=True``."""
     base = Path(root)
-    return {p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_dir()}
+    found = {p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file()}
+    return found if audit else {rel for rel in found if not _audit(rel)}
+
+
+def dirs_under(root: str | Path, *, audit: bool = False) -> set[str]:
+    """Every directory under ``root`` (recursively, ``root`` itself excluded), relative to it. Without ``audit``,
+    neither the ledger's directory nor a ``.tablefmt`` that holds nothing else."""
+    base = Path(root)
+    found = {p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_dir()}
+    if audit:
+        return found
+    found = {rel for rel in found if not _audit(rel)}
+    maintain = base / ".tablefmt"
+    if maintain.is_dir() and all(_audit(p.relative_to(base).as_posix()) for p in maintain.iterdir()):
+        found.discard(".tablefmt")
+    return found
 
 
 def paths_under(root: str | Path) -> set[str]:
@@ -53,10 +78,11 @@ def paths_under(root: str | Path) -> set[str]:
     return files_under(root) | {f"{d}/" for d in dirs_under(root)}
 
 
-def tree_bytes(root: str | Path) -> dict[str, bytes]:
+def tree_bytes(root: str | Path, *, audit: bool = False) -> dict[str, bytes]:
     """Every file under ``root`` with its content (see files_under): a byte-exact picture of a tree."""
     base = Path(root)
-    return {p.relative_to(base).as_posix(): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
+    found = {p.relative_to(base).as_posix(): p for p in sorted(base.rglob("*")) if p.is_file()}
+    return {rel: p.read_bytes() for rel, p in found.items() if audit or not _audit(rel)}
 
 
 def age_path(path: str | Path, seconds: float) -> None:

@@ -27,8 +27,10 @@ def _append_without_stats(table: Table, ids: list[int], times: list[int | None])
     ctx = table.context
     data = pa.table({"id": ids, "ts": [KIND.value(t) for t in times], "p": [0] * len(ids)}, schema=table.arrow_schema)
     files = DataFileWriter(ctx.io, ctx.layout, ctx.schema, NameFactory()).write(data)
-    bare = [dataclasses.replace(f, meta=dataclasses.replace(f.meta, value_stats=EMPTY_STATS, value_stats_cols=()))
-            for f in files]
+    bare = [
+        dataclasses.replace(f, meta=dataclasses.replace(f.meta, value_stats=EMPTY_STATS, value_stats_cols=()))
+        for f in files
+    ]
     Committer(ctx.store, ctx.schema).commit(CommitRequest(kind=ChangeKind.APPEND, new_files=bare))
 
 
@@ -49,8 +51,11 @@ def test_statistics_come_from_the_footer_when_the_manifest_has_none(tmp_path: Pa
     # The dropped file's footer was read (its statistics), its data never: one open of its tail.
     assert counting.data_reads().count(dropped) == 1
     assert rewritten in counting.data_reads()
-    assert rows(table, include_expired=True) == expected == [(3, None, 0), (4, KIND.value(NOW - DAY), 0),
-                                                            (5, KIND.value(NOW - 2 * DAY), 0)]
+    assert (
+        rows(table, include_expired=True)
+        == expected
+        == [(3, None, 0), (4, KIND.value(NOW - DAY), 0), (5, KIND.value(NOW - 2 * DAY), 0)]
+    )
 
 
 def test_a_rewrite_whose_file_was_compacted_meanwhile_is_abandoned_then_redone(tmp_path: Path) -> None:

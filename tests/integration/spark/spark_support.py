@@ -35,9 +35,10 @@ FAILING_BATCH = 2
 
 
 def data_files_on_disk(table_dir: str) -> set[str]:
-    """Every Parquet data file under a local table directory."""
+    """Every Parquet data file under a local table directory (not the audit ledger's records under ``.tablefmt/``)."""
     found: set[str] = set()
-    for directory, _, names in os.walk(table_dir):
+    for directory, dirs, names in os.walk(table_dir):
+        dirs[:] = [d for d in dirs if d != ".tablefmt"]
         found.update(os.path.join(directory, n) for n in names if n.endswith(".parquet"))
     return found
 
