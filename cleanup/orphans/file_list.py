@@ -59,6 +59,7 @@ def load_file_list(ctx: TableContext, source: str | os.PathLike[str]) -> FileLis
     where = os.fspath(source)
     file_io, path = _open(ctx, where)
     data = _read(file_io, path, where)
+    rows: Iterator[ListedFile]
     if path.rstrip("/").endswith(MANIFEST_NAME) or data.lstrip()[:1] == b"{":
         manifest = manifest_from_json(data, where)
         _require_table_bucket(ctx, manifest, where)
