@@ -18,6 +18,7 @@ cutoff lists.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -44,7 +45,8 @@ from tableformat.units import human_bytes
 
 from .kernel import SHOWN, run_operation, shown_paths
 from .orphans import OrphanPlan, plan_orphan_removal, resolve_older_than_ms
-from .orphans.census import DirKind, walk_table
+from .orphans.census import DirKind, walk_listed, walk_table
+from .orphans.file_list import FileList, load_file_list
 from .roots import References, Root
 from .snapshots import SNAPSHOT_EXPIRATION
 
@@ -104,6 +106,8 @@ class CheckResult:
     lists."""
     skipped_unknown: tuple[str, ...] = ()
     """Files whose names the format does not produce there (or whose kind cannot be decided): never orphans."""
+    notes: tuple[str, ...] = ()
+    """What the check could not judge and why (with a file list: where the files came from, the capped cutoff)."""
 
     @property
     def ok(self) -> bool:
@@ -129,7 +133,7 @@ class CheckResult:
         lines.append(f"orphan files: {orphans} ({human_bytes(self.orphan_bytes)})")
         lines += shown_paths(self.orphan_paths, "orphans")
         lines.append(f"reclaimable: {human_bytes(self.reclaimable_bytes)} ({self.reclaimable_note})")
-        return tuple(lines)
+        return (*lines, *(f"note: {note}" for note in self.notes))
 
     def to_json(self) -> dict[str, object]:
         """The --json document."""
@@ -152,6 +156,7 @@ class CheckResult:
             "skipped_nested_tables": list(self.skipped_nested_tables),
             "orphan_paths": list(self.orphan_paths),
             "skipped_unknown": list(self.skipped_unknown),
+            "notes": list(self.notes),
         }
 
 
@@ -282,16 +287,25 @@ def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) 
 
 
 def _listed_sizes(
-    ctx: TableContext, pool: Executor, workers: int, data_dir: str | None, nested: list[str]
+    ctx: TableContext,
+    pool: Executor,
+    workers: int,
+    data_dir: str | None,
+    nested: list[str],
+    file_list: FileList | None = None,
 ) -> dict[str, int]:
     """Sizes of every file in the manifest, statistics and data directories (under ``data_dir``; None: no data
-    directory inside the root), by path relative to the root. Roots of other tables found where data directories
-    were expected are added to ``nested`` (never entered)."""
+    directory inside the root), by path relative to the root: listed, or as ``file_list`` names them. Roots of
+    other tables found where data directories were expected are added to ``nested`` (never entered)."""
     sizes: dict[str, int] = {}
     kinds = {DirKind.MANIFEST, DirKind.STATISTICS, DirKind.INDEX}
     if data_dir is not None:
         kinds.add(DirKind.BUCKET)
-    walk = walk_table(ctx.io, ctx.layout, ctx.schema.partition_keys, pool, workers, data_dir=data_dir or "")
+    keys = ctx.schema.partition_keys
+    if file_list is None:
+        walk = walk_table(ctx.io, ctx.layout, keys, pool, workers, data_dir=data_dir or "")
+    else:
+        walk = walk_listed(list(file_list.files), ctx.layout, keys, data_dir=data_dir or "")
     for listing in walk:
         if listing.kind is DirKind.NESTED_TABLE:
             nested.append(listing.rel)
@@ -321,6 +335,7 @@ def _orphans(
     older_than: timedelta | None,
     force: bool,
     now_ms: int | None,
+    file_list: FileList | None = None,
 ) -> tuple[OrphanPlan | None, int, str]:
     """The cleaner's own dry-run plan (the table's default cutoff is taken as given: forced, as before), the
     reclaimable bytes and their note; no plan (the reason in the collector's errors) when it cannot be made, nor on
@@ -331,7 +346,12 @@ def _orphans(
     plan: OrphanPlan | None = None
     try:
         plan = plan_orphan_removal(
-            ctx, older_than=older_than, force=older_than is None or force, parallelism=workers, now_ms=now_ms
+            ctx,
+            older_than=older_than,
+            force=older_than is None or force,
+            parallelism=workers,
+            now_ms=now_ms,
+            file_list=file_list,
         )
     except (MaintenanceError, ValidationError) as exc:
         collector.errors.append(f"orphans not counted: {exc}")
@@ -345,9 +365,11 @@ def check_table(
     older_than: timedelta | None = None,
     force: bool = False,
     now_ms: int | None = None,
+    file_list: str | os.PathLike[str] | None = None,
 ) -> CheckResult:
     """Verify every referenced file; count orphans (cutoff as remove-orphans takes it) and reclaimable bytes. Never
-    deletes anything."""
+    deletes anything. ``file_list``: take the table's files and their sizes from this S3 Inventory or file list
+    instead of listing (referenced files it does not name are stat'ed)."""
     if older_than is not None:  # a refused cutoff is the caller's error, said before any work (not a check result)
         resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
@@ -367,7 +389,8 @@ def check_table(
         except _READ_ERRORS as exc:
             collector.errors.append(str(exc))
         nested: list[str] = []
-        sizes = _listed_sizes(ctx, pool, workers, data_dir, nested)
+        listed = None if file_list is None else load_file_list(ctx, file_list)  # after the references: peaks apart
+        sizes = _listed_sizes(ctx, pool, workers, data_dir, nested, listed)
         missing: list[FileProblem] = []
         mismatched: list[FileProblem] = []
         unlisted = [rel for rel in collector.refs if rel not in sizes]
@@ -375,7 +398,7 @@ def check_table(
             if size is not None:
                 sizes[rel] = size
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
-    plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms)
+    plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms, listed)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
@@ -393,6 +416,7 @@ def check_table(
         skipped_nested_tables=tuple(sorted(nested)),
         orphan_paths=() if plan is None else tuple(orphan.path for orphan in plan.orphans),
         skipped_unknown=() if plan is None else plan.skipped_unknown,
+        notes=() if plan is None else plan.notes,
     )
 
 

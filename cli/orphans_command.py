@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import click
@@ -23,7 +25,13 @@ from tableformat.cli.common import (
     say,
     storage_option_flag,
 )
-from tableformat.errors import TableFormatError
+from tableformat.errors import FileListError, TableFormatError
+
+FILE_LIST_HELP = (
+    "Take the table's files from SOURCE instead of listing them (no LIST request): an S3 Inventory report's "
+    "manifest.json (CSV, CSV.gz or Parquet) or a Parquet/CSV of path, size, last_modified; a local path or s3:// "
+    "URL. The cutoff is capped at its creation time. See docs/inventory.md."
+)
 
 
 def _timedelta(millis: int | None) -> timedelta | None:
@@ -52,6 +60,7 @@ def _timedelta(millis: int | None) -> timedelta | None:
     "(needs the spark extra; run it under spark-submit or give --spark-master).",
 )
 @click.option("--spark-master", default=None, metavar="URL", help="Spark master for --engine spark, e.g. local[4].")
+@click.option("--file-list", default=None, metavar="SOURCE", help=FILE_LIST_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @storage_option_flag
 @handle_errors
@@ -63,18 +72,22 @@ def remove_orphans(
     force: bool,
     engine: str,
     spark_master: str | None,
+    file_list: str | None,
     as_json: bool,
     storage_options: tuple[str, ...],
 ) -> None:
     """Delete files of TABLE that no snapshot, tag or branch references (unknown files are never touched)."""
     if engine == "spark":
         guard = _timedelta(older_than)
-        result = _remove_orphans_on_spark(table, storage_options, spark_master, guard, dry_run, parallelism, force)
+        with _file_list_errors():
+            result = _remove_orphans_on_spark(
+                table, storage_options, spark_master, guard, dry_run, parallelism, force, file_list
+            )
     else:
-        with progress("removing orphans") as current:
+        with progress("removing orphans") as current, _file_list_errors():
             target = open_table(table, storage_options, current)
             result = target.maintenance.remove_orphan_files(
-                older_than=older_than, force=force, parallelism=parallelism, dry_run=dry_run
+                older_than=older_than, force=force, parallelism=parallelism, dry_run=dry_run, file_list=file_list
             )
     if as_json:
         echo_json(result.to_json())
@@ -87,6 +100,15 @@ def remove_orphans(
         sys.exit(1)
 
 
+@contextmanager
+def _file_list_errors() -> Iterator[None]:
+    """A source given to --file-list that cannot be used is a usage error (exit 2); nothing was deleted."""
+    try:
+        yield
+    except FileListError as exc:
+        raise click.UsageError(f"--file-list: {exc}") from None
+
+
 def _remove_orphans_on_spark(
     table: str,
     storage_options: tuple[str, ...],
@@ -95,6 +117,7 @@ def _remove_orphans_on_spark(
     dry_run: bool,
     parallelism: int | None,
     force: bool,
+    file_list: str | None,
 ) -> OrphanResult:
     """remove-orphans --engine spark: the same cleaner with listing and deletion on Spark executors."""
     try:
@@ -118,6 +141,7 @@ def _remove_orphans_on_spark(
             parallelism=parallelism,
             storage_options=parse_storage_options(storage_options),
             force=force,
+            file_list=file_list,
         )
     except (click.ClickException, TableFormatError, OSError, ValueError):
         raise
@@ -141,6 +165,7 @@ def _remove_orphans_on_spark(
     "orphan-files.older-than, 1 d). Under 1 h needs --force.",
 )
 @click.option("--force", is_flag=True, help="Allow --older-than under 1 h.")
+@click.option("--file-list", default=None, metavar="SOURCE", help=FILE_LIST_HELP)
 @storage_option_flag
 @handle_errors
 def check(
@@ -149,12 +174,15 @@ def check(
     parallelism: int | None,
     older_than: int | None,
     force: bool,
+    file_list: str | None,
     storage_options: tuple[str, ...],
 ) -> None:
     """Verify that every file TABLE references exists with its recorded size; count orphans (exit 1 if not ok)."""
-    with progress("checking") as current:
+    with progress("checking") as current, _file_list_errors():
         target = open_table(table, storage_options, current)
-        result = target.maintenance.check(parallelism=parallelism, older_than=older_than, force=force)
+        result = target.maintenance.check(
+            parallelism=parallelism, older_than=older_than, force=force, file_list=file_list
+        )
     if as_json:
         echo_json(result.to_json())
     else:

@@ -63,6 +63,12 @@ class SchemaChangeError(ValidationError):
     ...), or a column type that cannot be read; nothing was written. The CLI reports it as a usage error (exit 2)."""
 
 
+class FileListError(ValidationError):
+    """A file list given instead of a listing (``--file-list``: an S3 Inventory report or a Parquet/CSV of
+    ``path, size, last_modified``) that cannot be used: missing, unreadable, wrong columns, another bucket. Nothing
+    was deleted. The CLI reports it as a usage error (exit 2)."""
+
+
 class TableNotFoundError(TableFormatError, FileNotFoundError):
     """No table (no schema file) at the given location."""
 

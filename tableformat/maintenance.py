@@ -10,6 +10,7 @@ from the operation's declared parameters before anything is read. A new operatio
 from __future__ import annotations
 
 import datetime as dt
+import os
 import warnings
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
@@ -182,13 +183,15 @@ class TableMaintenance:
         parallelism: int | None = None,
         dry_run: bool = False,
         now_ms: int | None = None,
+        file_list: str | os.PathLike[str] | None = None,
     ) -> OrphanResult:
         """Delete files no snapshot, tag, changelog or branch references and older than ``older_than`` (default:
         ``orphan-files.older-than``, 1 d; under 1 h needs ``force``). Only names the format produces are
-        candidates; others are reported, never deleted."""
+        candidates; others are reported, never deleted. ``file_list``: an S3 Inventory ``manifest.json`` or a
+        Parquet/CSV of ``path, size, last_modified`` to take the files from instead of listing (docs/inventory.md)."""
         return self._run(
             OrphanResult, "remove-orphans", dry_run, now_ms, None,
-            older_than=older_than, force=force, parallelism=parallelism,
+            older_than=older_than, force=force, parallelism=parallelism, file_list=file_list,
         )  # fmt: skip
 
     def check(
@@ -198,11 +201,15 @@ class TableMaintenance:
         older_than: Duration | None = None,
         force: bool = False,
         now_ms: int | None = None,
+        file_list: str | os.PathLike[str] | None = None,
     ) -> CheckResult:
         """Verify every referenced file exists with its recorded size; count orphans (with remove-orphans' cutoff)
-        and reclaimable bytes. Deletes nothing."""
+        and reclaimable bytes. Deletes nothing. ``file_list``: as for remove_orphan_files (sizes come from it too;
+        referenced files it does not name are stat'ed)."""
         guard = None if older_than is None else dt.timedelta(milliseconds=duration_arg_ms(older_than, "older_than"))
-        return check_table(self._ctx, parallelism=parallelism, older_than=guard, force=force, now_ms=now_ms)
+        return check_table(
+            self._ctx, parallelism=parallelism, older_than=guard, force=force, now_ms=now_ms, file_list=file_list
+        )
 
     def _run(
         self,

@@ -14,7 +14,17 @@ from tableformat.io.fileio import UNKNOWN, FileInfo
 from tableformat.layout import MANIFEST_DIR, TableLayout
 from tableformat.options import CHANGELOG_FILE_PREFIX, DATA_FILE_PREFIX
 
-from .census import CANDIDATE_KINDS, MANIFEST_FILE_KINDS, DirKind, FileClass, NameRules, walk_table
+from .census import (
+    CANDIDATE_KINDS,
+    MANIFEST_FILE_KINDS,
+    DirKind,
+    FileClass,
+    Listing,
+    NameRules,
+    walk_listed,
+    walk_table,
+)
+from .file_list import FileList
 from .model import MIN_SANE_MTIME_MS
 
 log = logging.getLogger(__name__)
@@ -116,17 +126,32 @@ class _Census:
     """Manifest-like candidates listed with an mtime before the cutoff."""
     directories: int = 0
     files: int = 0
+    gone: list[str] = field(default_factory=list)
+    """Candidates of a file list that were gone when stat'ed (never orphans)."""
 
 
-def _take_census(ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int) -> _Census:
+def _listings(
+    ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int, file_list: FileList | None
+) -> Iterator[Listing]:
+    """The table's directories: listed, or walked from a file list whose files are taken as listed without stats
+    (mtime UNKNOWN: stat'ed once nothing references them), but for those the list shows too young to matter."""
+    data_dir = data_directory(ctx.options)
+    keys = ctx.schema.partition_keys
+    if file_list is None:
+        lazy = _STAT_AFTER_REFERENCES
+        return walk_table(ctx.io, ctx.layout, keys, pool, workers, without_file_stats=lazy, data_dir=data_dir)
+    files = [f if f.mtime_ms >= cutoff_ms else FileInfo(f.path, UNKNOWN, UNKNOWN, False) for f in file_list.files]
+    return walk_listed(files, ctx.layout, keys, data_dir=data_dir)
+
+
+def _take_census(
+    ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int, file_list: FileList | None = None
+) -> _Census:
     rules = NameRules(ctx.options.require(DATA_FILE_PREFIX), ctx.options.require(CHANGELOG_FILE_PREFIX))
     layout = ctx.layout
     census = _Census(CandidateSet(), [], [], {})
     classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name
-    lazy = _STAT_AFTER_REFERENCES
-    data_dir = data_directory(ctx.options)
-    keys = ctx.schema.partition_keys
-    for listing in walk_table(ctx.io, layout, keys, pool, workers, without_file_stats=lazy, data_dir=data_dir):
+    for listing in _listings(ctx, pool, workers, cutoff_ms, file_list):
         census.directories += 1
         directory, dir_kind, metadata_dir = listing.rel, listing.kind, listing.metadata_dir
         if dir_kind is DirKind.NESTED_TABLE:
@@ -180,6 +205,8 @@ def _settle_manifests(ctx: TableContext, census: _Census, cutoff_ms: int) -> boo
             candidates.set_stats(MANIFEST_DIR, name, info.size, info.mtime_ms)
             remaining = True
         else:
+            if info is None:
+                census.gone.append(TableLayout.manifest_rel(name))
             candidates.discard(name)
     return remaining
 

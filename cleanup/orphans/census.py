@@ -290,6 +290,17 @@ def walk_table(
         yield from _walk(list(run), subtree.listings, layout, shape)
 
 
+def walk_listed(
+    files: list[FileInfo], layout: TableLayout, partition_keys: tuple[str, ...], *, data_dir: str = ""
+) -> Iterator[Listing]:
+    """The walk of :func:`walk_table` over files listed elsewhere (a file list: ``.file_list``), without a request:
+    the same directories are yielded with the entries those files give them, found by the same rules (unknown
+    directories not entered, nested tables not entered). Directory entries carry no mtime."""
+    shape = _Shape(partition_dir_prefixes(partition_keys), tuple(data_dir.split("/")) if data_dir else ())
+    subtree = _Subtree(layout.root.rstrip("/"), files)
+    yield from _walk([_Pending(DirKind.ROOT, layout.root)], subtree.listings, layout, shape)
+
+
 def _runs(children: list[_Pending], count: int) -> list[tuple[_Pending, ...]]:
     """The children in key order (a directory's keys start with ``<name>/``), split into at most ``count`` runs of
     neighbours of nearly equal length."""

@@ -48,7 +48,10 @@ def execute_orphan_plan(
         removed_dirs=tuple(deleter.remove_empty_dirs(plan.empty_dirs)),
         skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
-        notes=(f"{len(deleter.absent)} orphan(s) were already gone when deleted",) if deleter.absent else (),
+        notes=(
+            *plan.notes,
+            *((f"{len(deleter.absent)} orphan(s) were already gone when deleted",) if deleter.absent else ()),
+        ),
     )
 
 
@@ -65,4 +68,5 @@ def dry_run_result(plan: OrphanPlan) -> OrphanResult:
         removed_dirs=plan.empty_dirs,
         skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
+        notes=plan.notes,
     )

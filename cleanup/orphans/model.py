@@ -66,6 +66,8 @@ class OrphanPlan:
     """Files named like table files and not known to be too young, before references were subtracted (files listed
     without an mtime count here; their age is checked once nothing references them)."""
     roots_read: int = 0
+    notes: tuple[str, ...] = ()
+    """What the plan could not judge and why (e.g. the cutoff capped at a file list's creation time)."""
 
     @property
     def orphan_bytes(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -10,12 +11,14 @@ from typing import Any
 from tableformat.claims import MAINTENANCE, survey
 from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
+from tableformat.errors import ValidationError
 from tableformat.options import FILE_OPERATION_THREAD_NUM, ORPHAN_CHECK_INTERVAL, ORPHAN_OLDER_THAN
 from tableformat.parallel import resolve_parallelism
 from tableformat.units import iso_from_ms
 
 from ..kernel import Cadence, Operation, Parameter, Progress
 from .execute import dry_run_result, execute_orphan_plan
+from .file_list import load_file_list
 from .model import OrphanPlan, OrphanResult, resolve_older_than_ms
 from .plan import plan_orphan_removal
 
@@ -28,6 +31,8 @@ class OrphanConfig:
     older_than: timedelta | None = None
     force: bool = False
     parallelism: int | None = None
+    file_list: str | None = None
+    """An S3 Inventory manifest or a plain file list to take the files from instead of listing (``.file_list``)."""
 
 
 class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
@@ -41,6 +46,12 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
         ),
         Parameter("force", "flag", "allow an age guard under 1 h (only when no writer is running)"),
         Parameter("parallelism", "int", "threads for listing, reading, deleting", FILE_OPERATION_THREAD_NUM),
+        Parameter(
+            "file_list",
+            "text",
+            "take the table's files from this S3 Inventory manifest.json or Parquet/CSV of path, size, last_modified "
+            "instead of listing (the cutoff is capped at its creation time)",
+        ),
     )
 
     def cadence(self, ctx: TableContext) -> Cadence:
@@ -52,13 +63,27 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
         older_than = None if older_ms is None else timedelta(milliseconds=older_ms)
         force = bool(overrides.get("force", False))
         resolve_older_than_ms(ctx, older_than, force=force)  # under 1 h without force: refused before any listing
-        config = OrphanConfig(older_than=older_than, force=force, parallelism=overrides.get("parallelism"))
+        file_list = overrides.get("file_list")
+        if file_list is not None and not isinstance(file_list, str | os.PathLike):
+            raise ValidationError(f"remove-orphans: file_list must be a path or URL, got {file_list!r}")
+        config = OrphanConfig(
+            older_than=older_than,
+            force=force,
+            parallelism=overrides.get("parallelism"),
+            file_list=None if file_list is None else os.fspath(file_list),
+        )
         resolve_parallelism(ctx.options, ctx.io, config.parallelism)
         return config
 
     def plan(self, ctx: TableContext, config: OrphanConfig, now_ms: int) -> OrphanPlan:
+        file_list = None if config.file_list is None else load_file_list(ctx, config.file_list)
         plan = plan_orphan_removal(
-            ctx, older_than=config.older_than, force=config.force, parallelism=config.parallelism, now_ms=now_ms
+            ctx,
+            older_than=config.older_than,
+            force=config.force,
+            parallelism=config.parallelism,
+            now_ms=now_ms,
+            file_list=file_list,
         )
         if plan.orphans or plan.empty_dirs:  # the run takes a claim anyway, and deletes lapsed ones then
             return plan

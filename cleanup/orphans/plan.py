@@ -17,8 +17,10 @@ from tableformat.errors import (
 )
 from tableformat.io.fileio import FileInfo
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
+from tableformat.units import iso_from_ms
 
 from .candidates import CandidateSet, _Census, _old_enough, _take_census
+from .file_list import FileList
 from .model import MIN_SANE_MTIME_MS, STAT_CHUNK, OrphanFile, OrphanPlan, resolve_older_than_ms
 from .references import _discard_referenced
 
@@ -28,13 +30,13 @@ _REFERENCE_ERRORS = (CorruptMetadataError, StorageError, UnsafePathError, Unsupp
 
 
 def _stat_unreferenced(
-    ctx: TableContext, threads: int, candidates: CandidateSet, cutoff_ms: int, no_mtime: list[str]
+    ctx: TableContext, threads: int, candidates: CandidateSet, cutoff_ms: int, no_mtime: list[str], gone: list[str]
 ) -> list[OrphanFile]:
     """The unreferenced candidates older than the cutoff. Those listed without size and mtime are stat'ed now, in
     chunks over ``threads`` threads (inline on local disk, where a stat of a listed file is too quick for threads
-    to pay off); a file gone since is skipped, one without a usable mtime goes to ``no_mtime``. Stat'ing after the
-    references were read is as safe as at listing time: a table file is never rewritten, so its mtime can only be
-    the same."""
+    to pay off); a file gone since is skipped (added to ``gone``), one without a usable mtime goes to
+    ``no_mtime``. Stat'ing after the references were read is as safe as at listing time: a table file is never
+    rewritten, so its mtime can only be the same."""
     orphans: list[OrphanFile] = []
     unstated: list[str] = []
     for directory, name, size, mtime_ms in candidates.items():
@@ -52,7 +54,9 @@ def _stat_unreferenced(
     with executor(min(threads, len(chunks)), "tablefmt-stat") as pool:
         for chunk, infos in bounded_map(pool, stat_chunk, chunks, 2 * threads):
             for path, info in zip(chunk, infos):
-                if info is not None and _old_enough(info, cutoff_ms, path, no_mtime):
+                if info is None:
+                    gone.append(path)
+                elif _old_enough(info, cutoff_ms, path, no_mtime):
                     orphans.append(OrphanFile(path, info.size, info.mtime_ms))
     orphans.sort(key=lambda o: o.path)
     return orphans
@@ -85,30 +89,33 @@ def plan_orphan_removal(
     force: bool = False,
     parallelism: int | None = None,
     now_ms: int | None = None,
+    file_list: FileList | None = None,
 ) -> OrphanPlan:
-    """List candidates, then subtract everything referenced; nothing is deleted.
-
-    Raises ValidationError for a refused cutoff and MaintenanceError when any directory, root, manifest list or
-    manifest cannot be read (nothing can be safely called an orphan then).
-    """
+    """List candidates (or take them from ``file_list``, the cutoff capped at its creation time, no directory
+    removed), then subtract everything referenced; nothing is deleted. Raises ValidationError for a refused cutoff
+    and MaintenanceError when any directory, root, manifest list or manifest cannot be read (nothing can be safely
+    called an orphan then)."""
     older_ms = resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     require_data_inside_root(ctx.options, ctx.url(), "clean orphan files of")
     planned_at = system_clock() if now_ms is None else now_ms
-    cutoff_ms = planned_at - older_ms
+    notes: list[str] = []
+    cutoff_ms = _capped_cutoff(file_list, planned_at - older_ms, notes)
     with executor(workers, "tablefmt-orphans") as pool:
         try:
-            census = _take_census(ctx, pool, workers, cutoff_ms)
+            census = _take_census(ctx, pool, workers, cutoff_ms, file_list)
             candidates = census.candidates
             found = len(candidates)
             roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms) if found else 0
-            orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime)
+            orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:
             raise MaintenanceError(f"orphan cleanup of {ctx.url()} stopped, nothing was deleted: {exc}") from exc
     layout = ctx.layout
-    empty = () if ctx.io.is_object_store else _empty_dirs(census, orphans, cutoff_ms)
+    empty = () if ctx.io.is_object_store or file_list is not None else _empty_dirs(census, orphans, cutoff_ms)
+    if file_list is not None and census.gone:  # a list may be days old: files it names may be gone, no error
+        notes.append(f"{len(census.gone)} file(s) the {file_list.kind} names were already gone (not orphans)")
     log.info(
         "orphan plan for %s: %d dirs, %d files listed, %d candidates, %d roots read, %d orphans, %d unknown",
         ctx.url(layout.root),
@@ -132,4 +139,23 @@ def plan_orphan_removal(
         files_listed=census.files,
         candidates=found,
         roots_read=roots_read,
+        notes=tuple(notes),
     )
+
+
+def _capped_cutoff(file_list: FileList | None, cutoff_ms: int, notes: list[str]) -> int:
+    """The cutoff, capped at the file list's creation time when there is one (files written after it are not in
+    it), noted."""
+    if file_list is None:
+        return cutoff_ms
+    notes.append(
+        f"files taken from {file_list.describe()} ({len(file_list.files)} under the table root, "
+        f"{file_list.outside_root} elsewhere ignored): the table's directories were not listed"
+    )
+    if file_list.created_ms < cutoff_ms:
+        notes.append(
+            f"cutoff capped at the {file_list.kind}'s creation time {iso_from_ms(file_list.created_ms)}: "
+            "newer files cannot be judged from it"
+        )
+        return file_list.created_ms
+    return cutoff_ms

@@ -159,6 +159,20 @@ class S3FileIO(FsspecFileIO):
         return self._is_object(bucket, key) or self._has_children(bucket, key)
 
     @_scrubbed
+    def stat_file(self, path: str) -> FileInfo | None:
+        """One HEAD of the key (not a listing of its parent): its size and mtime, or None when no object has that key
+        (a prefix with objects below is not a file)."""
+        bucket, key = split_path(path)
+        if not key:
+            return None
+        try:
+            head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return None
+        size = int(head.get("ContentLength") or 0)
+        return FileInfo(f"{bucket}/{key}", size, mtime_ms_of(head), False, str(head.get("ETag") or ""))
+
+    @_scrubbed
     def file_exists(self, path: str) -> bool:
         """One HEAD of the key (a prefix with objects below is not a file)."""
         bucket, key = split_path(path)

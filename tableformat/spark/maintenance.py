@@ -3,7 +3,9 @@
 The distributed orphan cleaner *is* the local one (:func:`tableformat.cleanup.orphans.remove_orphan_files`),
 run on the driver over a FileIO whose directory listings were made by Spark's executors beforehand and whose
 delete batches run on executors (:mod:`tableformat.spark.storage`). Same census, same name rules and age cutoff,
-same reference subtraction, same result; only the listing and deleting leave the driver.
+same reference subtraction, same result; only the listing and deleting leave the driver. With a file list (an S3
+Inventory report or a Parquet/CSV of ``path, size, last_modified``, docs/inventory.md) nothing is listed: the
+executors only delete.
 """
 
 from __future__ import annotations
@@ -59,18 +61,19 @@ def run_distributed_orphan_cleanup(
     *,
     force: bool = False,
     now_ms: int | None = None,
+    file_list: str | None = None,
 ) -> DistributedOrphanRun:
     """remove_orphan_files, also reporting where the listing and deleting ran."""
     ctx = _table(path, storage_options)
     local.resolve_older_than_ms(ctx, older_than, force=force)  # refuse a bad guard before listing anything
     resolve_parallelism(ctx.options, ctx.io, parallelism)  # refuse a bad value before listing
     sc = spark.sparkContext
-    listings = prelist_table(sc, ctx.io, ctx.layout.root, parallelism or sc.defaultParallelism)
+    listings = {} if file_list else prelist_table(sc, ctx.io, ctx.layout.root, parallelism or sc.defaultParallelism)
     prelisted = len(listings)
     assisted = ExecutorAssistedFileIO(ctx.io, sc, listings)
     assisted_ctx = ctx.with_io(assisted)
     result = TableMaintenance(assisted_ctx).remove_orphan_files(
-        older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force, now_ms=now_ms
+        older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force, now_ms=now_ms, file_list=file_list
     )
     log.info(
         "distributed orphan cleanup of %s: executors listed %d directories (%d used), the driver listed %d, "
@@ -100,6 +103,7 @@ def remove_orphan_files(
     *,
     force: bool = False,
     now_ms: int | None = None,
+    file_list: str | None = None,
 ) -> OrphanResult:
     """Orphan cleanup with directory listing and deletion on Spark's executors; the local cleaner's rules and result.
 
@@ -107,10 +111,12 @@ def remove_orphan_files(
     ``force``. ``parallelism``: Spark tasks per listing job and driver threads for reading metadata and submitting
     delete batches (defaults: Spark's default parallelism, and the table's ``file-operation.thread-num``). With
     ``dry_run`` nothing is deleted and ``deleted_paths`` lists exactly what a real run would delete. The driver
-    holds the directory listings until the census has read them (roughly 200 bytes per file).
+    holds the directory listings until the census has read them (roughly 200 bytes per file). ``file_list``: take
+    the table's files from this S3 Inventory ``manifest.json`` or Parquet/CSV file list instead (nothing is listed;
+    the cutoff is capped at its creation time; docs/inventory.md).
     """
     return run_distributed_orphan_cleanup(
-        spark, path, older_than, dry_run, parallelism, storage_options, force=force, now_ms=now_ms
+        spark, path, older_than, dry_run, parallelism, storage_options, force=force, now_ms=now_ms, file_list=file_list
     ).result
 
 

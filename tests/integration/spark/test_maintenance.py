@@ -16,6 +16,7 @@ from support.ci import optional
 optional("pyspark")
 
 from spark_support import data_files_on_disk
+from support.inventories import local_rows, write_plain_list
 from support.operations import remove_orphan_files as local_remove_orphan_files
 from support.tables import DAY_S, age_files, paths_under
 
@@ -137,3 +138,25 @@ def test_failing_hook_never_fails_the_job_nor_removes_its_files(spark: Any, tmp_
     assert data_files_on_disk(path) == _referenced(table)
     with pytest.raises(MaintenanceError, match="unreadable"):  # the same maintenance on demand does raise
         maintain(spark, path)
+
+
+def test_distributed_orphan_cleanup_from_a_file_list_lists_nothing_on_executors(spark: Any, tmp_path: Path) -> None:
+    source = tmp_path / "t"
+    table = Table.create(str(source), pa.schema([("id", pa.int64()), ("dt", pa.string())]), partition_keys=["dt"])
+    table.append(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"]}))
+    table.overwrite(pa.table({"id": [4], "dt": ["b"]}), partition={"dt": "b"})
+    orphans = {
+        _plant(source, f"dt=a/bucket-0/data-{uuid.uuid4()}-0.parquet", 100),
+        _plant(source, f"dt=b/bucket-0/data-{uuid.uuid4()}-0.parquet", 100),
+        _plant(source, f"manifest/manifest-{uuid.uuid4()}-0", 30),
+    }
+    age_files(source, 2 * DAY_S)
+    listed = write_plain_list(tmp_path / "files.csv", local_rows(source), file_format="csv")
+    guard = timedelta(days=1)
+    preview = local_remove_orphan_files(table.context, older_than=guard, dry_run=True)
+    assert orphans <= set(preview.deleted_paths)
+    run = run_distributed_orphan_cleanup(spark, str(source), older_than=guard, parallelism=2, file_list=str(listed))
+    assert (run.prelisted_dirs, run.served_dirs, run.delete_jobs) == (0, 0, 1)  # no executor listing; one delete job
+    assert run.result.deleted_paths == preview.deleted_paths and run.result.failed == ()
+    assert not any((source / rel).exists() for rel in preview.deleted_paths)
+    assert sorted(r["id"] for r in Table.open(str(source)).to_arrow().to_pylist()) == [1, 2, 4]
