@@ -9,14 +9,17 @@ the only reader and writer of metadata files. A long-lived changelog holds the J
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 from tableformat.codec import json_codec
-from tableformat.errors import StorageError
 from tableformat.io.fileio import FileIO
 from tableformat.layout import CHANGELOG_DIR, CHANGELOG_PREFIX, TableLayout
 from tableformat.model.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 
@@ -26,16 +29,12 @@ class ChangelogStore:
     io: FileIO
     layout: TableLayout
 
+    def _read_if_present(self, path: str, decode: Callable[[bytes, str], _T]) -> _T | None:
+        raise NotImplementedError  # MetadataStore's
+
     def read_changelog(self, key: str) -> Snapshot | None:
         """``changelog/changelog-<key>`` (a snapshot-shaped root), or None when it does not exist."""
-        path = self.layout.changelog_file(key)
-        try:
-            data = self.io.read_bytes(path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise StorageError(f"cannot read {self.io.url(path)}: {exc}") from exc
-        return json_codec.snapshot_from_json(data, self.io.url(path))
+        return self._read_if_present(self.layout.changelog_file(key), json_codec.snapshot_from_json)
 
     def changelog_ids(self) -> list[int]:
         """The ids of the main table's long-lived changelogs, ascending (the listing decides, not the hints)."""
@@ -46,14 +45,9 @@ class ChangelogStore:
         """Create ``changelog/changelog-<id>`` as a copy of ``snapshot/snapshot-<id>`` (Paimon's ``new
         Changelog(snapshot)``; atomic create-if-absent). False when it exists already (a re-run after a crash wrote
         it), None when the snapshot is gone."""
-        source = self.layout.snapshot_file(snapshot_id)
-        try:
-            data = self.io.read_bytes(source)
-        except FileNotFoundError:
+        data = self._read_if_present(self.layout.snapshot_file(snapshot_id), _checked_snapshot)  # never copy damage
+        if data is None:
             return None
-        except OSError as exc:
-            raise StorageError(f"cannot read {self.io.url(source)}: {exc}") from exc
-        json_codec.snapshot_from_json(data, self.io.url(source))  # never copy damage
         return self.io.write_if_absent(self.layout.changelog_file(str(snapshot_id)), data)
 
     def delete_changelog(self, changelog_id: int) -> bool:
@@ -77,3 +71,9 @@ class ChangelogStore:
     def delete_changelog_hint(self, which: str) -> None:
         """Remove ``changelog/EARLIEST`` or ``changelog/LATEST`` (no long-lived changelog is left)."""
         self.io.delete_files([self.layout.join(CHANGELOG_DIR, which)])
+
+
+def _checked_snapshot(data: bytes, url: str) -> bytes:
+    """The bytes of a snapshot file, once they decode as one."""
+    json_codec.snapshot_from_json(data, url)
+    return data

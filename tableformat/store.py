@@ -475,7 +475,7 @@ class MetadataStore(IndexFileStore, ChangelogStore, AuditStore):
 
     def read_lease(self, generation: int) -> Lease | None:
         """Lease ``generation``; None when it is gone. CorruptMetadataError when it is not a lease."""
-        return self._read_maintain_file(self.layout.lease_file(generation), maintain_codec.lease_from_json)
+        return self._read_if_present(self.layout.lease_file(generation), maintain_codec.lease_from_json)
 
     def lease_exists(self, generation: int) -> bool:
         return self.io.exists(self.layout.lease_file(generation))
@@ -498,7 +498,7 @@ class MetadataStore(IndexFileStore, ChangelogStore, AuditStore):
 
     def read_claim(self, kind: str, owner: str) -> Claim | None:
         """A claim; None when it is gone. CorruptMetadataError when it is not a claim."""
-        return self._read_maintain_file(self.layout.claim_file(kind, owner), maintain_codec.claim_from_json)
+        return self._read_if_present(self.layout.claim_file(kind, owner), maintain_codec.claim_from_json)
 
     def write_claim(self, claim: Claim) -> None:  # also a renewal: only its owner writes a claim
         self.io.mkdirs(self.layout.maintain_dir)
@@ -509,9 +509,11 @@ class MetadataStore(IndexFileStore, ChangelogStore, AuditStore):
 
     def read_maintain_state(self) -> MaintainState | None:
         """The maintainer's state; None when there is none yet. CorruptMetadataError when unreadable as one."""
-        return self._read_maintain_file(self.layout.maintain_state_file, maintain_codec.state_from_json)
+        return self._read_if_present(self.layout.maintain_state_file, maintain_codec.state_from_json)
 
-    def _read_maintain_file(self, path: str, decode: Callable[[bytes, str], _T]) -> _T | None:
+    def _read_if_present(self, path: str, decode: Callable[[bytes, str], _T]) -> _T | None:
+        """``decode(bytes, url)`` of the file at ``path``; None when it does not exist, StorageError when it cannot
+        be read."""
         try:
             data = self._read(path)
         except FileNotFoundError:
