@@ -12,29 +12,20 @@ import re
 import shlex
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
+from support.terminal import utc_80_columns
 
 from tableformat import Table
 from tableformat.cli.main import cli
 
+__all__ = ["utc_80_columns"]  # the autouse fixture, imported to apply here
+
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.date32()), ("v", pa.string())])
-
-
-@pytest.fixture(autouse=True)
-def utc_80_columns(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    monkeypatch.setenv("COLUMNS", "80")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,22 +18,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from support.terminal import utc_80_columns
 
 from tableformat import Table
 from tableformat.cli.main import cli
 from tableformat.report.page import render_html
 
+__all__ = ["utc_80_columns"]  # the autouse fixture, imported to apply here
+
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False)])
-
-
-@pytest.fixture(autouse=True)
-def utc_80_columns(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    monkeypatch.setenv("COLUMNS", "80")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def rows(ids: list[int], day: str) -> pa.Table:
