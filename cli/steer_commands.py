@@ -23,7 +23,7 @@ from tableformat.cli.render import human_count, human_duration, iso_time, print_
 from tableformat.clock import system_clock
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.options import check_option_values
-from tableformat.units import time_pair
+from tableformat.units import instant_ms, time_pair
 
 _json_flag = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -139,17 +139,13 @@ def _time_flag(_ctx: click.Context, param: click.Parameter, value: str | None) -
     """--to-time: an ISO date-time (local zone unless it names one) or epoch milliseconds."""
     if value is None:
         return None
-    text = value.strip()
-    if text.isdigit():
-        return int(text)
     try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return instant_ms(value, None)
     except ValueError:
         raise click.BadParameter(
             f"{value!r} is neither an ISO date-time (2026-11-24T10:00, 2026-11-24 10:00:00+01:00) nor epoch ms",
             param=param,
         ) from None
-    return int(moment.astimezone().timestamp() * 1000)
 
 
 @click.command("rollback", cls=OneLineErrorCommand)

@@ -38,6 +38,19 @@ def iso_from_ms(millis: int | None) -> str | None:
     return dt.datetime.fromtimestamp(millis / 1000, dt.timezone.utc).astimezone().isoformat(timespec="seconds")
 
 
+def instant_ms(text: str, naive_zone: dt.tzinfo | None) -> int:
+    """Epoch milliseconds of ``text``: an ISO-8601 date-time (``Z`` allowed; one without an offset is in
+    ``naive_zone``, None: this machine's zone) or epoch milliseconds. ValueError for anything else (the caller says
+    it in its own words)."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=naive_zone) if naive_zone is not None else moment.astimezone()
+    return int(moment.timestamp() * 1000)
+
+
 def time_pair(name: str, millis: int | None) -> dict[str, str | int | None]:
     """``{name: ISO time, name_ms: epoch ms}``: how every time appears in ``--json`` output."""
     return {name: iso_from_ms(millis), f"{name}_ms": millis}

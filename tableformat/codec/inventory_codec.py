@@ -28,6 +28,7 @@ from urllib.parse import unquote_plus
 
 from tableformat.errors import FileListError
 from tableformat.lazy_module import lazy_module
+from tableformat.units import instant_ms
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -209,13 +210,7 @@ def _int(value: str, where: str, number: int) -> int:
 
 def _time_ms(value: str, where: str, number: int) -> int:
     """ISO 8601 (``2026-11-27T10:00:00.000Z``; without an offset: UTC) or milliseconds since the epoch."""
-    text = value.strip()
-    if text.isdigit():
-        return int(text)
     try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return instant_ms(value, dt.timezone.utc)
     except ValueError:
         raise FileListError(f"{where} row {number}: {value!r} is not a time (ISO 8601 or milliseconds)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return int(moment.timestamp() * 1000)
