@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from support.operations import expire_snapshots, remove_orphan_files
-from support.tables import context_with_io, paths_under
+from support.tables import context_with_io, files_under, paths_under
 
 from tableformat import Table
 from tableformat.cleanup.check import check_table
@@ -55,7 +55,7 @@ def read(table: Table, **how: Any) -> list[tuple[int, str | None]]:
 
 def data_files(root: Path) -> set[str]:
     """Parquet files of the table (not the audit ledger's records: docs/audit.md)."""
-    return {str(p.relative_to(root)) for p in root.rglob("*.parquet") if ".tablefmt" not in p.parts}
+    return {rel for rel in files_under(root) if rel.endswith(".parquet")}
 
 
 def far_future() -> int:

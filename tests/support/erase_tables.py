@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from support.tables import files_under
 from tableformat.table import Table
 
 EVENTS_SCHEMA = pa.schema(
@@ -89,5 +90,5 @@ def files_holding(table: Table, users: set[int]) -> set[str]:
 
 
 def parquet_names_under(root: str | Path) -> set[str]:
-    """The table's Parquet files (data and changelog), not the audit ledger's records under ``.tablefmt/``."""
-    return {p.name for p in Path(root).rglob("*.parquet") if ".tablefmt" not in p.relative_to(root).parts}
+    """The names of the table's Parquet files (data and changelog; not the audit ledger's records)."""
+    return {Path(rel).name for rel in files_under(root) if rel.endswith(".parquet")}

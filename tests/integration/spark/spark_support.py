@@ -26,6 +26,7 @@ from pyspark import TaskContext
 from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
+from support.tables import files_under
 
 from tableformat.spark.datasource import TablefmtDataSource
 from tableformat.spark.writer import TablefmtCommitMessage, TablefmtWriter, WritePlan
@@ -35,12 +36,8 @@ FAILING_BATCH = 2
 
 
 def data_files_on_disk(table_dir: str) -> set[str]:
-    """Every Parquet data file under a local table directory (not the audit ledger's records under ``.tablefmt/``)."""
-    found: set[str] = set()
-    for directory, dirs, names in os.walk(table_dir):
-        dirs[:] = [d for d in dirs if d != ".tablefmt"]
-        found.update(os.path.join(directory, n) for n in names if n.endswith(".parquet"))
-    return found
+    """Every Parquet data file under a local table directory (not the audit ledger's records)."""
+    return {os.path.join(table_dir, rel) for rel in files_under(table_dir) if rel.endswith(".parquet")}
 
 
 def rows(df: Any) -> list[tuple[Any, ...]]:
