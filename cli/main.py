@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from tableformat.cli.audit_command import audit
+from tableformat.cli.undo_command import undo
 from tableformat.cli.common import (
     OneLineErrorGroup,
     echo_json,
@@ -240,6 +241,7 @@ cli.add_command(options)
 cli.add_command(rollback)
 cli.add_command(tag)
 cli.add_command(audit)
+cli.add_command(undo)
 cli.add_command(schema)
 add_operation_commands(cli)  # every other registered maintenance operation
 

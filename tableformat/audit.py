@@ -95,6 +95,11 @@ class RunRecord:
         self.overrides = {k: _text(v) for k, v in (overrides or {}).items() if v is not None}
         self.files = FileColumns()
         self.written = False
+        self.undo_until_ms: int | None = None
+        """The end of the run's undo window, when it deferred anything."""
+        self.undoes = ""
+        """For an undo: the run it undid."""
+        self.snapshot_ids: tuple[int, ...] = ()
 
     def add(self, path: str, size: int, reason: str, state: str = DELETED) -> None:
         self.files.add(path, size, reason, state)
@@ -124,6 +129,9 @@ class RunRecord:
             pid=os.getpid(),
             options=self.options,
             overrides=self.overrides,
+            undo_until_ms=self.undo_until_ms,
+            undoes=self.undoes,
+            snapshot_ids=self.snapshot_ids,
         )
         for attempt in range(2):  # once more after a transient failure (the create is conditional: never twice)
             try:
@@ -217,6 +225,9 @@ class AuditRunSummary:
             "retired_files": counts.retired_files,
             "retired_bytes": counts.retired_bytes,
             "deferred_files": counts.deferred_files,
+            "deferred_bytes": counts.deferred_bytes,
+            "restored_files": counts.restored_files,
+            "undoes": self.run.undoes or None,
             **time_pair("undo_until", self.run.undo_until_ms),
         }
 

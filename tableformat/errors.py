@@ -191,6 +191,11 @@ class LeaseLostError(MaintenanceError):
     """A maintainer's lease on a table expired or was taken over: it stops before its next delete or write."""
 
 
+class UndoRefusedError(MaintenanceError):
+    """``tablefmt undo`` cannot restore exactly what the run took (a file already gone, a newer run that depends on
+    the state, an erasure); nothing was changed. The message says why in one line."""
+
+
 class TableBusyError(MaintenanceError):
     """A rollback holds the table (or maintenance does, for a rollback): this run changed nothing; run it again
     once the other ends (tableformat/claims.py)."""

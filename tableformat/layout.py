@@ -54,6 +54,18 @@ AUDIT_DIR = "audit"
 run that crashed before recording, ``<run id>.crashed.parquet`` written by the run that noticed."""
 AUDIT_SUFFIX = ".parquet"
 AUDIT_CRASHED_SUFFIX = ".crashed.parquet"
+UNDO_DIR = "undo"
+"""What the undo window holds, ``.tablefmt/undo/<run id>/`` (cleanup/kernel/deferral.py): the run's ``held-<n>`` lists
+of deferred files, ``saved/<path>`` copies of the snapshot, tag, changelog and consumer files it deleted, and
+``released-<run id>`` lists of files an undo took back into the table."""
+UNDO_HELD_PREFIX = "held-"
+UNDO_PENDING_PREFIX = "pending-"
+"""``pending-<n>``: files a run is about to take out of the table: kept from orphan cleanup, never purged."""
+UNDO_RELEASED_PREFIX = "released-"
+UNDO_SAVED_DIR = "saved"
+METADATA_ENTRY_KINDS = ("snapshot", "tag", "changelog", "consumer")
+"""The files that name a table state (a reader finds them by listing): deleted at once even inside an undo window,
+after a copy is saved (cleanup/kernel/deferral.py)."""
 
 _TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
 """Matched in full (``fullmatch``: a trailing newline does not pass, as it would with ``$``)."""
@@ -106,6 +118,15 @@ def is_path_of_kind(parts: Sequence[str], kind: str) -> bool:
     if kind == "dir":
         return all("=" in p for p in parts[:-1]) and ("=" in parts[-1] or parts[-1].startswith(BUCKET_PREFIX))
     return False
+
+
+def is_metadata_entry(relative: str) -> bool:
+    """Whether a path relative to the table root is a snapshot, tag, changelog or consumer file of the table or of
+    one of its branches (``branch/branch-<name>/snapshot/snapshot-3``)."""
+    parts = relative.split("/")
+    if len(parts) == 4 and parts[0] == BRANCH_DIR and parts[1].startswith(BRANCH_PREFIX):
+        parts = parts[2:]
+    return any(is_path_of_kind(parts, kind) for kind in METADATA_ENTRY_KINDS)
 
 
 def _is_tag_name(name: str) -> bool:
@@ -232,8 +253,10 @@ class TableLayout:
         return self.join(MAINTAIN_DIR, f"{LEASE_PREFIX}{generation}")
 
     def claim_file(self, kind: str, owner: str) -> str:
-        return self.join(MAINTAIN_DIR, f"{CLAIM_PREFIX}{check_file_name(kind, what='claim kind')}-"
-                         f"{check_file_name(owner, what='claim owner')}")
+        return self.join(
+            MAINTAIN_DIR,
+            f"{CLAIM_PREFIX}{check_file_name(kind, what='claim kind')}-{check_file_name(owner, what='claim owner')}",
+        )
 
     @property
     def audit_dir(self) -> str:
@@ -242,6 +265,21 @@ class TableLayout:
     def audit_file(self, name: str) -> str:
         """``.tablefmt/audit/<name>`` (a record's file name, as listed)."""
         return self.join(MAINTAIN_DIR, AUDIT_DIR, check_file_name(name, what="audit record name"))
+
+    @property
+    def undo_dir(self) -> str:
+        return self.join(MAINTAIN_DIR, UNDO_DIR)
+
+    def undo_run_dir(self, run_id: str) -> str:
+        """``.tablefmt/undo/<run id>``: what the undo window holds for that run."""
+        return self.join(MAINTAIN_DIR, UNDO_DIR, check_file_name(run_id, what="run id"))
+
+    def undo_saved_file(self, run_id: str, relative: str) -> str:
+        """``.tablefmt/undo/<run id>/saved/<relative>``: the copy of a metadata file the run deleted."""
+        parts = relative.split("/")
+        for part in parts:
+            check_file_name(part, what="saved path")
+        return self.join(MAINTAIN_DIR, UNDO_DIR, check_file_name(run_id, what="run id"), UNDO_SAVED_DIR, *parts)
 
     @property
     def maintain_state_file(self) -> str:

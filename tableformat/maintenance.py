@@ -26,6 +26,7 @@ from tableformat.cleanup.orphans import OrphanResult
 from tableformat.cleanup.partitions import PartitionExpireResult
 from tableformat.cleanup.records import RecordExpireResult
 from tableformat.cleanup.snapshots import ExpireResult
+from tableformat.cleanup.undo import UndoResult, undo_run
 from tableformat.context import TableContext
 from tableformat.durations import duration_arg_ms
 
@@ -210,6 +211,12 @@ class TableMaintenance:
         return check_table(
             self._ctx, parallelism=parallelism, older_than=guard, force=force, now_ms=now_ms, file_list=file_list
         )
+
+    def undo(self, run_id: str, *, dry_run: bool = False, now_ms: int | None = None) -> UndoResult:
+        """Give back exactly what run ``run_id`` took while its undo window (``maintenance.undo-window``) lasts:
+        expired snapshots and tags read again, files a run's commits took out come back in a new commit
+        (docs/undo.md). UndoRefusedError, nothing changed, where that cannot be exact."""
+        return undo_run(self._ctx, run_id, dry_run=dry_run, now_ms=now_ms)
 
     def _run(
         self,

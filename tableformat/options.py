@@ -288,6 +288,17 @@ AUDIT_TIME_RETAINED = _register(
     )
 )
 
+UNDO_WINDOW = _register(
+    Option(
+        "maintenance.undo-window",
+        DURATION,
+        0,
+        "How long files that maintenance takes out of the table stay on storage, so that `tablefmt undo` can give "
+        "them back (docs/undo.md); a later run of any maintenance operation deletes them once due. 0 (default) = "
+        "deleted at once, as asked: the window holds storage that retention was set to free (tablefmt's own).",
+    )
+)
+
 
 # --- partition expiration ----------------------------------------------------------------------------------------
 PARTITION_EXPIRATION_TIME = _register(

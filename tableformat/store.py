@@ -50,6 +50,7 @@ from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Consumer, Snapshot, Tag
 from tableformat.model.types import DataType
 from tableformat.threads import thread_pool
+from tableformat.undo_store import UndoStore
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class WrittenFile:
 _T = TypeVar("_T")
 
 
-class MetadataStore(IndexFileStore, ChangelogStore, AuditStore):
+class MetadataStore(IndexFileStore, ChangelogStore, AuditStore, UndoStore):
     """Metadata access for one table (one FileIO, one root)."""
 
     def __init__(self, file_io: FileIO, layout: TableLayout) -> None:

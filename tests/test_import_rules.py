@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tableformat.store",
         "tableformat.index_store",
         "tableformat.audit_store",
+        "tableformat.undo_store",
         "tableformat.changelog_store",
         "tableformat.parallel",
         "tableformat.options_doc",
@@ -58,6 +59,7 @@ SIDEWAYS = {
     ("tableformat.store", "tableformat.index_store"),
     ("tableformat.store", "tableformat.changelog_store"),
     ("tableformat.store", "tableformat.audit_store"),
+    ("tableformat.store", "tableformat.undo_store"),
     ("tableformat.claims", "tableformat.audit"),
     ("tableformat.report", "tableformat.inspect"),
 }

@@ -21,6 +21,7 @@ class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
     """Rewrite the live files holding matching rows without them; with ``purge``, expire every older snapshot."""
 
     name = "erase"
+    defers = False
     summary = "erase the rows a filter matches (rewriting only the files that hold them); --purge removes old copies"
     parameters = (
         Parameter(

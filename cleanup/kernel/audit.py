@@ -24,7 +24,7 @@ from tableformat.data_paths import DataPaths
 from tableformat.errors import TableFormatError
 from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.io.guarded import GuardedFileIO
-from tableformat.model.audit import COMPLETED, FAILED, RETIRED
+from tableformat.model.audit import COMPLETED, DEFERRED, FAILED, RETIRED
 from tableformat.model.manifest import FileKind
 from tableformat.store import MetadataStore
 
@@ -50,6 +50,8 @@ class AuditedRun:
         self.retired: Sequence[tuple[str, int]] | None = None
         """What the finished run retired, as its operation reports it; None: read from the run's commits."""
         self.failures: tuple[str, ...] = ()
+        self.deferred: list[tuple[str, int]] = []
+        """What the undo window kept instead of deleting (known once :meth:`recording` ends)."""
 
     @classmethod
     def start(cls, operation: str, ctx: TableContext, overrides: Mapping[str, Any] | None, now_ms: int) -> AuditedRun:
@@ -95,6 +97,9 @@ class AuditedRun:
                 outcome, detail = FAILED, " ".join(str(exc).split())[:500] or type(exc).__name__
                 raise
             finally:
+                self.deferred = ledger.deferrals()
+                if not self.deferred:
+                    record.undo_until_ms = None
                 if self.failures and outcome == COMPLETED:
                     outcome = FAILED
                     detail = f"{len(self.failures)} file(s) not confirmed deleted: {self.failures[0]}"
@@ -108,7 +113,10 @@ class AuditedRun:
 
 def _rows(run: AuditedRun, ledger: Ledger, store: MetadataStore) -> None:
     deleted, committed = ledger.changes()
+    run.record.snapshot_ids = tuple(committed)
     run.record.add_all(deleted, run.reasons)
+    if run.deferred:
+        run.record.add_all(run.deferred, run.reasons, DEFERRED)
     if run.retired is not None:
         run.record.add_all(run.retired, run.reasons, RETIRED)
         return

@@ -24,6 +24,7 @@ from tableformat.io.fileio import FileIO
 from tableformat.layout import TableLayout
 from tableformat.parallel import executor
 
+from .deferral import current_deferral, split_entries
 from .ledger import note_deleted
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,9 @@ class Deleter:
         """Files that were already gone (deleted by another run, or by hand): never reported as deleted."""
         self.first_error: BaseException | None = None
         """The first storage error met (for chaining when the caller stops)."""
+        self.held: list[str] = []
+        """Files the undo window keeps instead of deleting (kernel/deferral.py), relative to the table root."""
+        self.held_bytes = 0
 
     def _batch(
         self, files: Sequence[tuple[str, int]], listed: bool = False
@@ -151,6 +155,7 @@ class Deleter:
         the store's answer to :meth:`ask_existence` for (a superset of) the files, taken before this call: files it
         found are deleted as listed, the others are recorded as absent or, unanswered, as failures.
         """
+        files = self._defer(files)
         if existence is not None:
             failed = [existence.unanswered[rel] for rel, _ in files if rel in existence.unanswered]
             absent = [rel for rel, _ in files if rel not in existence.present and rel not in existence.unanswered]
@@ -181,6 +186,22 @@ class Deleter:
         if raised is not None:
             raise raised
         return gone
+
+    def _defer(self, files: Sequence[tuple[str, int]]) -> Sequence[tuple[str, int]]:
+        """Inside an undo window: save copies of the metadata entries among ``files`` and hold the rest; returns
+        what is deleted now (kernel/deferral.py). Outside one: ``files``."""
+        deferral = current_deferral()
+        if deferral is None or not files:
+            return files
+        entries, rest = split_entries(deferral, self.layout.root, files)
+        held = deferral.hold(self.layout.root, rest)
+        self.held += [path for path, _ in held]
+        self.held_bytes += sum(size for _, size in held)
+        self.done += len(held)
+        if held and self.progress is not None:
+            self.progress(self.done, self.total)
+        deferral.save(self.io, self.layout.root, entries, self.threads)
+        return entries
 
     def _record(
         self, deleted: list[tuple[str, int]], failed: list[str], error: OSError | None, absent: list[str]

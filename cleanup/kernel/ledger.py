@@ -61,6 +61,8 @@ class Ledger:
         self.deleted: list[tuple[str, int]] = []
         """(path relative to the table root, bytes) of every file confirmed deleted, in order of confirmation."""
         self.snapshot_ids: list[int] = []
+        self.deferred: list[tuple[str, int]] = []
+        """(path relative to the table root, bytes) of every file the undo window keeps instead (kernel/deferral.py)."""
 
     def stopped(self, why: str) -> StoppedResult:
         """The result of the operation that stopped for ``why`` after the changes noted here."""
@@ -82,6 +84,17 @@ class Ledger:
             self.deleted.append((path, size))
         if self.parent is not None:
             self.parent.add_deletion(path, size)
+
+    def deferrals(self) -> list[tuple[str, int]]:
+        """A copy of the files held by the undo window so far."""
+        with self._lock:
+            return list(self.deferred)
+
+    def add_deferral(self, path: str, size: int) -> None:
+        with self._lock:
+            self.deferred.append((path, size))
+        if self.parent is not None:
+            self.parent.add_deferral(path, size)
 
     def add_commit(self, snapshot_id: int) -> None:
         with self._lock:
@@ -114,6 +127,14 @@ def note_deleted(path: str, size: int) -> None:
     ledger = _CURRENT.get()
     if ledger is not None:
         ledger.add_deletion(path, size)
+
+
+def note_deferred(path: str, size: int) -> None:
+    """A file the undo window keeps instead of deleting (relative to the table root, bytes); nothing happens outside
+    ``recording()``."""
+    ledger = _CURRENT.get()
+    if ledger is not None:
+        ledger.add_deferral(path, size)
 
 
 def note_committed(snapshot_id: int) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from tableformat.audit import iso
 from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.clock import resolve_now
 from tableformat.context import TableContext
@@ -21,11 +22,18 @@ from tableformat.errors import NotApplicableError
 from tableformat.gc_pause import old_objects_frozen, paused_gc
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.store import MetadataStore
+from tableformat.units import human_bytes
 
 from .audit import AuditedRun
+from .deferral import Deferral, deferring, undo_window_ms
 from .deleter import Progress
 from .parameters import Parameter, auditable_overrides, coerce_overrides
+from .purge import purge_due
 from .result import OperationResult
+
+PURGED_BY = frozenset({"remove-orphans"})
+"""Operations that delete held files whose window ended even when the table's window is 0 (it may have been
+turned off with files still held)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +65,9 @@ class Operation(ABC, Generic[C, P, R]):
     """The table option that bounds one run (e.g. ``snapshot.expire.limit``): what to raise when it falls behind."""
     after_commit: bool = False
     """Whether the after-commit hook runs it (when the table's options enable it and ``write-only`` is false)."""
+    defers: bool = True
+    """Whether a run keeps what it takes for the undo window (``maintenance.undo-window``, kernel/deferral.py);
+    erasure never does (it must remove the bytes)."""
     pauses_gc: bool = False
     """Whether a run holds a record per live file (and no cycles): then the cyclic collector is paused from planning
     until the plan is dropped (tableformat/gc_pause.py)."""
@@ -143,6 +154,9 @@ def run_operation(
         raise NotApplicableError(operation.name, reason)
     config = operation.configure(ctx, coerce_overrides(operation.name, operation.parameters, overrides or {}))
     now = resolve_now(now_ms)
+    purged = None
+    if not dry_run and (undo_window_ms(ctx.options) > 0 or operation.name in PURGED_BY):
+        purged = purge_due(ctx, now)
     with paused_gc() if operation.pauses_gc else old_objects_frozen():
         plan = operation.plan(ctx, config, now)
         if dry_run:
@@ -152,6 +166,8 @@ def run_operation(
         else:
             result = _execute_claimed(operation, ctx, plan, config, now, progress, overrides)
         del plan  # its records go before the collector comes back: it finds no young objects to walk
+    if purged is not None and purged.note():
+        result = dataclasses.replace(result, notes=(*result.notes, purged.note()))
     return result if result.operation else dataclasses.replace(result, operation=operation.name)
 
 
@@ -170,6 +186,9 @@ def _execute_claimed(
     record names the run that crashed."""
     run = AuditedRun.start(operation.name, ctx, auditable_overrides(operation.parameters, overrides or {}), now)
     claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name, owner=run.run_id)
+    window = undo_window_ms(ctx.options) if operation.defers else 0
+    deferral = Deferral(_unguarded(ctx.store), run.run_id, now + window) if window > 0 else None
+    run.record.undo_until_ms = deferral.due_ms if deferral is not None else None
 
     def recheck() -> bool:
         return operation.still_valid(ctx, plan)
@@ -178,14 +197,34 @@ def _execute_claimed(
     try:
         if not valid:
             plan = operation.plan(ctx, config, now)
-        with run.recording(prunes=operation.prunes_audit):
+        with run.recording(prunes=operation.prunes_audit), deferring(deferral):
             run.reasons = operation.audit_reasons(ctx, plan, config)
             noting = run.noting(ctx)
             result = operation.execute(noting.with_io(GuardedFileIO(noting.io, claim.check)), plan, config, progress)
             run.finished(result.failures(), operation.audit_retired(ctx, plan, result))
-        return result
+        return _with_window(result, run)
     finally:
         claim.release()
+
+
+def _with_window(result: R, run: AuditedRun) -> R:
+    """The result with the run's id and what the undo window kept (and a note saying how to take it back)."""
+    if not run.deferred:
+        return dataclasses.replace(result, run_id=run.run_id)
+    held = sum(size for _, size in run.deferred)
+    until = run.record.undo_until_ms
+    note = (
+        f"kept {len(run.deferred)} file(s), {human_bytes(held)}, until {iso(until)} (maintenance.undo-window); "
+        f"`tablefmt undo <table> {run.run_id}` restores what this run took"
+    )
+    return dataclasses.replace(
+        result,
+        run_id=run.run_id,
+        deferred_paths=tuple(path for path, _ in run.deferred),
+        deferred_bytes=held,
+        undo_until_ms=until,
+        notes=(*result.notes, note),
+    )
 
 
 def _unguarded(store: MetadataStore) -> MetadataStore:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tableformat.units import human_bytes
+from tableformat.units import human_bytes, time_pair
 
 SHOWN = 20
 """Paths a text report lists before '... and N more'."""
@@ -42,6 +42,14 @@ class OperationResult:
     scheduler brings a table with backlog back soon, and the keep-up report follows it across passes."""
     operation: str = ""
     """The registry name of the operation that produced it (set by ``run_operation``)."""
+    run_id: str = ""
+    """The run's id in the audit ledger (``tablefmt audit --run``, ``tablefmt undo``); "" for a run that changed
+    nothing, and for a dry run."""
+    deferred_paths: tuple[str, ...] = ()
+    """Files the undo window keeps instead of deleting (``maintenance.undo-window``), relative to the table root."""
+    deferred_bytes: int = 0
+    undo_until_ms: int | None = None
+    """The end of the window of the deferred files: until then ``tablefmt undo <run id>`` can restore them."""
 
     def failures(self) -> tuple[str, ...]:
         """'path: reason' of what the run could not do although it did not raise (e.g. deletes that failed): the
@@ -62,7 +70,7 @@ class OperationResult:
 
     def did_something(self) -> bool:
         """Whether the run changed (or, dry, would change) anything worth telling."""
-        return bool(self.deleted_paths or self.removed_dirs)
+        return bool(self.deleted_paths or self.removed_dirs or self.deferred_paths)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object (operations add their own keys to these)."""
@@ -74,4 +82,14 @@ class OperationResult:
             "removed_dirs": list(self.removed_dirs),
             "notes": list(self.notes),
             "backlog": self.backlog,
+            **self.window_json(),
+        }
+
+    def window_json(self) -> dict[str, Any]:
+        """The keys every ``--json`` object has for the run's id and its undo window (docs/undo.md)."""
+        return {
+            "run_id": self.run_id or None,
+            "deferred_files": len(self.deferred_paths),
+            "deferred_bytes": self.deferred_bytes,
+            **time_pair("undo_until", self.undo_until_ms),
         }

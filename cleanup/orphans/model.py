@@ -127,6 +127,7 @@ class OrphanResult(OperationResult):
             **time_pair("cutoff", self.cutoff_ms),
             "notes": list(self.notes),
             "backlog": self.backlog,
+            **self.window_json(),
         }
 
 

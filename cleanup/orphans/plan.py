@@ -17,6 +17,7 @@ from tableformat.errors import (
 )
 from tableformat.io.fileio import FileInfo
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
+from tableformat.undo_store import kept_from_orphans
 from tableformat.units import iso_from_ms
 
 from .candidates import CandidateSet, _Census, _old_enough, _take_census
@@ -108,6 +109,7 @@ def plan_orphan_removal(
             found = len(candidates)
             roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms) if found else 0
             orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
+            orphans = _not_held(ctx, orphans, notes)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:
@@ -141,6 +143,21 @@ def plan_orphan_removal(
         roots_read=roots_read,
         notes=tuple(notes),
     )
+
+
+def _not_held(ctx: TableContext, orphans: list[OrphanFile], notes: list[str]) -> list[OrphanFile]:
+    """The orphans minus the files the undo window keeps (cleanup/kernel/deferral.py), read after the references:
+    a run that takes files out of the table lists them as pending before, so one this plan saw unreferenced is
+    listed by now. Unreadable lists raise (nothing can be called an orphan then)."""
+    if not orphans:
+        return orphans
+    kept = kept_from_orphans(ctx.store.held_runs())
+    if not kept:
+        return orphans
+    left = [orphan for orphan in orphans if orphan.path not in kept]
+    if len(left) < len(orphans):
+        notes.append(f"{len(orphans) - len(left)} unreferenced file(s) are kept by the undo window (not orphans)")
+    return left
 
 
 def _capped_cutoff(file_list: FileList | None, cutoff_ms: int, notes: list[str]) -> int:

@@ -42,6 +42,7 @@ from tableformat.model.snapshot import Tag
 from tableformat.parallel import Workers, executor
 
 from ..kernel import Deleter, Progress
+from ..kernel.deferral import current_deferral
 from ..roots import Root
 from .attached import AttachedFiles, Referenced, without_referenced
 from .changelog import delete_changelogs, write_changelogs
@@ -331,6 +332,9 @@ def _complete(
     ahead = ctx.io.bulk_delete and _deletes_files(plan)  # the existence question goes out early, see _data_step
     with executor(2 if ahead or ctx.io.is_object_store else 1, "tablefmt-existence") as pool:  # one task at a time
         journal = _journal_and_hint(ctx, plan, journal, hint, pool)
+        deferral = current_deferral()
+        if deferral is not None and _deletes_files(plan):  # before the snapshots naming them go (kernel/deferral.py)
+            deferral.protect(ctx.layout.root, _data_step(plan))
         consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
         asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None
         write_changelogs(ctx, plan.changelog_roots)  # decoupled: before the snapshot files go

@@ -84,6 +84,7 @@ class ExpireResult(OperationResult):
             "removed_dirs": list(self.removed_dirs),
             "completed_journals": list(self.completed_journals),
             "notes": list(self.notes),
+            **self.window_json(),
         }
 
 

@@ -86,7 +86,9 @@ def _counts(states: pa.Array, sizes: pa.Array) -> RunCounts:
         retired_files=by_state.get(RETIRED, (0, 0))[0],
         retired_bytes=by_state.get(RETIRED, (0, 0))[1],
         deferred_files=by_state.get(DEFERRED, (0, 0))[0],
+        deferred_bytes=by_state.get(DEFERRED, (0, 0))[1],
         restored_files=by_state.get(RESTORED, (0, 0))[0],
+        restored_bytes=by_state.get(RESTORED, (0, 0))[1],
     )
 
 
@@ -105,6 +107,8 @@ def _run_document(run: AuditRun, counts: RunCounts) -> dict[str, Any]:
         "options": dict(run.options),
         "overrides": dict(run.overrides),
         "undo_until_ms": run.undo_until_ms,
+        "undoes": run.undoes,
+        "snapshot_ids": list(run.snapshot_ids),
         "counts": {name: getattr(counts, name) for name in RunCounts.__slots__},
     }
 
@@ -144,8 +148,8 @@ def encode_audit(run: AuditRun, files: FileColumns) -> bytes:
             sizes,
             pa.array(files.reasons, pa.string()),
             states,
-            pa.nulls(rows, ts),
-            pa.nulls(rows, pa.string()),
+            pa.array([run.undo_until_ms if state == DEFERRED else None for state in files.states], ts),
+            pa.array([run.undoes or None if state == RESTORED else None for state in files.states], pa.string()),
         ]
     else:
         file_columns = [pa.nulls(1, t) for t in (pa.string(), pa.int64(), pa.string(), pa.string(), ts, pa.string())]
@@ -183,6 +187,8 @@ def _run_of(document: Mapping[str, Any]) -> AuditRun:
         options={str(k): str(v) for k, v in document.get("options", {}).items()},
         overrides={str(k): str(v) for k, v in document.get("overrides", {}).items()},
         undo_until_ms=None if document.get("undo_until_ms") is None else int(document["undo_until_ms"]),
+        undoes=str(document.get("undoes") or ""),
+        snapshot_ids=tuple(int(i) for i in document.get("snapshot_ids") or ()),
         counts=RunCounts(**{k: int(v) for k, v in document.get("counts", {}).items() if k in RunCounts.__slots__}),
     )
 

@@ -13,10 +13,10 @@ RETIRED = "retired"
 """The run's commit took the file out of the table's latest snapshot (compaction, record and partition expiry,
 drop-partition); the file stays for older snapshots until snapshot expiration deletes it (a later ``deleted`` row)."""
 DEFERRED = "deferred"
-"""Reserved for an undo window: the metadata change is done, the file stays until ``due_ms`` (then a later run
-records it ``deleted``)."""
+"""Kept by the undo window (``maintenance.undo-window``): the metadata change is done, the file stays until
+``due_ms`` (then a later run records it ``deleted``, or an undo records it ``restored``)."""
 RESTORED = "restored"
-"""Reserved for an undo: the file is back in the table (the row's run undid run ``undoes``)."""
+"""Back in the table: the row's run (``tablefmt undo``) undid run ``undoes``, which deferred or retired the file."""
 STATES = (DELETED, RETIRED, DEFERRED, RESTORED)
 
 COMPLETED = "completed"
@@ -78,7 +78,9 @@ class RunCounts:
     retired_files: int = 0
     retired_bytes: int = 0
     deferred_files: int = 0
+    deferred_bytes: int = 0
     restored_files: int = 0
+    restored_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +104,10 @@ class AuditRun:
     overrides: Mapping[str, str] = field(default_factory=dict)
     """The per-run overrides given (API keywords, CLI flags), as text."""
     undo_until_ms: int | None = None
-    """Reserved for an undo window: until when the run can be undone."""
+    """Until when the run can be undone (its deferred files' window); None for a run that deferred nothing."""
+    undoes: str = ""
+    """For an undo: the run it undid."""
+    snapshot_ids: tuple[int, ...] = ()
+    """The snapshots the run committed (an undo of a run that retired files reverses their changes)."""
     counts: RunCounts = field(default_factory=RunCounts)
     """Totals of the run's rows (filled in by the codec when it encodes the rows)."""

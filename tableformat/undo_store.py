@@ -1,0 +1,177 @@
+"""The store's reads and writes of the undo window (``.tablefmt/undo/``; cleanup/kernel/deferral.py, docs/undo.md).
+
+A mixin of :class:`tableformat.store.MetadataStore` (kept apart for the store's size): through it the store stays the
+only reader and writer of metadata files. Bytes in :mod:`tableformat.codec.undo_codec`. Every file is created once
+with the store's conditional create and never rewritten; a run's directory is deleted file by file (never
+recursively) once its window is over or an undo took everything back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tableformat.codec import undo_codec
+from tableformat.errors import CorruptMetadataError
+from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.layout import (
+    MAINTAIN_DIR,
+    UNDO_HELD_PREFIX,
+    UNDO_PENDING_PREFIX,
+    UNDO_RELEASED_PREFIX,
+    UNDO_SAVED_DIR,
+    TableLayout,
+)
+from tableformat.model.undo import HeldList, HeldRun, ReleasedList
+
+
+class UndoStore:
+    """The undo window of one table (``io`` and ``layout`` are the store's)."""
+
+    io: FileIO
+    layout: TableLayout
+
+    def held_runs(self, run_id: str | None = None) -> list[HeldRun]:
+        """Every run the window holds something for (only ``run_id`` when given), its lists read; one recursive
+        listing. CorruptMetadataError when a list cannot be read: nothing held can be judged then."""
+        top = self.layout.undo_dir if run_id is None else self.layout.undo_run_dir(run_id)
+        prefix = self.layout.undo_dir.rstrip("/") + "/"
+        by_run: dict[str, list[FileInfo]] = {}
+        for info in self.io.list_subtree(top):
+            if info.is_dir or not info.path.startswith(prefix) or info.name.startswith("."):
+                continue
+            by_run.setdefault(info.path[len(prefix) :].split("/", 1)[0], []).append(info)
+        return [self._held_run(run, infos) for run, infos in sorted(by_run.items())]
+
+    def _held_run(self, run_id: str, infos: list[FileInfo]) -> HeldRun:
+        saved_prefix = self.layout.undo_run_dir(run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/"
+        files: dict[str, int] = {}
+        pending: dict[str, int] = {}
+        released: set[str] = set()
+        released_by: list[str] = []
+        saved: list[str] = []
+        due: int | None = None
+        for info in infos:
+            try:
+                target = pending if info.name.startswith(UNDO_PENDING_PREFIX) else files
+                due = self._take(info, saved_prefix, target, released, released_by, saved, due)
+            except ValueError as exc:
+                raise CorruptMetadataError(self.io.url(info.path), str(exc)) from exc
+        return HeldRun(
+            run_id=run_id,
+            due_ms=due,
+            files=files,
+            pending=frozenset(pending),
+            released=frozenset(released),
+            released_by=tuple(sorted(released_by)),
+            saved=tuple(sorted(saved)),
+            own_files=tuple(sorted(info.path for info in infos)),
+        )
+
+    def _take(
+        self,
+        info: FileInfo,
+        saved_prefix: str,
+        files: dict[str, int],
+        released: set[str],
+        released_by: list[str],
+        saved: list[str],
+        due: int | None,
+    ) -> int | None:
+        """Add one file of a run's directory to what is known of the run; returns the window's end so far."""
+        if info.path.startswith(saved_prefix):
+            saved.append(info.path[len(saved_prefix) :])
+        elif info.name.startswith((UNDO_HELD_PREFIX, UNDO_PENDING_PREFIX)):
+            held = undo_codec.decode_held(self._read(info.path))
+            for path, _ in held.files:
+                _check_held_path(path)
+            files.update(held.files)
+            return held.due_ms if due is None else max(due, held.due_ms)
+        elif info.name.startswith(UNDO_RELEASED_PREFIX):
+            undone = undo_codec.decode_released(self._read(info.path))
+            released.update(undone.paths)
+            released_by.append(undone.undo_run_id)
+        return due
+
+    def _read(self, path: str) -> bytes:
+        try:
+            return self.io.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(self.io.url(path), "listed but gone: read the undo window again") from None
+
+    def _create(self, path: str, data: bytes) -> None:
+        """Create ``path`` once; an existing file with other bytes is an error (never overwritten)."""
+        if not self.io.write_if_absent(path, data) and self.io.read_bytes(path) != data:
+            raise CorruptMetadataError(self.io.url(path), "exists with other content; not overwritten")
+
+    def write_held(self, held: HeldList, sequence: int, *, pending: bool = False) -> None:
+        """Create the run's ``held-<sequence>`` list (before the files it names are deferred), or with ``pending``
+        its ``pending-<sequence>`` list (before the step that takes them out of the table)."""
+        name = f"{UNDO_PENDING_PREFIX if pending else UNDO_HELD_PREFIX}{sequence}"
+        self._create(self._run_file(held.run_id, name), undo_codec.encode_held(held))
+
+    def write_released(self, run_id: str, released: ReleasedList) -> None:
+        """Create ``released-<undo run id>`` under run ``run_id``: the files the undo took back from its window."""
+        name = f"{UNDO_RELEASED_PREFIX}{released.undo_run_id}"
+        self._create(self._run_file(run_id, name), undo_codec.encode_released(released))
+
+    def save_copy(self, run_id: str, relative: str, data: bytes) -> None:
+        """Keep a copy of the metadata file ``relative`` (path from the table root) that run ``run_id`` deletes."""
+        path = self.layout.undo_saved_file(run_id, relative)
+        self.io.mkdirs(path.rsplit("/", 1)[0])
+        self._create(path, data)
+
+    def read_saved(self, run_id: str, relative: str) -> bytes:
+        return self.io.read_bytes(self.layout.undo_saved_file(run_id, relative))
+
+    def restore_saved(self, run_id: str, relative: str) -> bool:
+        """Write the saved copy of ``relative`` back in its place (created once: never over another file); True
+        when it is there now with the saved bytes (written now, or by an earlier undo that stopped)."""
+        data = self.read_saved(run_id, relative)
+        path = self.layout.join(relative)
+        return self.io.write_if_absent(path, data) or self.io.read_bytes(path) == data
+
+    def delete_undo_files(self, held: HeldRun) -> list[str]:
+        """Delete the run's own files (listed: they exist) and then its emptied directories, deepest first (never
+        recursively; not on object stores); returns the files deleted."""
+        deleted = self.io.delete_listed(list(held.own_files))
+        if not self.io.is_object_store:
+            top = self.layout.undo_run_dir(held.run_id).rstrip("/")
+            dirs = {p.rsplit("/", 1)[0] for p in held.own_files}
+            for directory in list(dirs):
+                while directory.startswith(top + "/"):
+                    directory = directory.rsplit("/", 1)[0]
+                    dirs.add(directory)
+            for directory in sorted(dirs, key=lambda d: d.count("/"), reverse=True):
+                if directory == top or directory.startswith(top + "/"):
+                    self.io.remove_empty_dir(directory)
+        return deleted
+
+    def _run_file(self, run_id: str, name: str) -> str:
+        directory = self.layout.undo_run_dir(run_id)
+        self.io.mkdirs(directory)
+        return f"{directory.rstrip('/')}/{name}"
+
+
+def _check_held_path(path: str) -> None:
+    """ValueError for a held path that is not a table file's relative path (a '..', an absolute path, the
+    maintainer's own directory): nothing named so is ever deleted."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts) or parts[0] == MAINTAIN_DIR or ":" in parts[0]:
+        raise ValueError(f"held path {path!r} is not a file of the table")
+
+
+def held_paths(runs: Sequence[HeldRun]) -> dict[str, int]:
+    """Every file the window holds over all ``runs`` (a file held by two runs counts once)."""
+    found: dict[str, int] = {}
+    for run in runs:
+        found.update(run.held)
+    return found
+
+
+def kept_from_orphans(runs: Sequence[HeldRun]) -> set[str]:
+    """Every file orphan cleanup must leave alone: held, or pending for a run whose window has not ended."""
+    kept: set[str] = set()
+    for run in runs:
+        kept.update(run.held)
+        kept.update(run.pending)
+    return kept
