@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import click
 
 from tableformat.cli.audit_command import audit
-from tableformat.cli.undo_command import undo
 from tableformat.cli.common import (
     OneLineErrorGroup,
     echo_json,
@@ -35,6 +34,7 @@ from tableformat.cli.render import wrap
 from tableformat.cli.report_command import report
 from tableformat.cli.schema_command import schema
 from tableformat.cli.steer_commands import options, rollback, tag
+from tableformat.cli.undo_command import undo
 from tableformat.errors import UnknownOptionError, ValidationError
 from tableformat.inspect import nearby_partitions
 from tableformat.lazy_module import lazy_module

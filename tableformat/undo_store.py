@@ -168,10 +168,13 @@ def held_paths(runs: Sequence[HeldRun]) -> dict[str, int]:
     return found
 
 
-def kept_from_orphans(runs: Sequence[HeldRun]) -> set[str]:
-    """Every file orphan cleanup must leave alone: held, or pending for a run whose window has not ended."""
+def kept_from_orphans(runs: Sequence[HeldRun], now_ms: int) -> set[str]:
+    """Every file orphan cleanup must leave alone: held or pending for a run whose window has not ended by
+    ``now_ms``. Once it has, they are orphans like any other unreferenced file (so they go also after the window
+    was turned off, when no run purges any more)."""
     kept: set[str] = set()
     for run in runs:
-        kept.update(run.held)
-        kept.update(run.pending)
+        if not run.is_due(now_ms):
+            kept.update(run.held)
+            kept.update(run.pending)
     return kept

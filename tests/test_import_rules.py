@@ -258,12 +258,13 @@ CLEANUP_LAYERS: list[tuple[str, ...]] = [
     ("kernel", "roots"),
     ("rewrite",),
     ("compaction", "orphans", "partitions", "records", "snapshots"),
-    ("erase",),
+    ("erase", "undo"),
     ("registry", "check"),
     ("after_commit", "maintainer"),
 ]
 """Inside tableformat.cleanup: the kernel and the roots every operation reads, the shared rewriter, the operation
-packages (which never import each other), erasure (a rewrite followed by a snapshot expiration), the registry of
+packages (which never import each other), erasure (a rewrite followed by a snapshot expiration) and undo (which
+reads what they left), the registry of
 operations and check, then what runs them."""
 
 

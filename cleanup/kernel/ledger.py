@@ -72,6 +72,8 @@ class Ledger:
                 deleted_paths=tuple(path for path, _ in self.deleted),
                 deleted_bytes=sum(size for _, size in self.deleted),
                 snapshot_ids=tuple(self.snapshot_ids),
+                deferred_paths=tuple(path for path, _ in self.deferred),
+                deferred_bytes=sum(size for _, size in self.deferred),
             )
 
     def changes(self) -> tuple[list[tuple[str, int]], list[int]]:

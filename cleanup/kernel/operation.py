@@ -31,10 +31,6 @@ from .parameters import Parameter, auditable_overrides, coerce_overrides
 from .purge import purge_due
 from .result import OperationResult
 
-PURGED_BY = frozenset({"remove-orphans"})
-"""Operations that delete held files whose window ended even when the table's window is 0 (it may have been
-turned off with files still held)."""
-
 
 @dataclass(frozen=True, slots=True)
 class Cadence:
@@ -155,7 +151,7 @@ def run_operation(
     config = operation.configure(ctx, coerce_overrides(operation.name, operation.parameters, overrides or {}))
     now = resolve_now(now_ms)
     purged = None
-    if not dry_run and (undo_window_ms(ctx.options) > 0 or operation.name in PURGED_BY):
+    if not dry_run and undo_window_ms(ctx.options) > 0:
         purged = purge_due(ctx, now)
     with paused_gc() if operation.pauses_gc else old_objects_frozen():
         plan = operation.plan(ctx, config, now)

@@ -109,7 +109,7 @@ def plan_orphan_removal(
             found = len(candidates)
             roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms) if found else 0
             orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
-            orphans = _not_held(ctx, orphans, notes)
+            orphans = _not_held(ctx, orphans, planned_at, notes)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:
@@ -145,13 +145,13 @@ def plan_orphan_removal(
     )
 
 
-def _not_held(ctx: TableContext, orphans: list[OrphanFile], notes: list[str]) -> list[OrphanFile]:
+def _not_held(ctx: TableContext, orphans: list[OrphanFile], now_ms: int, notes: list[str]) -> list[OrphanFile]:
     """The orphans minus the files the undo window keeps (cleanup/kernel/deferral.py), read after the references:
     a run that takes files out of the table lists them as pending before, so one this plan saw unreferenced is
     listed by now. Unreadable lists raise (nothing can be called an orphan then)."""
     if not orphans:
         return orphans
-    kept = kept_from_orphans(ctx.store.held_runs())
+    kept = kept_from_orphans(ctx.store.held_runs(), now_ms)
     if not kept:
         return orphans
     left = [orphan for orphan in orphans if orphan.path not in kept]

@@ -284,13 +284,14 @@ def _journal_and_hint(
     ctx: TableContext, plan: ExpirePlan, journal: str | None, hint: EarliestHint, pool: Executor
 ) -> str:
     """Steps 1 and 2 of the module docstring: the journal (unless ``journal`` names one already written) and the
-    EARLIEST hint; on object stores both at once (``pool``), elsewhere the journal first; both answered before
-    returning."""
+    EARLIEST hint, on object stores both at once (``pool``), elsewhere the journal first; both answered before the
+    undo window's pending list (if any) is written and this returns."""
     if not ctx.io.is_object_store:
         if journal is None:
             journal = _write_journal(ctx, plan)
         if plan.end is not None:
             hint.advance(ctx, plan.end)
+        _protect_held(ctx, plan)
         return journal
     moved = pool.submit(hint.advance, ctx, plan.end) if plan.end is not None else None
     if journal is None:
@@ -302,6 +303,7 @@ def _journal_and_hint(
             raise
     if moved is not None:
         moved.result()
+    _protect_held(ctx, plan)
     return journal
 
 
@@ -332,9 +334,6 @@ def _complete(
     ahead = ctx.io.bulk_delete and _deletes_files(plan)  # the existence question goes out early, see _data_step
     with executor(2 if ahead or ctx.io.is_object_store else 1, "tablefmt-existence") as pool:  # one task at a time
         journal = _journal_and_hint(ctx, plan, journal, hint, pool)
-        deferral = current_deferral()
-        if deferral is not None and _deletes_files(plan):  # before the snapshots naming them go (kernel/deferral.py)
-            deferral.protect(ctx.layout.root, _data_step(plan))
         consumers = _delete(deleter, _live_consumers(ctx, plan), listed=True)
         asked = pool.submit(deleter.ask_existence, _data_step(plan)) if ahead else None
         write_changelogs(ctx, plan.changelog_roots)  # decoupled: before the snapshot files go
@@ -375,6 +374,14 @@ def _complete(
         backlog=plan.backlog,
     )
     return _counted(result, plan.attached.keeping(lambda f: f.path in gone))
+
+
+def _protect_held(ctx: TableContext, plan: ExpirePlan) -> None:
+    """Inside an undo window: list step 7's files as pending before the snapshots naming them go, so that orphan
+    cleanup never meets them unreferenced and not yet held (cleanup/kernel/deferral.py)."""
+    deferral = current_deferral()
+    if deferral is not None and _deletes_files(plan):
+        deferral.protect(ctx.layout.root, _data_step(plan))
 
 
 def _data_step(plan: ExpirePlan) -> list[tuple[str, int]]:

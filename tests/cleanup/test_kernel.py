@@ -114,6 +114,11 @@ def test_parallel_batches_that_went_through_are_recorded_when_another_raises(tmp
         "removed_dirs": [],
         "notes": [],
         "backlog": 0,
+        "run_id": None,
+        "deferred_files": 0,
+        "deferred_bytes": 0,
+        "undo_until": None,
+        "undo_until_ms": None,
         "stopped": "lease lost",
         "snapshot_ids": [],
     }

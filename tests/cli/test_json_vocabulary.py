@@ -102,6 +102,13 @@ def every_command(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     deleted = next(path for path in _deleted_by(at) if path)
     yield "audit --path", _cli("audit", at, "--path", deleted, "--json")
     yield "audit", _cli("audit", at, "--since", "1 d", "--run", audit["runs"][0]["run_id"], "--json")
+    window = ("maintenance.undo-window=1 d", "snapshot.num-retained.min=1", "snapshot.num-retained.max=1")
+    yield "options set", _cli("options", "set", at, *window, "--json")
+    expired = _cli("expire", at, "--json")
+    assert expired["run_id"] and expired["deferred_files"] > 0, expired
+    yield "expire", expired
+    yield "undo", _cli("undo", at, expired["run_id"], "--dry-run", "--json")
+    yield "undo", _cli("undo", at, expired["run_id"], "--json")
 
 
 def _deleted_by(at: str) -> list[str]:

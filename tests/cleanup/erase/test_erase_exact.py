@@ -186,7 +186,7 @@ def test_a_pyarrow_expression_erases_too(events: Table) -> None:
 
 def _comparable(result: Any) -> dict[str, Any]:
     document = result.to_json()
-    for key in ("dry_run", "snapshot_id", "snapshot_ids", "written_files", "written_paths"):
+    for key in ("dry_run", "run_id", "snapshot_id", "snapshot_ids", "written_files", "written_paths"):
         document.pop(key)
     document["deleted_paths"] = sorted(document["deleted_paths"])
     return document

@@ -255,6 +255,11 @@ def test_a_pass_that_loses_its_lease_reports_what_each_operation_did_before_and_
         "removed_dirs": [],
         "notes": [],
         "backlog": 0,
+        "run_id": None,
+        "deferred_files": 0,
+        "deferred_bytes": 0,
+        "undo_until": None,
+        "undo_until_ms": None,
         "stopped": expired,
         "snapshot_ids": [],
     }
@@ -319,6 +324,11 @@ def test_a_compaction_that_loses_its_lease_after_a_commit_reports_the_snapshot_a
             "removed_dirs": [],
             "notes": [],
             "backlog": 0,
+            "run_id": None,
+            "deferred_files": 0,
+            "deferred_bytes": 0,
+            "undo_until": None,
+            "undo_until_ms": None,
             "stopped": expired,
             "snapshot_ids": [7],
         }

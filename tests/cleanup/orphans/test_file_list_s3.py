@@ -70,9 +70,10 @@ def test_an_s3_inventory_run_lists_no_table_directory_and_deletes_what_the_listi
     assert result.cutoff_ms == scenario.created_ms  # capped: now + 1 d would be later
     assert any(note.startswith("cutoff capped at the S3 Inventory's creation time") for note in result.notes)
     base = scenario.root.split("/", 1)[1]
-    listed = sorted(call.key[len(base) + 1 :] for call in log.of("ListObjectsV2"))
+    listed = sorted(call.key[len(base) + 1 :] for call in log.of("ListObjectsV2") if call.delimiter == "/")
     assert listed == sorted([*2 * ROOT_LISTINGS, ".tablefmt/"])  # no census: not the root, not one data directory
-    assert all(call.delimiter == "/" for call in log.of("ListObjectsV2"))
+    # besides, once, what the undo window keeps (docs/undo.md): never an orphan
+    assert [call.key[len(base) + 1 :] for call in log.of("ListObjectsV2") if not call.delimiter] == [".tablefmt/undo/"]
     # the manifest and its data files, once each; one HEAD per unreferenced candidate (its mtime, its existence)
     inventory_reads = [call.key for call in log.of("GetObject") if "/inventory-" in f"/{call.key}"]
     assert len(inventory_reads) == 3 and log.read_twice() == []
@@ -91,9 +92,10 @@ def test_check_from_an_s3_inventory_lists_no_table_directory(s3_root: tuple[str,
     assert result.ok and result.orphan_paths == by_listing.orphan_paths == tuple(sorted(scenario.strays))
     assert result.referenced_files == by_listing.referenced_files
     assert result.referenced_bytes == by_listing.referenced_bytes
-    assert all(call.delimiter == "/" for call in log.of("ListObjectsV2"))
     base = scenario.root.split("/", 1)[1]
-    listed = {call.key[len(base) + 1 :] for call in log.of("ListObjectsV2")}
+    held = [call.key[len(base) + 1 :] for call in log.of("ListObjectsV2") if call.delimiter != "/"]
+    assert held == [".tablefmt/undo/"]  # what the undo window keeps, once (docs/undo.md): never an orphan
+    listed = {call.key[len(base) + 1 :] for call in log.of("ListObjectsV2") if call.delimiter == "/"}
     assert listed <= {*ROOT_LISTINGS, "consumer/", "schema/", "snapshot/.expire-journal-"}  # roots, no census
 
 
