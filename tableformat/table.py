@@ -385,6 +385,7 @@ class Table(TableReaders):
         with recorded(record, self._ctx.store):
             snapshot = self._commit(ChangeKind.DROP, None, scope=specs)
             if snapshot is not None and record.enabled:  # the files the drop took out: read back from its delta
+                record.snapshot_ids = (snapshot.id,)  # what `tablefmt undo` reverses
                 why = f"partition {asked} dropped; replaced in snapshot {snapshot.id}"
                 record.add_all(retired_files(self._ctx.store, snapshot.id), lambda path: why, RETIRED)
         return snapshot

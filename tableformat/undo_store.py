@@ -10,17 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tableformat.codec import undo_codec
+from tableformat.codec import json_codec, undo_codec
 from tableformat.errors import CorruptMetadataError
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.layout import (
+    CHANGELOG_DIR,
+    EARLIEST,
+    LATEST,
     MAINTAIN_DIR,
+    SNAPSHOT_DIR,
+    TAG_DIR,
+    TAG_PREFIX,
     UNDO_HELD_PREFIX,
     UNDO_PENDING_PREFIX,
     UNDO_RELEASED_PREFIX,
     UNDO_SAVED_DIR,
     TableLayout,
 )
+from tableformat.model.snapshot import Snapshot
 from tableformat.model.undo import HeldList, HeldRun, ReleasedList
 
 
@@ -122,6 +129,22 @@ class UndoStore:
 
     def read_saved(self, run_id: str, relative: str) -> bytes:
         return self.io.read_bytes(self.layout.undo_saved_file(run_id, relative))
+
+    def read_saved_root(self, run_id: str, relative: str) -> Snapshot | None:
+        """The snapshot a saved snapshot, tag or changelog copy holds (None for a consumer copy, or one gone);
+        CorruptMetadataError when it cannot be parsed."""
+        directory, _, name = relative.rpartition("/")
+        kind = directory.rpartition("/")[2]
+        if kind not in (SNAPSHOT_DIR, TAG_DIR, CHANGELOG_DIR) or name in (EARLIEST, LATEST):
+            return None
+        path = self.layout.undo_saved_file(run_id, relative)
+        try:
+            data = self.io.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        if kind == TAG_DIR:
+            return json_codec.tag_from_json(name[len(TAG_PREFIX) :], data, self.io.url(path)).snapshot
+        return json_codec.snapshot_from_json(data, self.io.url(path))
 
     def restore_saved(self, run_id: str, relative: str) -> bool:
         """Write the saved copy of ``relative`` back in its place (created once: never over another file); True

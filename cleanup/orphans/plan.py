@@ -107,7 +107,7 @@ def plan_orphan_removal(
             census = _take_census(ctx, pool, workers, cutoff_ms, file_list)
             candidates = census.candidates
             found = len(candidates)
-            roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms) if found else 0
+            roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at) if found else 0
             orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
             orphans = _not_held(ctx, orphans, planned_at, notes)
         except MaintenanceError:

@@ -19,7 +19,26 @@ from .selection import DataManifestSelection, ListSummary, summarize
 log = logging.getLogger(__name__)
 
 
-def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, census: _Census, cutoff_ms: int) -> int:
+def saved_roots(ctx: TableContext, now_ms: int) -> list[Root]:
+    """The snapshots, tags and changelogs an undo window keeps copies of (cleanup/kernel/deferral.py; a rollback
+    saves the snapshots it removes there too), while the window lasts: what they reference is no orphan, so that
+    ``tablefmt undo`` finds every file they name."""
+    store = ctx.store
+    found = []
+    for held in store.held_runs():
+        if held.is_due(now_ms):
+            continue
+        for rel in held.saved:
+            snapshot = store.read_saved_root(held.run_id, rel)
+            if snapshot is not None:
+                path = ctx.layout.undo_saved_file(held.run_id, rel)
+                found.append(Root(f"undo window {held.run_id} {rel}", path, snapshot, "tag"))
+    return found
+
+
+def _discard_referenced(
+    ctx: TableContext, pool: Executor, parallelism: int, census: _Census, cutoff_ms: int, now_ms: int
+) -> int:
     """Remove every referenced name from the candidates; returns the number of roots read.
 
     Manifest lists are read in two steps: first those the data selection needs (every delta list, the base lists
@@ -30,6 +49,7 @@ def _discard_referenced(ctx: TableContext, pool: Executor, parallelism: int, cen
     """
     refs = References(ctx, pool, parallelism)
     roots = refs.collect_roots(settle=False)  # _close_over_new_roots lists them again after reading everything
+    roots += saved_roots(ctx, now_ms)  # listed after the table's own: a copy is saved before its original goes
     main_snapshots = [r for r in roots if r.kind == "snapshot" and not r.branch]
     if not main_snapshots and ctx.io.exists(ctx.layout.hint_file(LATEST)):
         raise MaintenanceError(

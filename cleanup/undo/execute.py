@@ -11,7 +11,7 @@ from tableformat.commit.data_writer import NewDataFile
 from tableformat.context import TableContext
 from tableformat.errors import UndoRefusedError
 from tableformat.io.guarded import GuardedFileIO
-from tableformat.layout import EARLIEST
+from tableformat.layout import EARLIEST, LATEST
 from tableformat.model.audit import RESTORED, RETIRED
 from tableformat.model.manifest import ManifestEntry
 from tableformat.model.undo import ReleasedList
@@ -77,9 +77,11 @@ def execute_undo(ctx: TableContext, plan: UndoPlan, undo_run_id: str) -> UndoRes
         if not store.restore_saved(plan.run_id, rel):
             raise UndoRefusedError(f"cannot finish the undo of run {plan.run_id}: {rel} was written meanwhile")
     if plan.snapshots:
-        hint = store.read_hint(EARLIEST)
-        if hint is None or hint > plan.snapshots[0]:
+        earliest, latest = store.read_hint(EARLIEST), store.read_hint(LATEST)
+        if earliest is None or earliest > plan.snapshots[0]:
             store.write_hint(EARLIEST, plan.snapshots[0])
+        if latest is not None and latest < plan.snapshots[-1]:  # an undone rollback: the newer snapshots are back
+            store.write_hint(LATEST, plan.snapshots[-1])
     snapshot_id = _reverse(ctx, plan) if plan.readd or plan.remove else None
     if plan.window is not None:
         for held in window.held_runs(plan.run_id):

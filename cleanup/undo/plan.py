@@ -72,7 +72,17 @@ def plan_undo(ctx: TableContext, run_id: str, now_ms: int) -> UndoPlan:
         plan = _metadata(ctx, plan, window)
     if record is not None and record.snapshot_ids and record.counts.retired_files:
         plan = _reversal(ctx, plan, record)
+    if not (plan.copies or plan.kept or plan.readd or plan.remove or (window is not None and window.released_by)):
+        raise _refuse(run_id, f"nothing it took ({operation}) can be given back: {_why_not(record)}")
     return plan
+
+
+def _why_not(record: AuditRun | None) -> str:
+    if record is not None and record.counts.deleted_files and not record.counts.deferred_files:
+        return "it deleted its files at once (maintenance.undo-window was 0)"
+    if record is not None and record.counts.retired_files and not record.snapshot_ids:
+        return "its record does not name the snapshots it committed"
+    return "it is restored already, or it changed nothing an undo can reverse"
 
 
 def _check_run(
@@ -99,7 +109,7 @@ def _check_run(
 def _metadata(ctx: TableContext, plan: UndoPlan, window: HeldRun) -> UndoPlan:
     """The saved copies to write back (those back already, with the same bytes, are left out) and the kept files."""
     store = unguarded(ctx.store)
-    copies, snapshots, tags = [], [], []
+    copies, snapshots, tags, snapshot_paths = [], [], [], []
     for rel in window.saved:
         saved = store.read_saved(plan.run_id, rel)
         try:
@@ -111,12 +121,16 @@ def _metadata(ctx: TableContext, plan: UndoPlan, window: HeldRun) -> UndoPlan:
         directory, _, name = rel.rpartition("/")
         if directory == SNAPSHOT_DIR:
             snapshots.append(parse_id(name, SNAPSHOT_PREFIX) or 0)
+            snapshot_paths.append(rel)
         if directory == TAG_DIR:
             tags.append(name[len(TAG_PREFIX) :])
         if now is None:
             copies.append(rel)
-    earliest = store.earliest_snapshot_id()
-    if snapshots and earliest is not None and max(snapshots) + 1 < earliest:
+    earliest, latest = store.earliest_snapshot_id(), store.latest_snapshot_id()
+    restoring = [i for i, rel in zip(snapshots, snapshot_paths) if rel in copies]
+    if restoring and latest is not None and min(restoring) > latest + 1:
+        raise _refuse(plan.run_id, f"the table's latest snapshot is {latest}, below the first it would restore")
+    if snapshots and earliest is not None and max(snapshots) + 1 < earliest and min(snapshots) < earliest:
         raise _refuse(
             plan.run_id,
             f"snapshots {max(snapshots) + 1}..{earliest - 1} were expired by a later run; undo that run first "

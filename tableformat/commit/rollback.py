@@ -33,7 +33,8 @@ from tableformat.claims import ROLLBACK, TableClaim
 from tableformat.errors import SnapshotNotFoundError, TableBusyError, ValidationError
 from tableformat.layout import EARLIEST, LATEST
 from tableformat.model.snapshot import Snapshot, Tag
-from tableformat.options import TableOptions
+from tableformat.model.undo import HeldList
+from tableformat.options import UNDO_WINDOW, TableOptions
 from tableformat.store import MetadataStore
 
 ORPHAN_NOTE = (
@@ -165,6 +166,24 @@ def rollback(
         claim.release()
 
 
+def _keep_for_undo(store: MetadataStore, record: RunRecord, newer: list[Snapshot], newer_tags: list[Tag]) -> None:
+    """With ``maintenance.undo-window`` above 0: save a copy of every snapshot and tag file the rollback removes
+    under ``.tablefmt/undo/<run id>/saved/`` (after an empty held list that dates the window), so that ``tablefmt
+    undo`` can write them back and orphan cleanup keeps what they reference until the window ends (docs/undo.md)."""
+    window = TableOptions(store.latest_schema().options).get(UNDO_WINDOW) or 0
+    if window <= 0 or not (newer or newer_tags):
+        return
+    due = record.started_ms + window
+    store.write_held(HeldList(record.run_id, due, ()), 1)
+    layout = store.layout
+    for path in [layout.snapshot_file(s.id) for s in newer] + [layout.tag_file(t.name) for t in newer_tags]:
+        try:
+            store.save_copy(record.run_id, layout.relative(path), store.io.read_bytes(path))
+        except FileNotFoundError:
+            continue
+    record.undo_until_ms = due
+
+
 def _rollback(
     store: MetadataStore,
     snapshot_id: int | None,
@@ -199,6 +218,8 @@ def _rollback(
         store.write_snapshot_if_absent(goal)  # its own file was expired: the tag holds the same snapshot
     why = f"rolled back to {target.label}"
     layout = store.layout
+    if record is not None:
+        _keep_for_undo(store, record, newer, newer_tags)
     for snapshot in reversed(newer):  # newest first: the remaining snapshots stay one contiguous run
         path = layout.snapshot_file(snapshot.id)
         size = file_size_or_zero(store, path) if record is not None else 0
