@@ -41,6 +41,7 @@ from tableformat.live_set import merge_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
 from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
+from tableformat.undo_store import held_paths
 from tableformat.units import human_bytes
 
 from .kernel import SHOWN, run_operation, shown_paths
@@ -108,6 +109,10 @@ class CheckResult:
     """Files whose names the format does not produce there (or whose kind cannot be decided): never orphans."""
     notes: tuple[str, ...] = ()
     """What the check could not judge and why (with a file list: where the files came from, the capped cutoff)."""
+    held_files: int = 0
+    """Files the undo window keeps (``maintenance.undo-window``, docs/undo.md): never orphans, never referenced,
+    deleted once their window ends."""
+    held_bytes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -133,6 +138,8 @@ class CheckResult:
         lines.append(f"orphan files: {orphans} ({human_bytes(self.orphan_bytes)})")
         lines += shown_paths(self.orphan_paths, "orphans")
         lines.append(f"reclaimable: {human_bytes(self.reclaimable_bytes)} ({self.reclaimable_note})")
+        if self.held_files:
+            lines.append(f"held by the undo window: {self.held_files} file(s), {human_bytes(self.held_bytes)}")
         return (*lines, *(f"note: {note}" for note in self.notes))
 
     def to_json(self) -> dict[str, object]:
@@ -152,6 +159,8 @@ class CheckResult:
             "orphan_bytes": self.orphan_bytes,
             "reclaimable_bytes": self.reclaimable_bytes,
             "reclaimable_note": self.reclaimable_note,
+            "held_files": self.held_files,
+            "held_bytes": self.held_bytes,
             "skipped_external_files": self.external_files_skipped,
             "skipped_nested_tables": list(self.skipped_nested_tables),
             "orphan_paths": list(self.orphan_paths),
@@ -399,6 +408,7 @@ def check_table(
                 sizes[rel] = size
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
     plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms, listed)
+    held = _held(ctx, collector)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
@@ -417,7 +427,18 @@ def check_table(
         orphan_paths=() if plan is None else tuple(orphan.path for orphan in plan.orphans),
         skipped_unknown=() if plan is None else plan.skipped_unknown,
         notes=() if plan is None else plan.notes,
+        held_files=len(held),
+        held_bytes=sum(held.values()),
     )
+
+
+def _held(ctx: TableContext, collector: _Collector) -> dict[str, int]:
+    """What the undo window holds (a file held by two runs once); {} and an error when it cannot be read."""
+    try:
+        return held_paths(ctx.store.held_runs())
+    except _READ_ERRORS as exc:
+        collector.errors.append(f"the undo window cannot be read: {exc}")
+        return {}
 
 
 def _compare(

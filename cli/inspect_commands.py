@@ -316,8 +316,9 @@ def describe(table: str, no_sizes: bool, as_json: bool, storage_options: tuple[s
         pairs.append(("rows", f"{human_count(found.live_records)} ({RAW_ROWS_NOTE})"))
     if found.sizes is not None:
         sizes = found.sizes
+        held = f", held by the undo window {human_bytes(sizes['held_bytes'])}" if sizes["held_bytes"] else ""
         pairs += [
-            ("stored", f"{human_bytes(sizes['total_bytes'])} (orphans {human_bytes(sizes['orphan_bytes'])})"),
+            ("stored", f"{human_bytes(sizes['total_bytes'])} (orphans {human_bytes(sizes['orphan_bytes'])}{held})"),
             ("reclaimable", f"{human_bytes(sizes['reclaimable_bytes'])}: {sizes['reclaimable_note']}"),
         ]
     echo_pairs(pairs)

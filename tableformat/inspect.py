@@ -104,8 +104,8 @@ class TableDescription:
     live_bytes: int
     partitions: int
     sizes: dict[str, Any] | None = field(default=None)
-    """From check: referenced_bytes, orphan_bytes, total_bytes, reclaimable_bytes, reclaimable_note, ok (None when
-    sizes were not asked for)."""
+    """From check: referenced_bytes, orphan_bytes, held_bytes, total_bytes, reclaimable_bytes, reclaimable_note, ok
+    (None when sizes were not asked for)."""
     primary_keys: tuple[str, ...] = ()
     row_count_kind: str = ROW_COUNT_EXACT
     """What ``live_records`` counts: "exact" (append table) or "raw" (primary-key table, see the module doc)."""
@@ -343,10 +343,11 @@ class TableInspector:
         extra: dict[str, Any] | None = None
         if sizes:
             checked = check_table(ctx, parallelism=parallelism)
-            total = checked.referenced_bytes + checked.orphan_bytes
+            total = checked.referenced_bytes + checked.orphan_bytes + checked.held_bytes
             extra = {
                 "referenced_bytes": checked.referenced_bytes,
                 "orphan_bytes": checked.orphan_bytes,
+                "held_bytes": checked.held_bytes,
                 "total_bytes": total,
                 "reclaimable_bytes": checked.reclaimable_bytes,
                 "reclaimable_note": checked.reclaimable_note,

@@ -76,6 +76,7 @@ METADATA_CODECS = (
 METADATA_CODEC_USERS = (
     "tableformat.codec",
     "tableformat.store",
+    "tableformat.undo_store",
     "tableformat.index_store",
     "tableformat.changelog_store",
     "tableformat.commit.committer",

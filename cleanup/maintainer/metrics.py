@@ -19,6 +19,7 @@ _FAMILIES = (
     ("tablefmt_maintain_failed", "1 when the table's last pass had an error, else 0."),
     ("tablefmt_maintain_falling_behind", "1 when the table's retention does not keep up with its ingest."),
     ("tablefmt_maintain_ingest_bytes_per_hour", "Bytes added per hour over the keep-up window."),
+    ("tablefmt_maintain_undo_held_bytes", "Bytes the undo window holds (maintenance.undo-window; absent when off)."),
 )
 
 
@@ -36,6 +37,7 @@ def _values(report: TableReport, last_success_s: float | None) -> dict[str, floa
         "tablefmt_maintain_failed": 0 if report.ok else 1,
         "tablefmt_maintain_falling_behind": None if keep_up is None else int(keep_up.falling_behind),
         "tablefmt_maintain_ingest_bytes_per_hour": None if keep_up is None else keep_up.ingest_bytes_per_hour,
+        "tablefmt_maintain_undo_held_bytes": report.held_bytes,
     }
 
 

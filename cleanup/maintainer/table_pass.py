@@ -39,9 +39,11 @@ from tableformat.layout import LATEST, TableLayout
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
 from tableformat.parallel import resolve_parallelism
 from tableformat.store import MetadataStore
+from tableformat.undo_store import held_paths
 from tableformat.units import time_pair
 
 from ..kernel import Cadence, Operation, OperationResult, run_operation
+from ..kernel.deferral import undo_window_ms
 from ..kernel.ledger import CommitNotingFileIO, recording
 from ..registry import OPERATIONS
 from .config import MaintainSettings
@@ -100,6 +102,8 @@ class TableReport:
     watch_changes: bool = False
     """Whether an operation of this table is due on any change (the watcher then polls it)."""
     seconds: float = 0.0
+    held_bytes: int | None = None
+    """Bytes the undo window holds after the pass (``maintenance.undo-window``; None when the window is off)."""
 
     @property
     def ok(self) -> bool:
@@ -128,6 +132,7 @@ class TableReport:
             **time_pair("next_due", self.next_due_ms),
             **time_pair("last_success", self.last_success_ms),
             "duration_ms": round(self.seconds * 1000),
+            "held_bytes": self.held_bytes,
         }
 
 
@@ -407,4 +412,15 @@ def _pass(
         watch_changes=on_change,
         last_success_ms=state.last_success_ms or None,
         seconds=time.perf_counter() - started,
+        held_bytes=_held_bytes(ctx),
     )
+
+
+def _held_bytes(ctx: TableContext) -> int | None:
+    """Bytes the undo window holds, on a table whose window is on (None: off, or its lists cannot be read)."""
+    if undo_window_ms(ctx.options) <= 0:
+        return None
+    try:
+        return sum(held_paths(ctx.store.held_runs()).values())
+    except (TableFormatError, OSError):
+        return None

@@ -16,6 +16,7 @@ from tableformat.errors import (
     UnsupportedFormatError,
 )
 from tableformat.io.fileio import FileInfo
+from tableformat.model.undo import HeldRun
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 from tableformat.undo_store import kept_from_orphans
 from tableformat.units import iso_from_ms
@@ -107,9 +108,11 @@ def plan_orphan_removal(
             census = _take_census(ctx, pool, workers, cutoff_ms, file_list)
             candidates = census.candidates
             found = len(candidates)
-            roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at) if found else 0
+            roots_read, held = (
+                _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at) if found else (0, [])
+            )
             orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
-            orphans = _not_held(ctx, orphans, planned_at, notes)
+            orphans = _not_held(orphans, held, planned_at, notes)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:
@@ -145,13 +148,13 @@ def plan_orphan_removal(
     )
 
 
-def _not_held(ctx: TableContext, orphans: list[OrphanFile], now_ms: int, notes: list[str]) -> list[OrphanFile]:
-    """The orphans minus the files the undo window keeps (cleanup/kernel/deferral.py), read after the references:
-    a run that takes files out of the table lists them as pending before, so one this plan saw unreferenced is
-    listed by now. Unreadable lists raise (nothing can be called an orphan then)."""
+def _not_held(orphans: list[OrphanFile], held: list[HeldRun], now_ms: int, notes: list[str]) -> list[OrphanFile]:
+    """The orphans minus the files the undo window keeps (cleanup/kernel/deferral.py), as read once the roots were
+    listed: a run that takes files out of the table lists them as pending before it deletes the snapshots naming
+    them, so one the references missed is listed. Unreadable lists raised there (nothing is an orphan then)."""
     if not orphans:
         return orphans
-    kept = kept_from_orphans(ctx.store.held_runs(), now_ms)
+    kept = kept_from_orphans(held, now_ms)
     if not kept:
         return orphans
     left = [orphan for orphan in orphans if orphan.path not in kept]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tableformat.context import TableContext
 from tableformat.errors import MaintenanceError
 from tableformat.layout import LATEST
+from tableformat.model.undo import HeldRun
 
 from ..roots import MAX_ROUNDS, References, Root, index_manifest_owners, list_owners
 from .candidates import CandidateSet, _Census, _settle_manifests
@@ -19,13 +20,13 @@ from .selection import DataManifestSelection, ListSummary, summarize
 log = logging.getLogger(__name__)
 
 
-def saved_roots(ctx: TableContext, now_ms: int) -> list[Root]:
+def saved_roots(ctx: TableContext, held_runs: list[HeldRun], now_ms: int) -> list[Root]:
     """The snapshots, tags and changelogs an undo window keeps copies of (cleanup/kernel/deferral.py; a rollback
     saves the snapshots it removes there too), while the window lasts: what they reference is no orphan, so that
     ``tablefmt undo`` finds every file they name."""
     store = ctx.store
     found = []
-    for held in store.held_runs():
+    for held in held_runs:
         if held.is_due(now_ms):
             continue
         for rel in held.saved:
@@ -38,8 +39,9 @@ def saved_roots(ctx: TableContext, now_ms: int) -> list[Root]:
 
 def _discard_referenced(
     ctx: TableContext, pool: Executor, parallelism: int, census: _Census, cutoff_ms: int, now_ms: int
-) -> int:
-    """Remove every referenced name from the candidates; returns the number of roots read.
+) -> tuple[int, list[HeldRun]]:
+    """Remove every referenced name from the candidates; returns the number of roots read and the runs the undo
+    window holds files for (read once the table's roots are listed).
 
     Manifest lists are read in two steps: first those the data selection needs (every delta list, the base lists
     at the ends of each run of snapshots); then, only if a manifest-like candidate is still unreferenced and old
@@ -49,7 +51,10 @@ def _discard_referenced(
     """
     refs = References(ctx, pool, parallelism)
     roots = refs.collect_roots(settle=False)  # _close_over_new_roots lists them again after reading everything
-    roots += saved_roots(ctx, now_ms)  # listed after the table's own: a copy is saved before its original goes
+    # the undo window, read once the table's roots are listed: a copy is saved, and a pending list written, before
+    # the original goes (cleanup/kernel/deferral.py); what it holds is subtracted by the caller
+    held = ctx.store.held_runs()
+    roots += saved_roots(ctx, held, now_ms)
     main_snapshots = [r for r in roots if r.kind == "snapshot" and not r.branch]
     if not main_snapshots and ctx.io.exists(ctx.layout.hint_file(LATEST)):
         raise MaintenanceError(
@@ -57,7 +62,7 @@ def _discard_referenced(
         )
     read = _ReadSoFar()
     _discard_first_pass(ctx, refs, census, cutoff_ms, roots, read)
-    return len(roots) + _close_over_new_roots(refs, census.candidates, roots, read)
+    return len(roots) + _close_over_new_roots(refs, census.candidates, roots, read), held
 
 
 @dataclass

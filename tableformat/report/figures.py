@@ -34,6 +34,7 @@ from tableformat.inspect import TableInspector, row_count_kind
 from tableformat.model.maintain import MaintainState, OperationState
 from tableformat.options import PARTITION_DEFAULT_NAME
 from tableformat.parallel import resolve_parallelism
+from tableformat.undo_store import held_paths
 
 from .history import CachingStore, storage_history
 from .model import KeepUpFigures, PartitionFigures, RuleFigures, StorageHistory, TableRetentionReport
@@ -240,7 +241,16 @@ def table_report(
         errors=tuple(errors),
         seconds=time.perf_counter() - started,
         row_count_kind=row_count_kind(ctx.schema),
+        held_bytes=_held_bytes(ctx, errors),
     )
+
+
+def _held_bytes(ctx: TableContext, errors: list[str]) -> int | None:
+    try:
+        return sum(held_paths(ctx.store.held_runs()).values())
+    except (TableFormatError, OSError) as exc:
+        errors.append(f"undo window: {_one_line(exc)}")
+        return None
 
 
 def failed_report(name: str, location: str, now_ms: int, since_ms: int | None, error: str) -> TableRetentionReport:

@@ -161,6 +161,8 @@ class TableRetentionReport:
     """From the orphan cleanup dry run (None when it could not run)."""
     orphan_files: int | None
     errors: tuple[str, ...] = ()
+    held_bytes: int | None = 0
+    """Bytes the undo window holds (docs/undo.md); None when its lists cannot be read."""
     seconds: float = field(default=0.0, compare=False)
     row_count_kind: str = "exact"
     """What the row counts (live rows, partition rows) are: "exact" on an append table, "raw" on a primary-key table
@@ -178,6 +180,7 @@ class TableRetentionReport:
             "reclaimable_bytes": self.reclaimable_bytes,
             "orphan_bytes": self.orphan_bytes,
             "orphan_files": self.orphan_files,
+            "held_bytes": self.held_bytes,
             "row_count_kind": self.row_count_kind,
             "growth_bytes_per_day": round(self.growth_bytes_per_day(), 3),
             "storage": {

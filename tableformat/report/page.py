@@ -65,6 +65,9 @@ ul.notes { margin: 4px 0; padding-left: 18px; color: #5d5d5d; font-size: 12px; }
 """
 
 
+HELD_HINT = "deleted once maintenance.undo-window ends; tablefmt undo gives it back until then"
+
+
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
@@ -206,6 +209,7 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
         _tile("orphans", "-" if report.orphan_bytes is None else human_bytes(report.orphan_bytes),
               "found by the orphan cleanup dry run (files older than orphan-files.older-than)"),
         _tile("reclaimable now", human_bytes(report.reclaimable_bytes), "sum of the rules' dry runs"),
+        *([_tile("held by the undo window", human_bytes(report.held_bytes), HELD_HINT)] if report.held_bytes else []),
         _tile("snapshots", "-" if latest is None else f"{report.storage.earliest_snapshot}..{latest.snapshot_id}"),
     ]
     parts.append(f'<div class="tiles">{"".join(tiles)}</div>')
