@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths, data_directory, outside_root_reason
@@ -408,7 +408,6 @@ def check_table(
                 sizes[rel] = size
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
     plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms, listed)
-    held = _held(ctx, collector)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
@@ -417,25 +416,33 @@ def check_table(
         referenced_bytes=referenced_bytes,
         missing_files=tuple(missing),
         size_mismatches=tuple(mismatched),
-        errors=tuple(collector.errors),
-        orphan_files=None if plan is None else len(plan.orphans),
-        orphan_bytes=0 if plan is None else plan.orphan_bytes,
         reclaimable_bytes=reclaimable,
         reclaimable_note=note,
         external_files_skipped=collector.external,
         skipped_nested_tables=tuple(sorted(nested)),
-        orphan_paths=() if plan is None else tuple(orphan.path for orphan in plan.orphans),
-        skipped_unknown=() if plan is None else plan.skipped_unknown,
-        notes=() if plan is None else plan.notes,
-        held_files=len(held),
-        held_bytes=sum(held.values()),
+        **_orphan_fields(plan, _held(ctx, collector, plan)),
+        errors=tuple(collector.errors),
     )
 
 
-def _held(ctx: TableContext, collector: _Collector) -> dict[str, int]:
-    """What the undo window holds (a file held by two runs once); {} and an error when it cannot be read."""
+def _orphan_fields(plan: OrphanPlan | None, held: dict[str, int]) -> dict[str, Any]:
+    """The result's orphan and undo-window fields (``plan`` None: orphans not counted)."""
+    return {
+        "orphan_files": None if plan is None else len(plan.orphans),
+        "orphan_bytes": 0 if plan is None else plan.orphan_bytes,
+        "orphan_paths": () if plan is None else tuple(orphan.path for orphan in plan.orphans),
+        "skipped_unknown": () if plan is None else plan.skipped_unknown,
+        "notes": () if plan is None else plan.notes,
+        "held_files": len(held),
+        "held_bytes": sum(held.values()),
+    }
+
+
+def _held(ctx: TableContext, collector: _Collector, plan: OrphanPlan | None) -> dict[str, int]:
+    """What the undo window holds (a file held by two runs once), as the orphan plan read it (else read here); {}
+    and an error when it cannot be read."""
     try:
-        return held_paths(ctx.store.held_runs())
+        return held_paths(plan.held_runs if plan is not None and plan.held_runs is not None else ctx.store.held_runs())
     except _READ_ERRORS as exc:
         collector.errors.append(f"the undo window cannot be read: {exc}")
         return {}

@@ -105,7 +105,8 @@ def split_entries(
     deferral: Deferral, root: str, files: Sequence[tuple[str, int]]
 ) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """(metadata entries, the rest) of ``files`` relative to ``root``."""
-    entries, rest = [], []
+    entries: list[tuple[str, int]] = []
+    rest: list[tuple[str, int]] = []
     for rel, size in files:
         (entries if is_metadata_entry(deferral.table_path(root, rel)) else rest).append((rel, size))
     return entries, rest

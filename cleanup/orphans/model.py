@@ -10,6 +10,7 @@ from typing import Any
 from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ArgumentError, ValidationError
+from tableformat.model.undo import HeldRun
 from tableformat.options import ORPHAN_OLDER_THAN
 from tableformat.units import human_bytes, time_pair
 
@@ -68,6 +69,8 @@ class OrphanPlan:
     roots_read: int = 0
     notes: tuple[str, ...] = ()
     """What the plan could not judge and why (e.g. the cutoff capped at a file list's creation time)."""
+    held_runs: tuple[HeldRun, ...] | None = None
+    """The undo window as the plan read it (None: not read, there was no candidate)."""
 
     @property
     def orphan_bytes(self) -> int:

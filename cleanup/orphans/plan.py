@@ -109,10 +109,10 @@ def plan_orphan_removal(
             candidates = census.candidates
             found = len(candidates)
             roots_read, held = (
-                _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at) if found else (0, [])
+                _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at) if found else (0, None)
             )
             orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
-            orphans = _not_held(orphans, held, planned_at, notes)
+            orphans = _not_held(orphans, held or [], planned_at, notes)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:
@@ -123,13 +123,7 @@ def plan_orphan_removal(
         notes.append(f"{len(census.gone)} file(s) the {file_list.kind} names were already gone (not orphans)")
     log.info(
         "orphan plan for %s: %d dirs, %d files listed, %d candidates, %d roots read, %d orphans, %d unknown",
-        ctx.url(layout.root),
-        census.directories,
-        census.files,
-        found,
-        roots_read,
-        len(orphans),
-        len(census.unknown),
+        *(ctx.url(layout.root), census.directories, census.files, found, roots_read, len(orphans), len(census.unknown)),
     )
     return OrphanPlan(
         root=layout.root,
@@ -145,6 +139,7 @@ def plan_orphan_removal(
         candidates=found,
         roots_read=roots_read,
         notes=tuple(notes),
+        held_runs=None if held is None else tuple(held),
     )
 
 

@@ -39,6 +39,7 @@ def test_json_lines_one_per_table_with_every_field(tmp_path: Path) -> None:
         assert set(report) == {
             "table", "location", "operations", "ok", "error", "lost_races", "not_applicable", "skipped",
             "lease_lost", "keep_up", "next_due", "next_due_ms", "last_success", "last_success_ms", "duration_ms",
+            "held_bytes",
         }  # fmt: skip
         assert report["ok"] is True and report["error"] is None and report["skipped"] is None
         assert report["not_applicable"] == {}
@@ -67,6 +68,7 @@ def test_human_summary_and_the_prometheus_textfile(tmp_path: Path) -> None:
         "tablefmt_maintain_failed",
         "tablefmt_maintain_falling_behind",
         "tablefmt_maintain_ingest_bytes_per_hour",
+        "tablefmt_maintain_undo_held_bytes",
     ]
     samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
     assert samples['tablefmt_maintain_failed{table="sales.orders"}'] == "0"

@@ -246,3 +246,14 @@ def test_orphans_wait_out_the_window_too_and_an_undo_keeps_them(tmp_path: Path) 
     assert sorted(held.deferred_paths) == names
     expire_snapshots(table.context, now_ms=now + 3 + DAY_MS)
     assert not any(s.exists() for s in strays)
+
+
+def test_check_and_describe_count_what_the_window_holds_once(table: Table) -> None:
+    result = expire_snapshots(table.context, now_ms=EXPIRE_AT)
+    checked = table.maintenance.check(now_ms=EXPIRE_AT + 1)
+    assert checked.ok and checked.orphan_files == 0
+    assert (checked.held_files, checked.held_bytes) == (len(result.deferred_paths), result.deferred_bytes)
+    assert f"held by the undo window: {checked.held_files} file(s)" in "\n".join(checked.summary())
+    sizes = table.inspect.describe().sizes
+    assert sizes is not None and sizes["held_bytes"] == result.deferred_bytes
+    assert sizes["total_bytes"] == sizes["referenced_bytes"] + sizes["orphan_bytes"] + result.deferred_bytes
