@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from tableformat.context import TableContext
 from tableformat.model.snapshot import CommitKind
 from tableformat.option_types import INT32_MAX
+from tableformat.parallel import resolve_parallelism
 from tableformat.units import iso_from_ms
 
 from ..kernel import Progress
@@ -34,8 +35,10 @@ from ..rewrite import (
     run_replanning,
 )
 from ..snapshots import SNAPSHOT_EXPIRATION, ExpireResult
+from .held import delete_held_matches, window_matches
 from .pins import Pin, RootFiles, pins_text
 from .plan import EraseConfig, ErasePlan, held_matches, plan_erase
+from .predicate import EraseFilter
 from .result import EraseResult
 
 COMMIT_USER_PREFIX = "tablefmt-erase-"
@@ -97,6 +100,20 @@ def purge_through(ctx: TableContext, keep_from: int, now_ms: int, progress: Prog
                  _purge_notes(expired, keep_from))  # fmt: skip
 
 
+def with_held(ctx: TableContext, row_filter: EraseFilter, purge: Purge, *, dry_run: bool) -> Purge:
+    """``purge`` plus the files the undo window holds that hold erased rows (held.py): listed, or deleted."""
+    matches = window_matches(ctx, row_filter)
+    if not matches.files:
+        return purge
+    if dry_run:
+        paths, size, failures = [p for p, _ in matches.files], sum(s for _, s in matches.files), []
+    else:
+        paths, size, failures = delete_held_matches(ctx, matches, resolve_parallelism(ctx.options, ctx.io, None))
+    notes = [matches.note(None if dry_run else len(paths))]
+    notes += [f"could not delete {len(failures)} held file(s) with erased rows: {failures[0]}"] if failures else []
+    return Purge(purge.snapshot_ids, (*purge.deleted_paths, *paths), purge.deleted_bytes + size, (*purge.notes, *notes))
+
+
 def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progress: Progress | None) -> EraseResult:
     """Rewrite in guarded batches, purge when asked; report what was committed and deleted."""
     deadline = plan.now_ms + config.deadline_ms
@@ -124,6 +141,7 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
         keep_from = max(outcome.snapshot_ids) if outcome.snapshot_ids else latest
         if keep_from is not None:
             purge = purge_through(ctx, keep_from, plan.now_ms, progress, dry_run=False)
+        purge = with_held(ctx, config.filter, purge, dry_run=False)
     roots = RootFiles(ctx)
     held = held_matches(
         ctx, config.filter, roots, roots.latest_names(), known={e.file.file_name for e in outcome.replaced}
@@ -209,6 +227,8 @@ def planned_result(ctx: TableContext, plan: ErasePlan) -> EraseResult:
         pins = [p for p in pins if not (p.kind == "snapshot" and p.snapshot_id in purged)]
         held = {p.snapshot_id for p in pins if p.kind == "snapshot"}
         pins = [p for p in pins if p.kind != "consumer" or p.snapshot_id in held]
+    if config.purge:
+        purge = with_held(ctx, config.filter, purge, dry_run=True)
     deadline = plan.now_ms + config.deadline_ms if pins else None
     return EraseResult(
         dry_run=True,

@@ -87,7 +87,7 @@ def _column_bytes(metadata: Any, names: set[str]) -> int:
     return total
 
 
-def _file_matches(ctx: TableContext, fs: Any, path: str, row_filter: EraseFilter, types: pa.Schema) -> tuple[int, int]:
+def file_matches(ctx: TableContext, fs: Any, path: str, row_filter: EraseFilter, types: pa.Schema) -> tuple[int, int]:
     """(matching rows, bytes read) of one Parquet file, by its columns' names; a column it lacks reads as nulls."""
     with pq.ParquetFile(path, filesystem=fs) as parquet:
         present = [n for n in row_filter.columns if n in parquet.schema_arrow.names]
@@ -120,7 +120,7 @@ def verify_erasure(ctx: TableContext, row_filter: EraseFilter, now_ms: int | Non
             continue
         files += 1
         try:
-            count, read = _file_matches(ctx, fs, info.path, row_filter, types)
+            count, read = file_matches(ctx, fs, info.path, row_filter, types)
         except (OSError, pa.ArrowException, ValueError) as exc:
             unreadable.append((relative, " ".join(str(exc).split())[:200]))
             continue

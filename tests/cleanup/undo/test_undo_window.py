@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from support.operations import compact, expire_snapshots, remove_orphan_files
 from support.tables import FAR_FUTURE_MS, files_under
@@ -257,3 +258,21 @@ def test_check_and_describe_count_what_the_window_holds_once(table: Table) -> No
     sizes = table.inspect.describe().sizes
     assert sizes is not None and sizes["held_bytes"] == result.deferred_bytes
     assert sizes["total_bytes"] == sizes["referenced_bytes"] + sizes["orphan_bytes"] + result.deferred_bytes
+
+
+def test_erase_purge_deletes_held_files_with_erased_rows_and_their_run_cannot_be_undone(tmp_path: Path) -> None:
+    table = table_with_commits(tmp_path / "t", 4, **WINDOW)
+    table.overwrite(pa.table({"id": [1, 2, 3]}, schema=table.arrow_schema))  # every earlier file is retired
+    expired = expire_snapshots(table.context, now_ms=EXPIRE_AT)  # and held: they hold the rows 0..3
+    held_data = {p for p in expired.deferred_paths if p.endswith(".parquet")}
+    assert len(held_data) == 4
+    assert table.maintenance.verify_erasure("id = 1").matches == 2  # the live file and a held one
+    dry = table.maintenance.run("erase", where="id = 1", purge=True, dry_run=True, now_ms=EXPIRE_AT + 1)
+    with_one = {p for p in held_data if 1 in pq.read_table(Path(table.location) / p)["id"].to_pylist()}
+    assert len(with_one) == 1 and with_one <= set(dry.deleted_paths)
+    real = table.maintenance.run("erase", where="id = 1", purge=True, now_ms=EXPIRE_AT + 1)
+    assert with_one <= set(real.deleted_paths) and any("the undo window held" in n for n in real.notes)
+    assert table.maintenance.verify_erasure("id = 1").certified
+    assert held_data - with_one <= files_under(Path(table.location))  # the others stay held
+    with pytest.raises(UndoRefusedError, match="snapshots 5..5 were expired by a later run"):  # the purge's
+        table.maintenance.undo(expired.run_id, now_ms=EXPIRE_AT + 2)
