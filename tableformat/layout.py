@@ -54,6 +54,9 @@ AUDIT_DIR = "audit"
 run that crashed before recording, ``<run id>.crashed.parquet`` written by the run that noticed."""
 AUDIT_SUFFIX = ".parquet"
 AUDIT_CRASHED_SUFFIX = ".crashed.parquet"
+ERASURES_DIR = "erasures"
+"""Erasures whose purge is pending (docs/erase.md): ``.tablefmt/erasures/erasure-<snapshot id>``."""
+ERASURE_PREFIX = "erasure-"
 UNDO_DIR = "undo"
 """What the undo window holds, ``.tablefmt/undo/<run id>/`` (cleanup/kernel/deferral.py): the run's ``held-<n>`` lists
 of deferred files, ``saved/<path>`` copies of the snapshot, tag, changelog and consumer files it deleted, and
@@ -265,6 +268,13 @@ class TableLayout:
     def audit_file(self, name: str) -> str:
         """``.tablefmt/audit/<name>`` (a record's file name, as listed)."""
         return self.join(MAINTAIN_DIR, AUDIT_DIR, check_file_name(name, what="audit record name"))
+
+    @property
+    def erasures_dir(self) -> str:
+        return self.join(MAINTAIN_DIR, ERASURES_DIR)
+
+    def erasure_file(self, snapshot_id: int) -> str:
+        return self.join(MAINTAIN_DIR, ERASURES_DIR, f"{ERASURE_PREFIX}{int(snapshot_id)}")
 
     @property
     def undo_dir(self) -> str:

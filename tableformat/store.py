@@ -17,6 +17,7 @@ from tableformat.changelog_store import ChangelogStore
 from tableformat.codec import avro_codec, avro_projection, entry_codec, journal_codec, json_codec, maintain_codec
 from tableformat.codec.binary_row import decode_row, encode_row
 from tableformat.codec.partition_codec import PartitionCodec
+from tableformat.erasure_store import ErasureStore
 from tableformat.errors import (
     CorruptMetadataError,
     MissingMetadataError,
@@ -67,7 +68,7 @@ class WrittenFile:
 _T = TypeVar("_T")
 
 
-class MetadataStore(IndexFileStore, ChangelogStore, AuditStore, UndoStore):
+class MetadataStore(IndexFileStore, ChangelogStore, AuditStore, UndoStore, ErasureStore):
     """Metadata access for one table (one FileIO, one root)."""
 
     def __init__(self, file_io: FileIO, layout: TableLayout) -> None:

@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tableformat.index_store",
         "tableformat.audit_store",
         "tableformat.undo_store",
+        "tableformat.erasure_store",
         "tableformat.changelog_store",
         "tableformat.parallel",
         "tableformat.options_doc",
@@ -60,6 +61,7 @@ SIDEWAYS = {
     ("tableformat.store", "tableformat.changelog_store"),
     ("tableformat.store", "tableformat.audit_store"),
     ("tableformat.store", "tableformat.undo_store"),
+    ("tableformat.store", "tableformat.erasure_store"),
     ("tableformat.claims", "tableformat.audit"),
     ("tableformat.report", "tableformat.inspect"),
 }

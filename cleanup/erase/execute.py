@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tableformat.context import TableContext
+from tableformat.model.erasure import PendingErasure
 from tableformat.model.snapshot import CommitKind
 from tableformat.option_types import INT32_MAX
 from tableformat.parallel import resolve_parallelism
@@ -147,6 +148,8 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
         ctx, config.filter, roots, roots.latest_names(), known={e.file.file_name for e in outcome.replaced}
     )
     pins = list(roots.holding(held))
+    if pins and outcome.snapshot_ids:  # tablefmt maintain completes the purge by the deadline (deadline.py)
+        ctx.store.write_pending_erasure(PendingErasure(max(outcome.snapshot_ids), deadline, tuple(sorted(rewritten))))
     lost = tuple(i for p in plans for i in p.lost_races) + lost_rewriting
     return EraseResult(
         snapshot_id=max(outcome.snapshot_ids) if outcome.snapshot_ids else None,

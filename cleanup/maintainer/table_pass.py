@@ -42,10 +42,12 @@ from tableformat.store import MetadataStore
 from tableformat.undo_store import held_paths
 from tableformat.units import time_pair
 
+from ..erase.deadline import PAST_DUE, complete_due_erasures
 from ..kernel import Cadence, Operation, OperationResult, run_operation
 from ..kernel.deferral import undo_window_ms
 from ..kernel.ledger import CommitNotingFileIO, recording
 from ..registry import OPERATIONS
+from ..snapshots import SNAPSHOT_EXPIRATION
 from .config import MaintainSettings
 from .keep_up import KeepUp, assess, count_ingest, merge_hours, operation_limits
 from .lease import TableLease
@@ -245,7 +247,25 @@ def _run_operations(
             continue
         run.ran.append((op.name, result))
         run.states[op.name] = _after(run, op.name, result, previous, now, cadence, settings)
+    if not dry_run and any(name == SNAPSHOT_EXPIRATION.name for name, _ in run.ran):
+        _complete_erasures(ctx, run, clock())
     return run
+
+
+def _complete_erasures(ctx: TableContext, run: _Run, now: int) -> None:
+    """Purge the erasures past their deadline (cleanup/erase/deadline.py) after the pass's snapshot expiration; one
+    still held by a tag, branch or consumer is this pass's error."""
+    try:
+        result = complete_due_erasures(ctx, now)
+    except LeaseLostError as exc:
+        run.lose_lease("erase", exc)
+        return
+    except TableFormatError as exc:
+        run.errors.append(("erase", _one_line(exc)))
+        return
+    if result is not None:
+        run.ran.append(("erase", result))
+        run.errors += [("erase", note) for note in result.notes if PAST_DUE in note or "cannot be read" in note]
 
 
 def _after(
