@@ -16,15 +16,14 @@ from tableformat.audit import (
     RunRecord,
     audit_run_files,
     audit_runs,
-    file_size_or_zero,
     path_events,
     recorded,
 )
-from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.cleanup.after_commit import run_after_commit
 from tableformat.cleanup.erase import EraseResult
-from tableformat.cleanup.kernel import OperationResult
+from tableformat.cleanup.kernel import OperationResult, run_operation
 from tableformat.cleanup.kernel.audit import retired_files
+from tableformat.cleanup.snapshots import TAG_DELETION
 from tableformat.clock import resolve_now, system_clock
 from tableformat.codec.arrow_schema import arrow_schema_of, fields_from_arrow
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
@@ -415,32 +414,24 @@ class Table(TableReaders):
         return tag
 
     def delete_tag(self, name: str) -> None:
-        """Delete a tag (its files become reclaimable by expiration and orphan cleanup).
+        """Delete a tag and the files only it held (as Paimon's tag deletion does): an expiration that expires no
+        snapshot, only this tag (cleanup/snapshots ``TAG_DELETION``), under the undo window like any other.
 
         A tag a branch was created from is kept while that branch exists (Paimon refuses it too): TagError.
         """
-        record = RunRecord("tag delete", self._ctx.options, {"tag": name})
-        claim = TableClaim(self._ctx.store, MAINTENANCE, "tag delete", owner=record.run_id)  # not while a rollback runs
-        claim.acquire()
+        store = self._ctx.store
         try:
-            store = claim.guarded_store()
-            try:
-                tag = store.read_tag(name)
-            except SnapshotNotFoundError:
-                raise TagError(f"tag {name!r} does not exist") from None
-            users = store.branches_holding(tag.snapshot)
-            if users:
-                raise TagError(
-                    f"tag {name!r} is used by branch {', '.join(users)} (created from it); delete the branch first"
-                )
-            path = store.layout.tag_file(name)
-            size = file_size_or_zero(store, path)
-            if not store.delete_tag(name):
-                raise TagError(f"tag {name!r} does not exist")
-            record.add(store.layout.relative(path), size, f"tag {name} of snapshot {tag.snapshot.id} deleted by hand")
-            record.write(self._ctx.store)
-        finally:
-            claim.release()
+            tag = store.read_tag(name)
+        except SnapshotNotFoundError:
+            raise TagError(f"tag {name!r} does not exist") from None
+        users = store.branches_holding(tag.snapshot)
+        if users:
+            raise TagError(
+                f"tag {name!r} is used by branch {', '.join(users)} (created from it); delete the branch first"
+            )
+        result = run_operation(TAG_DELETION, self._ctx, {"tag": name})
+        if name not in result.expired_tags:
+            raise TagError(f"tag {name!r} does not exist any more (deleted or replaced meanwhile)")
 
     def tags(self) -> list[Tag]:
         """Every tag, by name."""

@@ -8,13 +8,14 @@ in crash-safe order and finishes journals an interrupted run left behind.
 from ..kernel import Progress
 from .config import ExpireConfig
 from .execute import execute_expiration
-from .operation import SNAPSHOT_EXPIRATION
+from .operation import SNAPSHOT_EXPIRATION, TAG_DELETION
 from .plan import plan_expiration
 from .planned import ExpirePlan, PlannedFile
 from .result import ExpireResult
 
 __all__ = [
     "SNAPSHOT_EXPIRATION",
+    "TAG_DELETION",
     "ExpireConfig",
     "ExpirePlan",
     "ExpireResult",

@@ -48,7 +48,9 @@ def expiration_reasons(
             named[layout.relative(layout.snapshot_file(snapshot_id))] = f"snapshot {snapshot_id} expired: {rule}"
         for tag in plan.expired_tags:
             named[layout.relative(layout.tag_file(tag.name))] = (
-                f"tag {tag.name} (snapshot {tag.snapshot_id}) expired: its time-retained passed"
+                f"tag {tag.name} of snapshot {tag.snapshot_id} deleted by hand"
+                if tag.name in config.delete_tags
+                else f"tag {tag.name} (snapshot {tag.snapshot_id}) expired: its time-retained passed"
             )
         cutoff = "" if plan.consumer_cutoff_ms is None else f" (cutoff {iso_from_ms(plan.consumer_cutoff_ms)})"
         for consumer in plan.expired_consumers:
@@ -65,6 +67,7 @@ def expiration_reasons(
         if plan.expired_changelogs:
             roots.append(f"changelog(s) {_ids(plan.expired_changelogs)}")
         if roots:
+            rule = "tag deleted by hand" if config.delete_tags else rule
             used_by.append(f"used only by expired {' and '.join(roots)}: {rule}")
     fallback = "; ".join(used_by) or "left by an interrupted expiration"
     return lambda path: named.get(path, fallback)

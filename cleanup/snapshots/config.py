@@ -55,6 +55,8 @@ class ExpireConfig:
     """Long-lived changelogs beyond the newest N ids expire whatever their age (``changelog.num-retained.max``)."""
     changelog_time_retained_ms: int = 0
     """A long-lived changelog expires once older than this (``changelog.time-retained``, default time_retained_ms)."""
+    delete_tags: frozenset[str] = frozenset()
+    """Tags to delete now whatever their time-retained (``tag delete``: with the files only they held)."""
 
     def __post_init__(self) -> None:
         for name in ("retain_min", "retain_max", "time_retained_ms", "limit", "parallelism"):

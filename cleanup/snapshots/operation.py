@@ -10,7 +10,8 @@ from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.data_paths import require_data_inside_root
-from tableformat.errors import MaintenanceError
+from tableformat.errors import MaintenanceError, ValidationError
+from tableformat.option_types import INT32_MAX
 from tableformat.options import (
     FILE_OPERATION_THREAD_NUM,
     MAINTAIN_INTERVAL,
@@ -187,3 +188,28 @@ def _earliest(ctx: TableContext, plan: ExpirePlan) -> int | None:
 
 
 SNAPSHOT_EXPIRATION = SnapshotExpiration()
+
+
+class TagDeletion(SnapshotExpiration):
+    """``tag delete``: an expiration that expires no snapshot and deletes one tag with the files only it held (as
+    Paimon's tag deletion does; deleting the tag file alone would leave them named by retained manifests' history,
+    so no cleanup would ever delete them). Not registered: run by ``Table.delete_tag``, never scheduled."""
+
+    name = "tag delete"
+    summary = "delete a tag and the files only it held"
+    parameters = (Parameter("tag", "text", "the tag to delete"),)
+    prunes_audit = False
+
+    def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> ExpireConfig:
+        tag = overrides.get("tag")
+        if not tag:
+            raise ValidationError("tag delete needs the tag's name")
+        kept = ExpireConfig.resolve(ctx.options, retain_min=INT32_MAX, retain_max=INT32_MAX)  # no snapshot expires
+        require_data_inside_root(ctx.options, ctx.url(), "delete a tag of")
+        return replace(kept, delete_tags=frozenset({str(tag)}), consumer_expiration_ms=None)
+
+    def wanted(self, ctx: TableContext) -> bool:
+        return False
+
+
+TAG_DELETION = TagDeletion()

@@ -223,7 +223,7 @@ class _Planner:
         cutoff = None if self.config.consumer_expiration_ms is None else self.now - self.config.consumer_expiration_ms
         dead = [c for c in consumers if cutoff is not None and c.modified_ms is not None and c.modified_ms < cutoff]
         alive = [c for c in consumers if c not in dead]
-        expired_tags = [t for t in tags if t.expired(self.now)]
+        expired_tags = [t for t in tags if t.expired(self.now) or t.name in self.config.delete_tags]
         held = {
             t.name: sorted({r.branch for r in branches if r.branch and r.snapshot.same_state(t.snapshot)})
             for t in expired_tags
