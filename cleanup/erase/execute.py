@@ -106,8 +106,9 @@ def with_held(ctx: TableContext, row_filter: EraseFilter, purge: Purge, *, dry_r
     matches = window_matches(ctx, row_filter)
     if not matches.files:
         return purge
+    failures: list[str] = []
     if dry_run:
-        paths, size, failures = [p for p, _ in matches.files], sum(s for _, s in matches.files), []
+        paths, size = [p for p, _ in matches.files], sum(s for _, s in matches.files)
     else:
         paths, size, failures = delete_held_matches(ctx, matches, resolve_parallelism(ctx.options, ctx.io, None))
     notes = [matches.note(None if dry_run else len(paths))]

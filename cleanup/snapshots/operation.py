@@ -64,7 +64,7 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
     name = "expire"
     summary = "expire old snapshots and delete the files only they used"
     after_commit = True
-    parameters = (
+    parameters: tuple[Parameter, ...] = (
         Parameter("retain_min", "int", "keep at least the newest N snapshots", SNAPSHOT_NUM_RETAINED_MIN),
         Parameter("retain_max", "int", "keep at most the newest N snapshots", SNAPSHOT_NUM_RETAINED_MAX),
         Parameter(
