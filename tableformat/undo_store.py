@@ -132,8 +132,20 @@ class UndoStore:
 
     def delete_undo_files(self, held: HeldRun) -> list[str]:
         """Delete the run's own files (listed: they exist) and then its emptied directories, deepest first (never
-        recursively; not on object stores); returns the files deleted."""
-        deleted = self.io.delete_listed(list(held.own_files))
+        recursively; not on object stores); returns the files deleted.
+
+        In three batches, each only once the one before is gone: the saved copies, then the held and pending lists,
+        then the released lists. Within a batch the store picks the order (one DeleteObjects request), so a released
+        list deleted alongside a held list that stays would leave the files an undo put back listed as held, and a
+        later purge would delete them from the table."""
+        saved_prefix = self.layout.undo_run_dir(held.run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/"
+        saved = [p for p in held.own_files if p.startswith(saved_prefix)]
+        lists = [p for p in held.own_files if p not in saved]
+        released = [p for p in lists if p.rsplit("/", 1)[-1].startswith(UNDO_RELEASED_PREFIX)]
+        deleted: list[str] = []
+        for batch in (saved, [p for p in lists if p not in released], released):
+            if batch:
+                deleted += self.io.delete_listed(batch)
         if not self.io.is_object_store:
             top = self.layout.undo_run_dir(held.run_id).rstrip("/")
             dirs = {p.rsplit("/", 1)[0] for p in held.own_files}
