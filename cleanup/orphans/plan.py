@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Executor
 from datetime import timedelta
 
 from tableformat.clock import system_clock
@@ -105,11 +106,8 @@ def plan_orphan_removal(
     with executor(workers, "tablefmt-orphans") as pool:
         try:
             census = _take_census(ctx, pool, workers, cutoff_ms, file_list)
-            candidates = census.candidates
-            found = len(candidates)
-            roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms) if found else 0
-            orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
-            orphans = _not_held(ctx, orphans, notes)
+            found = len(census.candidates)
+            orphans, roots_read = _unreferenced_unheld(ctx, pool, workers, census, cutoff_ms, notes)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:
@@ -145,13 +143,31 @@ def plan_orphan_removal(
     )
 
 
-def _not_held(ctx: TableContext, orphans: list[OrphanFile], notes: list[str]) -> list[OrphanFile]:
+def _unreferenced_unheld(
+    ctx: TableContext, pool: Executor, workers: int, census: _Census, cutoff_ms: int, notes: list[str]
+) -> tuple[list[OrphanFile], int]:
+    """(the census's candidates no root references, old enough, that the undo window does not keep; how many roots
+    were read). The window is read before the references and again after them (see ``_not_held``)."""
+    if not census.candidates:
+        return [], 0
+    kept_before = kept_from_orphans(ctx.store.held_runs())
+    roots_read = _discard_referenced(ctx, pool, workers, census, cutoff_ms)
+    orphans = _stat_unreferenced(ctx, workers, census.candidates, cutoff_ms, census.no_mtime, census.gone)
+    return _not_held(ctx, orphans, notes, kept_before), roots_read
+
+
+def _not_held(
+    ctx: TableContext, orphans: list[OrphanFile], notes: list[str], kept_before: set[str]
+) -> list[OrphanFile]:
     """The orphans minus the files the undo window keeps (cleanup/kernel/deferral.py), read after the references:
     a run that takes files out of the table lists them as pending before, so one this plan saw unreferenced is
-    listed by now. Unreadable lists raise (nothing can be called an orphan then)."""
+    listed by now. Minus too what it kept when read before the references (``kept_before``): an undo puts files
+    back in the table after releasing them and removes the run's window after that, so one that ran meanwhile
+    left them kept in one of the two reads or referenced. Unreadable lists raise (nothing can be called an orphan
+    then)."""
     if not orphans:
         return orphans
-    kept = kept_from_orphans(ctx.store.held_runs())
+    kept = kept_before | kept_from_orphans(ctx.store.held_runs())
     if not kept:
         return orphans
     left = [orphan for orphan in orphans if orphan.path not in kept]
