@@ -23,6 +23,9 @@ from tableformat.layout import (
 )
 from tableformat.model.undo import HeldList, HeldRun, ReleasedList
 
+LISTING_ATTEMPTS = 3
+"""How often :meth:`UndoStore.held_runs` lists the window when a listed file is gone by the time it is read."""
+
 
 class UndoStore:
     """The undo window of one table (``io`` and ``layout`` are the store's)."""
@@ -32,7 +35,23 @@ class UndoStore:
 
     def held_runs(self, run_id: str | None = None) -> list[HeldRun]:
         """Every run the window holds something for (only ``run_id`` when given), its lists read; one recursive
-        listing. CorruptMetadataError when a list cannot be read: nothing held can be judged then."""
+        listing, again when a listed file was gone by the time it was read (an undo or a purge removed a run's
+        window meanwhile: a list is never rewritten, only deleted once it is done with). CorruptMetadataError when
+        a list cannot be read: nothing held can be judged then."""
+        for _ in range(LISTING_ATTEMPTS - 1):
+            try:
+                return self._held_runs(run_id)
+            except FileNotFoundError:
+                continue
+        try:
+            return self._held_runs(run_id)
+        except FileNotFoundError as exc:
+            url = self.io.url(self.layout.undo_dir)
+            raise CorruptMetadataError(
+                url, f"a listed file was gone at each of {LISTING_ATTEMPTS} listings: {exc}"
+            ) from exc
+
+    def _held_runs(self, run_id: str | None) -> list[HeldRun]:
         top = self.layout.undo_dir if run_id is None else self.layout.undo_run_dir(run_id)
         prefix = self.layout.undo_dir.rstrip("/") + "/"
         by_run: dict[str, list[FileInfo]] = {}
@@ -81,22 +100,16 @@ class UndoStore:
         if info.path.startswith(saved_prefix):
             saved.append(info.path[len(saved_prefix) :])
         elif info.name.startswith((UNDO_HELD_PREFIX, UNDO_PENDING_PREFIX)):
-            held = undo_codec.decode_held(self._read(info.path))
+            held = undo_codec.decode_held(self.io.read_bytes(info.path))
             for path, _ in held.files:
                 _check_held_path(path)
             files.update(held.files)
             return held.due_ms if due is None else max(due, held.due_ms)
         elif info.name.startswith(UNDO_RELEASED_PREFIX):
-            undone = undo_codec.decode_released(self._read(info.path))
+            undone = undo_codec.decode_released(self.io.read_bytes(info.path))
             released.update(undone.paths)
             released_by.append(undone.undo_run_id)
         return due
-
-    def _read(self, path: str) -> bytes:
-        try:
-            return self.io.read_bytes(path)
-        except FileNotFoundError:
-            raise CorruptMetadataError(self.io.url(path), "listed but gone: read the undo window again") from None
 
     def _create(self, path: str, data: bytes) -> None:
         """Create ``path`` once; an existing file with other bytes is an error (never overwritten)."""
