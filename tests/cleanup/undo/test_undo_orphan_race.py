@@ -2,13 +2,15 @@
 cleanup plans (the cleanup read the references before the undo wrote the expired snapshots back, and reads the undo
 window after the undo removed the run's directory), and an undo that crashed after releasing the files (its re-run
 writes the snapshots back): in both, files the undo puts back must not be called orphans, or the cleanup's own
-window holds them and a later purge deletes files that restored snapshots read."""
+window holds them and a later purge deletes files that restored snapshots read. An undo that removes the run's
+window between the cleanup's listing of the window and its read of a list found there does not stop the cleanup."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from support.faults import FaultyFileIO, InjectedFault, faulty_context
 from support.tables import DAY_S, FAR_FUTURE_MS, age_files, id_part_rows, rows_of
 
@@ -21,23 +23,32 @@ HOUR_MS = 3_600_000
 
 
 class UndoAfterReferences(ForwardingFileIO):
-    """Runs ``action`` once, just before the first listing of the undo window (``.tablefmt/undo``) that follows a
-    read of a manifest: the plan has read the references and now reads the window."""
+    """Runs ``action`` once, once the plan has read the references (a manifest) and goes on to the undo window: just
+    before it lists ``.tablefmt/undo`` (``at="listing"``), or just before it reads the first list it found there
+    (``at="list"``: the list is then gone when read)."""
 
-    def __init__(self, inner: FileIO, action: Callable[[], None]) -> None:
+    def __init__(self, inner: FileIO, action: Callable[[], None], at: str = "listing") -> None:
         super().__init__(inner)
         self.action: Callable[[], None] | None = action
+        self.at = at
         self.references_read = False
 
+    def _maybe_act(self, at: str) -> None:
+        if at == self.at and self.references_read and self.action is not None:
+            action, self.action = self.action, None
+            action()
+
     def read_bytes(self, path: str) -> bytes:
-        if path.rsplit("/", 1)[-1].startswith("manifest-"):
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith("manifest-"):
             self.references_read = True
+        elif name.startswith(("held-", "pending-")):
+            self._maybe_act("list")
         return self.inner.read_bytes(path)
 
     def list_subtree(self, path: str) -> list[FileInfo]:
-        if "/.tablefmt/undo" in path and self.references_read and self.action is not None:
-            action, self.action = self.action, None
-            action()
+        if "/.tablefmt/undo" in path:
+            self._maybe_act("listing")
         return self.inner.list_subtree(path)
 
 
@@ -67,7 +78,8 @@ def _assert_purge_leaves_every_snapshot(root: Path, rows: dict[int, list[tuple[o
     assert table.maintenance.check().ok
 
 
-def test_files_an_undo_puts_back_while_orphan_cleanup_plans_are_not_orphans(tmp_path: Path) -> None:
+@pytest.mark.parametrize("at", ["listing", "list"], ids=["before-the-listing", "between-listing-and-read"])
+def test_files_an_undo_puts_back_while_orphan_cleanup_plans_are_not_orphans(tmp_path: Path, at: str) -> None:
     root = tmp_path / "t"
     rows, now, run_id = _expired_table(root)
 
@@ -75,7 +87,7 @@ def test_files_an_undo_puts_back_while_orphan_cleanup_plans_are_not_orphans(tmp_
         Table.open(str(root)).maintenance.undo(run_id, now_ms=now + 60_000)
 
     ctx = Table.open(str(root)).context
-    racing = UndoAfterReferences(ctx.io, undo)
+    racing = UndoAfterReferences(ctx.io, undo, at)
     cleaned = TableMaintenance(faulty_context(ctx, racing)).remove_orphan_files(parallelism=1)
     assert racing.action is None  # the undo ran between the references and the window
     assert [s.id for s in Table.open(str(root)).snapshots()] == sorted(rows)
