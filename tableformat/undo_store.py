@@ -30,6 +30,9 @@ from tableformat.layout import (
 from tableformat.model.snapshot import Snapshot
 from tableformat.model.undo import HeldList, HeldRun, ReleasedList
 
+LISTING_ATTEMPTS = 3
+"""How often :meth:`UndoStore.held_runs` lists the window when a listed file is gone by the time it is read."""
+
 
 class UndoStore:
     """The undo window of one table (``io`` and ``layout`` are the store's)."""
@@ -39,7 +42,23 @@ class UndoStore:
 
     def held_runs(self, run_id: str | None = None) -> list[HeldRun]:
         """Every run the window holds something for (only ``run_id`` when given), its lists read; one recursive
-        listing. CorruptMetadataError when a list cannot be read: nothing held can be judged then."""
+        listing, again when a listed file was gone by the time it was read (an undo or a purge removed a run's
+        window meanwhile: a list is never rewritten, only deleted once it is done with). CorruptMetadataError when
+        a list cannot be read: nothing held can be judged then."""
+        for _ in range(LISTING_ATTEMPTS - 1):
+            try:
+                return self._held_runs(run_id)
+            except FileNotFoundError:
+                continue
+        try:
+            return self._held_runs(run_id)
+        except FileNotFoundError as exc:
+            url = self.io.url(self.layout.undo_dir)
+            raise CorruptMetadataError(
+                url, f"a listed file was gone at each of {LISTING_ATTEMPTS} listings: {exc}"
+            ) from exc
+
+    def _held_runs(self, run_id: str | None) -> list[HeldRun]:
         top = self.layout.undo_dir if run_id is None else self.layout.undo_run_dir(run_id)
         prefix = self.layout.undo_dir.rstrip("/") + "/"
         by_run: dict[str, list[FileInfo]] = {}
@@ -88,22 +107,16 @@ class UndoStore:
         if info.path.startswith(saved_prefix):
             saved.append(info.path[len(saved_prefix) :])
         elif info.name.startswith((UNDO_HELD_PREFIX, UNDO_PENDING_PREFIX)):
-            held = undo_codec.decode_held(self._read(info.path))
+            held = undo_codec.decode_held(self.io.read_bytes(info.path))
             for path, _ in held.files:
                 _check_held_path(path)
             files.update(held.files)
             return held.due_ms if due is None else max(due, held.due_ms)
         elif info.name.startswith(UNDO_RELEASED_PREFIX):
-            undone = undo_codec.decode_released(self._read(info.path))
+            undone = undo_codec.decode_released(self.io.read_bytes(info.path))
             released.update(undone.paths)
             released_by.append(undone.undo_run_id)
         return due
-
-    def _read(self, path: str) -> bytes:
-        try:
-            return self.io.read_bytes(path)
-        except FileNotFoundError:
-            raise CorruptMetadataError(self.io.url(path), "listed but gone: read the undo window again") from None
 
     def _create(self, path: str, data: bytes) -> None:
         """Create ``path`` once; an existing file with other bytes is an error (never overwritten)."""
@@ -155,8 +168,20 @@ class UndoStore:
 
     def delete_undo_files(self, held: HeldRun) -> list[str]:
         """Delete the run's own files (listed: they exist) and then its emptied directories, deepest first (never
-        recursively; not on object stores); returns the files deleted."""
-        deleted = self.io.delete_listed(list(held.own_files))
+        recursively; not on object stores); returns the files deleted.
+
+        In three batches, each only once the one before is gone: the saved copies, then the held and pending lists,
+        then the released lists. Within a batch the store picks the order (one DeleteObjects request), so a released
+        list deleted alongside a held list that stays would leave the files an undo put back listed as held, and a
+        later purge would delete them from the table."""
+        saved_prefix = self.layout.undo_run_dir(held.run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/"
+        saved = [p for p in held.own_files if p.startswith(saved_prefix)]
+        lists = [p for p in held.own_files if p not in saved]
+        released = [p for p in lists if p.rsplit("/", 1)[-1].startswith(UNDO_RELEASED_PREFIX)]
+        deleted: list[str] = []
+        for batch in (saved, [p for p in lists if p not in released], released):
+            if batch:
+                deleted += self.io.delete_listed(batch)
         if not self.io.is_object_store:
             top = self.layout.undo_run_dir(held.run_id).rstrip("/")
             dirs = {p.rsplit("/", 1)[0] for p in held.own_files}

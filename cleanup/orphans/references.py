@@ -25,16 +25,18 @@ def saved_roots(ctx: TableContext, held_runs: list[HeldRun], now_ms: int) -> lis
     saves the snapshots it removes there too), while the window lasts: what they reference is no orphan, so that
     ``tablefmt undo`` finds every file they name."""
     store = ctx.store
-    found = []
+    found: dict[str, Root] = {}
     for held in held_runs:
         if held.is_due(now_ms):
             continue
         for rel in held.saved:
+            path = ctx.layout.undo_saved_file(held.run_id, rel)
+            if path in found:
+                continue
             snapshot = store.read_saved_root(held.run_id, rel)
             if snapshot is not None:
-                path = ctx.layout.undo_saved_file(held.run_id, rel)
-                found.append(Root(f"undo window {held.run_id} {rel}", path, snapshot, "tag"))
-    return found
+                found[path] = Root(f"undo window {held.run_id} {rel}", path, snapshot, "tag")
+    return list(found.values())
 
 
 def _discard_referenced(
@@ -50,10 +52,13 @@ def _discard_referenced(
     meanwhile is read in full, until a listing shows no root that was not read.
     """
     refs = References(ctx, pool, parallelism)
-    roots = refs.collect_roots(settle=False)  # _close_over_new_roots lists them again after reading everything
-    # the undo window, read once the table's roots are listed: a copy is saved, and a pending list written, before
-    # the original goes (cleanup/kernel/deferral.py); what it holds is subtracted by the caller
+    # The undo window is read before the roots are listed and again after: an expiration saves a copy and lists
+    # pending files before the original goes (cleanup/kernel/deferral.py), so the read after finds what the listing
+    # missed; an undo writes the copies back and only then removes the run's window, so what it put back after the
+    # listing was in the read before. What either read holds is subtracted by the caller, what its copies name here.
     held = ctx.store.held_runs()
+    roots = refs.collect_roots(settle=False)  # _close_over_new_roots lists them again after reading everything
+    held += ctx.store.held_runs()
     roots += saved_roots(ctx, held, now_ms)
     main_snapshots = [r for r in roots if r.kind == "snapshot" and not r.branch]
     if not main_snapshots and ctx.io.exists(ctx.layout.hint_file(LATEST)):
