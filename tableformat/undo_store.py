@@ -143,6 +143,10 @@ class UndoStore:
     def read_saved(self, run_id: str, relative: str) -> bytes:
         return self.io.read_bytes(self.layout.undo_saved_file(run_id, relative))
 
+    def held_run_ids(self) -> set[str]:
+        """The runs the window has a directory for (one listing, nothing read)."""
+        return {info.name for info in self.io.list_dir(self.layout.undo_dir) if info.is_dir}
+
     def read_saved_root(self, run_id: str, relative: str) -> Snapshot | None:
         """The snapshot a saved snapshot, tag or changelog copy holds (None for a consumer copy, or one gone);
         CorruptMetadataError when it cannot be parsed."""
@@ -165,6 +169,13 @@ class UndoStore:
         data = self.read_saved(run_id, relative)
         path = self.layout.join(relative)
         return self.io.write_if_absent(path, data) or self.io.read_bytes(path) == data
+
+    def delete_saved_copies(self, held: HeldRun) -> list[str]:
+        """Delete the run's saved copies only (a purge does so before it deletes the held files: an orphan cleanup
+        that reads a copy as a root then finds the copy gone with its files, never a copy whose files are gone)."""
+        saved_prefix = self.layout.undo_run_dir(held.run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/"
+        saved = [p for p in held.own_files if p.startswith(saved_prefix)]
+        return self.io.delete_listed(saved) if saved else []
 
     def delete_undo_files(self, held: HeldRun) -> list[str]:
         """Delete the run's own files (listed: they exist) and then its emptied directories, deepest first (never
@@ -217,12 +228,14 @@ def held_paths(runs: Sequence[HeldRun]) -> dict[str, int]:
 
 
 def kept_from_orphans(runs: Sequence[HeldRun], now_ms: int) -> set[str]:
-    """Every file orphan cleanup must leave alone: held or pending for a run whose window has not ended by
-    ``now_ms``. Once it has, they are orphans like any other unreferenced file (so they go also after the window
-    was turned off, when no run purges any more)."""
+    """Every file orphan cleanup must leave alone: named by a held or pending list of a run whose window has not
+    ended by ``now_ms``, released or not (an undo releases a run's files before it writes back the snapshots that
+    name them, and removes the lists only after: a cleanup that listed the roots before the undo wrote them back
+    still finds the files listed). Once a window has ended its files are orphans like any other (so they go also
+    after the window was turned off, when no run purges any more)."""
     kept: set[str] = set()
     for run in runs:
         if not run.is_due(now_ms):
-            kept.update(run.held)
+            kept.update(run.files)
             kept.update(run.pending)
     return kept

@@ -6,7 +6,8 @@ whose window has ended (``.tablefmt/undo/``, one recursive listing) and, when it
 as a run of its own, ``purge-held``: under a maintenance claim (so never while an undo or rollback runs), the held
 lists read again under it (an undo that just finished has released its files), every file still held deleted
 through the one Deleter (files already gone are counted apart), recorded in the audit ledger with the run and window
-they were held for, and only then the run's lists and saved copies. A crash anywhere leaves the lists: the next run
+they were held for. The run's saved copies go first (orphan cleanup reads them as roots: one is never left naming
+files already gone), its lists last. A crash anywhere leaves the lists: the next run
 deletes again what is left. Held lists that cannot be read stop the purge (nothing deleted) and say so, without
 failing the operation that found them.
 """
@@ -81,6 +82,8 @@ def purge_due(ctx: TableContext, now_ms: int, threads: int = 8) -> PurgeOutcome 
             due = _due(ctx, now_ms)
             reasons = {p: f"undo window of run {r.run_id} ended {iso(r.due_ms)}" for r in due for p in r.held}
             run.reasons = lambda path: reasons.get(path, PURGE)
+            for held in due:  # the copies first: a copy read as a root never outlives the files it names
+                unguarded(ctx.store).delete_saved_copies(held)
             deleter = Deleter(GuardedFileIO(ctx.io, claim.check), ctx.layout, threads, label="deleted held")
             deleter.delete(sorted((p, s) for r in due for p, s in r.held.items()))
             finished = _clear(ctx, due, deleter.failures)

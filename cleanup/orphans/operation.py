@@ -106,6 +106,14 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
 
         return reason
 
+    def still_valid(self, ctx: TableContext, plan: OrphanPlan) -> bool:
+        """False when a run's undo window the plan read is gone now: an undo (or a purge) finished while the plan
+        read the table, and an undo writes snapshots back that name files the plan may have found unreferenced. A
+        rollback or an expiration only removes references, which leaves every orphan an orphan."""
+        if not plan.held_runs:
+            return True
+        return {run.run_id for run in plan.held_runs} <= ctx.store.held_run_ids()
+
     def preview(self, ctx: TableContext, plan: OrphanPlan) -> OrphanResult:
         return dry_run_result(plan)
 

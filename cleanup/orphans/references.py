@@ -39,6 +39,10 @@ def saved_roots(ctx: TableContext, held_runs: list[HeldRun], now_ms: int) -> lis
     return list(found.values())
 
 
+def _unique(roots: list[Root]) -> list[Root]:
+    return list({root.path: root for root in roots}.values())
+
+
 def _discard_referenced(
     ctx: TableContext, pool: Executor, parallelism: int, census: _Census, cutoff_ms: int, now_ms: int
 ) -> tuple[int, list[HeldRun]]:
@@ -56,10 +60,13 @@ def _discard_referenced(
     # pending files before the original goes (cleanup/kernel/deferral.py), so the read after finds what the listing
     # missed; an undo writes the copies back and only then removes the run's window, so what it put back after the
     # listing was in the read before. What either read holds is subtracted by the caller, what its copies name here.
+    # Each read's saved copies are read at once: a copy gone by then was written back (an undo removes them last).
     held = ctx.store.held_runs()
+    before = saved_roots(ctx, held, now_ms)
     roots = refs.collect_roots(settle=False)  # _close_over_new_roots lists them again after reading everything
-    held += ctx.store.held_runs()
-    roots += saved_roots(ctx, held, now_ms)
+    after = ctx.store.held_runs()
+    held += after
+    roots += _unique([*before, *saved_roots(ctx, after, now_ms)])
     main_snapshots = [r for r in roots if r.kind == "snapshot" and not r.branch]
     if not main_snapshots and ctx.io.exists(ctx.layout.hint_file(LATEST)):
         raise MaintenanceError(

@@ -23,7 +23,7 @@ HOUR_MS = 3_600_000
 
 
 class UndoAfterReferences(ForwardingFileIO):
-    """Runs ``action`` once, once the plan has read the references (a manifest) and goes on to the undo window: just
+    """Runs ``action`` once, once the plan has read the roots (a snapshot) and goes on to the undo window: just
     before it lists ``.tablefmt/undo`` (``at="listing"``), or just before it reads the first list it found there
     (``at="list"``: the list is then gone when read)."""
 
@@ -40,7 +40,7 @@ class UndoAfterReferences(ForwardingFileIO):
 
     def read_bytes(self, path: str) -> bytes:
         name = path.rsplit("/", 1)[-1]
-        if name.startswith("manifest-"):
+        if name.startswith(("snapshot-", "manifest-")):  # the roots are read: the undo window is read again next
             self.references_read = True
         elif name.startswith(("held-", "pending-")):
             self._maybe_act("list")
