@@ -15,6 +15,7 @@ from tableformat.cli.common import duration_flag, echo_json, handle_errors, open
 @click.option("--keys-file", default=None, metavar="FILE", help="A Parquet or CSV file of keys to erase (with --key).")
 @click.option("--key", default=None, metavar="COL[=FILECOL]", help="The table column the keys file's column holds.")
 @click.option("--purge", is_flag=True, help="Also expire every older snapshot and delete the old files now.")
+@click.option("--include-tags", is_flag=True, help="With --purge: rewrite the tags that hold erased rows without them.")
 @click.option("--deadline", callback=duration_flag, default=None, metavar="DURATION",
               help="The old files must be gone this long after the erasure (erase.deadline).")  # fmt: skip
 @click.option("--verify", is_flag=True, help="Only check: scan every Parquet file under the root for matching rows "
@@ -29,6 +30,7 @@ def erase(
     keys_file: str | None,
     key: str | None,
     purge: bool,
+    include_tags: bool,
     deadline: int | None,
     verify: bool,
     dry_run: bool,
@@ -38,8 +40,10 @@ def erase(
     """Erase the rows a filter matches: only the live files holding them are rewritten, in one snapshot per batch.
     With --purge every older snapshot is expired and the old files deleted at once (tags, branches and consumers
     holding them are named). --verify certifies that no matching row is left anywhere under the table root."""
-    if verify and (purge or dry_run or deadline is not None):
-        raise click.UsageError("--verify only reads: it takes no --purge, --dry-run or --deadline")
+    if verify and (purge or include_tags or dry_run or deadline is not None):
+        raise click.UsageError("--verify only reads: it takes no --purge, --include-tags, --dry-run or --deadline")
+    if include_tags and not purge:
+        raise click.UsageError("--include-tags rewrites tags as part of a purge: give --purge too")
     opened = open_table(table, storage_options)
     if verify:
         checked = opened.maintenance.verify_erasure(where, keys_file=keys_file, key=key)
@@ -54,7 +58,7 @@ def erase(
             raise click.exceptions.Exit(1)
         return
     result = opened.maintenance.erase(
-        where, keys_file=keys_file, key=key, purge=purge, deadline=deadline, dry_run=dry_run
+        where, keys_file=keys_file, key=key, purge=purge, include_tags=include_tags, deadline=deadline, dry_run=dry_run
     )
     if as_json:
         echo_json(result.to_json())

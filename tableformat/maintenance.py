@@ -148,6 +148,7 @@ class TableMaintenance:
         keys_file: str | None = None,
         key: str | None = None,
         purge: bool = False,
+        include_tags: bool = False,
         deadline: Duration | None = None,
         dry_run: bool = False,
         now_ms: int | None = None,
@@ -157,10 +158,12 @@ class TableMaintenance:
         expression), or whose ``key`` column (``COL[=FILECOL]``) holds a key of ``keys_file`` (Parquet or CSV): the
         live files holding them are rewritten without them, one guarded snapshot per batch. ``purge`` also expires
         every older snapshot and deletes the old files now (tags, branches and consumers that hold them are
-        reported in ``pinned_by``, never removed). See docs/erase.md."""
+        reported in ``pinned_by``, never removed); with ``include_tags`` the tags that hold them are rewritten
+        without the erased rows. See docs/erase.md."""
         return self._run(
             EraseResult, "erase", dry_run, now_ms, progress,
-            where=where, keys_file=keys_file, key=key, purge=purge or None, deadline=deadline,
+            where=where, keys_file=keys_file, key=key, purge=purge or None, include_tags=include_tags or None,
+            deadline=deadline,
         )  # fmt: skip
 
     def verify_erasure(

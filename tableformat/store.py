@@ -438,6 +438,9 @@ class MetadataStore(IndexFileStore, ChangelogStore, AuditStore, UndoStore, Erasu
     def write_tag_if_absent(self, tag: Tag) -> bool:
         return self.io.write_if_absent(self.layout.tag_file(tag.name), json_codec.tag_to_json(tag))
 
+    def replace_tag(self, tag: Tag) -> None:  # erase --include-tags: the same snapshot over rewritten files
+        self.io.write_bytes(self.layout.tag_file(tag.name), json_codec.tag_to_json(tag))
+
     def delete_tag(self, name: str) -> bool:
         return bool(self.io.delete_files([self.layout.tag_file(name)]))
 

@@ -19,10 +19,10 @@ from tableformat.errors import CorruptMetadataError, TableBusyError
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.units import iso_from_ms
 
-from ..kernel import Deleter
 from ..kernel.audit import AuditedRun, unguarded
 from ..kernel.deferral import deferring
 from .execute import purge_through
+from .held import delete_unnamed
 from .pins import RootFiles, pins_text
 from .result import EraseResult
 
@@ -52,19 +52,16 @@ def complete_due_erasures(ctx: TableContext, now_ms: int) -> EraseResult | None:
         with run.recording(), deferring(None):
             guarded = run.noting(ctx).with_io(GuardedFileIO(run.noting(ctx).io, claim.check))
             purge = purge_through(guarded, max(p.snapshot_id for p in due), now_ms, None, dry_run=False)
-            holders = RootFiles(ctx).holding({_name(path) for p in due for path in p.files})
-            held = {name for names in holders.values() for name in names}
-            free = sorted({path for p in due for path in p.files if _name(path) not in held})
-            deleter = Deleter(guarded.io, ctx.layout, 4, label="erase deleted")
-            deleter.delete([(path, 0) for path in free])  # named by no root (e.g. a deleted tag's): the bytes go
+            deleted, size, held = delete_unnamed(guarded, [path for p in due for path in p.files], 4)
             for pending in due:
-                if not held.intersection(map(_name, pending.files)) and not deleter.failures:
+                if not held.intersection(map(_name, pending.files)):
                     unguarded(ctx.store).delete_pending_erasure(pending.snapshot_id)
             run.finished((), ())
     finally:
         claim.release()
     late = [p for p in due if held.intersection(map(_name, p.files))]
     notes = list(purge.notes)
+    holders = RootFiles(ctx).holding(held) if late else {}
     if late:
         holders_text = ", ".join(pins_text(list(holders)))
         snapshots = ", ".join(str(p.snapshot_id) for p in late)
@@ -74,8 +71,8 @@ def complete_due_erasures(ctx: TableContext, now_ms: int) -> EraseResult | None:
         )
     result = EraseResult(
         purged_snapshot_ids=purge.snapshot_ids,
-        deleted_paths=(*purge.deleted_paths, *deleter.deleted),
-        deleted_bytes=purge.deleted_bytes + deleter.deleted_bytes,
+        deleted_paths=(*purge.deleted_paths, *deleted),
+        deleted_bytes=purge.deleted_bytes + size,
         pinned_by=tuple(holders),
         deadline_ms=min(p.deadline_ms for p in late) if late else None,
         notes=tuple(notes) or (f"completed the purge of {len(due)} erasure(s) past their deadline",),

@@ -36,11 +36,12 @@ from ..rewrite import (
     run_replanning,
 )
 from ..snapshots import SNAPSHOT_EXPIRATION, ExpireResult
-from .held import delete_held_matches, window_matches
+from .held import delete_held_matches, delete_unnamed, window_matches
 from .pins import Pin, RootFiles, pins_text
 from .plan import EraseConfig, ErasePlan, held_matches, plan_erase
 from .predicate import EraseFilter
 from .result import EraseResult
+from .tags import TagRewrite, rewrite_tags, tags_holding
 
 COMMIT_USER_PREFIX = "tablefmt-erase-"
 """The commit user of every snapshot an erasure writes (followed by a per-run id)."""
@@ -116,6 +117,27 @@ def with_held(ctx: TableContext, row_filter: EraseFilter, purge: Purge, *, dry_r
     return Purge(purge.snapshot_ids, (*purge.deleted_paths, *paths), purge.deleted_bytes + size, (*purge.notes, *notes))
 
 
+def _rewrite_tags(ctx: TableContext, config: EraseConfig, known: set[str], marker: int, now_ms: int) -> TagRewrite:
+    """Rewrite the tags holding erased rows (tags.py), recording their old files as a pending erasure due now
+    first: a crash before those are deleted leaves them to ``tablefmt maintain``."""
+    roots = RootFiles(ctx)
+    tags = tags_holding(roots.holding(held_matches(ctx, config.filter, roots, roots.latest_names(), known=known)))
+    if not tags:
+        return TagRewrite()
+    planned = rewrite_tags(ctx, config.filter, tags, config.target_size, dry_run=True)
+    ctx.store.write_pending_erasure(PendingErasure(marker, now_ms, planned.replaced))
+    return rewrite_tags(ctx, config.filter, tags, config.target_size, dry_run=False)
+
+
+def _with_freed(ctx: TableContext, tagged: TagRewrite, purge: Purge) -> Purge:
+    """``purge`` plus the rewritten tags' old files that no root names any more, deleted now."""
+    if not tagged.replaced:
+        return purge
+    deleted, size, _ = delete_unnamed(ctx, tagged.replaced, resolve_parallelism(ctx.options, ctx.io, None))
+    note = f"rewrote tag(s) {', '.join(tagged.tags)} without the erased rows"
+    return Purge(purge.snapshot_ids, (*purge.deleted_paths, *deleted), purge.deleted_bytes + size, (*purge.notes, note))
+
+
 def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progress: Progress | None) -> EraseResult:
     """Rewrite in guarded batches, purge when asked; report what was committed and deleted."""
     deadline = plan.now_ms + config.deadline_ms
@@ -137,27 +159,31 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
     lost_rewriting, abandoned, rounds = _rewrite_until_settled(ctx, plan, config, outcome, run)
     paths = {f.entry.identifier(): f.path for p in plans for f in p.files}
     rewritten = tuple(paths[e.identifier()] for e in outcome.replaced)
-    purge = Purge()
+    purge, tagged = Purge(), TagRewrite()
+    known = {e.file.file_name for e in outcome.replaced}
+    marker = max(outcome.snapshot_ids) if outcome.snapshot_ids else ctx.store.latest_snapshot_id()
     if config.purge:
-        latest = ctx.store.latest_snapshot_id()
-        keep_from = max(outcome.snapshot_ids) if outcome.snapshot_ids else latest
-        if keep_from is not None:
-            purge = purge_through(ctx, keep_from, plan.now_ms, progress, dry_run=False)
+        if config.include_tags and marker is not None:
+            tagged = _rewrite_tags(ctx, config, known, marker, plan.now_ms)
+        if marker is not None:
+            purge = purge_through(ctx, marker, plan.now_ms, progress, dry_run=False)
         purge = with_held(ctx, config.filter, purge, dry_run=False)
+        purge = _with_freed(ctx, tagged, purge)
     roots = RootFiles(ctx)
-    held = held_matches(
-        ctx, config.filter, roots, roots.latest_names(), known={e.file.file_name for e in outcome.replaced}
-    )
-    pins = list(roots.holding(held))
-    if pins and outcome.snapshot_ids:  # tablefmt maintain completes the purge by the deadline (deadline.py)
-        ctx.store.write_pending_erasure(PendingErasure(max(outcome.snapshot_ids), deadline, tuple(sorted(rewritten))))
+    pins = list(roots.holding(held_matches(ctx, config.filter, roots, roots.latest_names(), known=known)))
+    if pins and marker is not None and (outcome.snapshot_ids or tagged.tags):  # maintain completes it (deadline.py)
+        files = tuple(sorted({*rewritten, *tagged.replaced}))
+        ctx.store.write_pending_erasure(PendingErasure(marker, deadline, files))
+    elif tagged.tags and marker is not None:
+        ctx.store.delete_pending_erasure(marker)  # the tags' old files are gone
     lost = tuple(i for p in plans for i in p.lost_races) + lost_rewriting
     return EraseResult(
         snapshot_id=max(outcome.snapshot_ids) if outcome.snapshot_ids else None,
         snapshot_ids=tuple(outcome.snapshot_ids),
-        erased_rows=outcome.rows_in - outcome.rows_out,
+        erased_rows=outcome.rows_in - outcome.rows_out + tagged.erased_rows,
         rewritten_paths=rewritten,
         rewritten_bytes=sum(e.file.file_size for e in outcome.replaced),
+        rewritten_tags=tagged.tags,
         written_paths=tuple(ctx.layout.relative(f.path) for f in outcome.written),
         pinned_by=tuple(pins),
         purged_snapshot_ids=purge.snapshot_ids,
@@ -166,7 +192,7 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
         deadline_ms=deadline if pins else None,
         filter_description=config.filter.description,
         skipped_files=tuple((paths[u.files[0].identifier()], reason) for u, reason in abandoned),
-        notes=_race_notes(rounds) + _notes(replan_notes(lost), purge, pins, deadline if pins else None),
+        notes=_race_notes(rounds) + tagged.notes + _notes(replan_notes(lost), purge, pins, deadline if pins else None),
         backlog=len(abandoned),
     )
 
@@ -231,11 +257,15 @@ def planned_result(ctx: TableContext, plan: ErasePlan) -> EraseResult:
         pins = [p for p in pins if not (p.kind == "snapshot" and p.snapshot_id in purged)]
         held = {p.snapshot_id for p in pins if p.kind == "snapshot"}
         pins = [p for p in pins if p.kind != "consumer" or p.snapshot_id in held]
+    tagged = TagRewrite()
     if config.purge:
         purge = with_held(ctx, config.filter, purge, dry_run=True)
+        if config.include_tags:
+            tagged, pins, purge = _planned_tags(ctx, config, holders, pins, purge)
     deadline = plan.now_ms + config.deadline_ms if pins else None
     return EraseResult(
         dry_run=True,
+        rewritten_tags=tagged.tags,
         erased_rows=plan.erased_rows,
         rewritten_paths=tuple(f.path for f in plan.files),
         rewritten_bytes=sum(f.entry.file.file_size for f in plan.files),
@@ -245,8 +275,23 @@ def planned_result(ctx: TableContext, plan: ErasePlan) -> EraseResult:
         deleted_bytes=purge.deleted_bytes,
         deadline_ms=deadline,
         filter_description=config.filter.description,
-        notes=_notes(replan_notes(plan.lost_races), purge, pins, deadline),
+        notes=tagged.notes + _notes(replan_notes(plan.lost_races), purge, pins, deadline),
     )
+
+
+def _planned_tags(
+    ctx: TableContext, config: EraseConfig, holders: Mapping[Pin, frozenset[str]], pins: list[Pin], purge: Purge
+) -> tuple[TagRewrite, list[Pin], Purge]:
+    """The tags the real run rewrites, the pins left without them, and the purge plus the tags' old files that no
+    remaining pin names (deleted by the real run once the tags no longer name them)."""
+    tagged = rewrite_tags(ctx, config.filter, tags_holding(holders), config.target_size, dry_run=True)
+    left = [p for p in pins if not (p.kind == "tag" and p.name in tagged.tags)]
+    still = {name for p in left for name in holders.get(p, frozenset())}
+    known = set(purge.deleted_paths)
+    freed = [path for path in tagged.replaced if path.rsplit("/", 1)[-1] not in still and path not in known]
+    size = sum(ctx.io.file_size(ctx.layout.join(path)) for path in freed)
+    deleted = (*purge.deleted_paths, *freed)
+    return tagged, left, Purge(purge.snapshot_ids, deleted, purge.deleted_bytes + size, purge.notes)
 
 
 def _planned_purge(ctx: TableContext, keep_from: int, plan: ErasePlan, holders: Mapping[Pin, frozenset[str]]) -> Purge:

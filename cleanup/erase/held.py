@@ -8,6 +8,7 @@ held them can no longer be undone (its undo is refused: a file it kept is gone),
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tableformat.codec.arrow_schema import arrow_schema_of
@@ -15,6 +16,7 @@ from tableformat.context import TableContext
 from tableformat.undo_store import held_paths
 
 from ..kernel import Deleter
+from .pins import RootFiles
 from .predicate import EraseFilter
 from .verify import PARQUET_MARK, file_matches
 
@@ -60,3 +62,17 @@ def delete_held_matches(ctx: TableContext, matches: HeldMatches, threads: int) -
     deleter = Deleter(ctx.io, ctx.layout, threads, label="erase deleted held")
     deleter.delete(list(matches.files))
     return deleter.deleted, deleter.deleted_bytes, deleter.failures
+
+
+def delete_unnamed(ctx: TableContext, paths: Sequence[str], threads: int) -> tuple[list[str], int, set[str]]:
+    """Delete the files of ``paths`` (relative to the root) that no root names any more (a rewritten tag's old
+    files, a deleted tag's): (deleted, bytes, names some root still holds). Erased bytes never wait for the undo
+    window (the caller runs outside it)."""
+    holders = RootFiles(ctx).holding({path.rsplit("/", 1)[-1] for path in paths})
+    held = {name for names in holders.values() for name in names}
+    free = sorted({path for path in paths if path.rsplit("/", 1)[-1] not in held})
+    deleter = Deleter(ctx.io, ctx.layout, threads, label="erase deleted")
+    deleter.delete([(path, 0) for path in free])
+    if deleter.failures:
+        held |= {failure.split(": ", 1)[0].rsplit("/", 1)[-1] for failure in deleter.failures}
+    return deleter.deleted, deleter.deleted_bytes, held

@@ -30,6 +30,7 @@ class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
         Parameter("keys_file", "text", "a Parquet or CSV file of keys to erase (with --key)"),
         Parameter("key", "text", "COL[=FILECOL]: the table column the keys file's column FILECOL holds"),
         Parameter("purge", "flag", "also expire every snapshot older than the erasure and delete the old files"),
+        Parameter("include_tags", "flag", "with purge: rewrite the tags that hold erased rows, without them"),
         Parameter("deadline", "duration", "the old files must be gone this long after the erasure", ERASE_DEADLINE),
     )
 

@@ -36,6 +36,8 @@ class EraseConfig:
     """``erase.deadline``: the time after the erasure by which the old files must be gone (purged)."""
     commit_max_files: int
     target_size: int
+    include_tags: bool = False
+    """With ``purge``: rewrite the tags that hold erased rows (tags.py) instead of stopping short of them."""
 
     @classmethod
     def resolve(cls, ctx: TableContext, overrides: Mapping[str, Any]) -> EraseConfig:
@@ -48,6 +50,7 @@ class EraseConfig:
             deadline_ms=ctx.options.require_or(ERASE_DEADLINE, given.get("deadline")),
             commit_max_files=ctx.options.require(COMPACTION_COMMIT_MAX_FILES),
             target_size=ctx.options.require(TARGET_FILE_SIZE),
+            include_tags=bool(given.get("include_tags", False)),
         )
 
 

@@ -32,6 +32,8 @@ class EraseResult(OperationResult):
     """Snapshots the purge expired (none without ``purge``)."""
     deadline_ms: int | None = None
     """When the old files must be gone (``erase.deadline`` after the run); None once the purge left nothing pinned."""
+    rewritten_tags: tuple[str, ...] = ()
+    """Tags rewritten without the erased rows (``include_tags``)."""
     filter_description: str = ""
     skipped_files: tuple[tuple[str, str], ...] = ()
 
@@ -44,6 +46,7 @@ class EraseResult(OperationResult):
             rewritten_files=len(self.rewritten_paths),
             rewritten_paths=list(self.rewritten_paths),
             rewritten_bytes=self.rewritten_bytes,
+            rewritten_tags=list(self.rewritten_tags),
             written_files=len(self.written_paths),
             written_paths=list(self.written_paths),
             pinned_by=pins_json(self.pinned_by),
@@ -68,6 +71,9 @@ class EraseResult(OperationResult):
                 f"{purged} {len(self.purged_snapshot_ids)} snapshot(s), {len(self.deleted_paths)} file(s), "
                 f"{human_bytes(self.deleted_bytes)}"
             )
+        if self.rewritten_tags:
+            verb = "would rewrite" if self.dry_run else "rewrote"
+            lines.append(f"{verb} tag(s) {', '.join(self.rewritten_tags)} without the erased rows")
         lines += [f"still held by {text}" for text in pins_text(self.pinned_by)]
         lines += [f"skipped {path}: {reason}" for path, reason in self.skipped_files]
         return tuple(lines + [f"note: {note}" for note in self.notes])

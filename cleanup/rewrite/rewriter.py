@@ -154,6 +154,16 @@ class Rewriter:
             self._remove(paths)
             raise
 
+    def write(self, units: Sequence[RewriteUnit]) -> list[NewDataFile]:
+        """Write every unit's new files without committing them (a caller that references them itself, e.g. a
+        rewritten tag); on failure the files written so far are removed."""
+        paths: list[str] = []
+        try:
+            return [f for unit in units for f in self._write_unit(unit, paths)]
+        except BaseException:
+            self._remove(paths)
+            raise
+
     def _commit_units(
         self,
         indexed: list[tuple[int, RewriteUnit]],

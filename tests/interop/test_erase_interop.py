@@ -65,3 +65,21 @@ def test_pypaimon_reads_after_erase_and_purge_and_the_certificate_follows_the_ta
     assert rows_of(pp.read("t")) == rows_of(Table.open(path).to_arrow())
     again = _cli("erase", path, "--where", "user_id = 2", "--purge", "--dry-run")
     assert again["erased_rows"] == 0 and [p["name"] for p in again["pinned_by"]] == ["before"]  # type: ignore[index,union-attr]
+
+
+def test_pypaimon_reads_a_tag_erase_include_tags_rewrote(pp: Paimon) -> None:
+    pp.create_table("g", SCHEMA, ["dt"], {})
+    for rows in BATCHES:
+        pp.append("g", _batch(rows))
+    path = pp.path("g")
+    pp.create_tag("g", "before", 2)
+    tagged = [r for rows in BATCHES[:2] for r in rows]
+    purged = _cli("erase", path, "--where", "user_id = 2", "--purge", "--include-tags")
+    assert purged["rewritten_tags"] == ["before"] and purged["pinned_by"] == []
+    assert purged["purged_snapshot_ids"] == [1, 2, 3, 4]
+    assert rows_of(pp.read("g", tag="before")) == rows_of(_batch([r for r in tagged if r[0] != 2]))
+    assert rows_of(Table.open(path).to_arrow(tag="before")) == rows_of(pp.read("g", tag="before"))
+    certificate = _cli("erase", path, "--verify", "--where", "user_id = 2")
+    assert certificate["matches"] == 0 and certificate["pinned_by"] == []
+    pp.append("g", _batch([(2, "again@x", "d1")]))  # pypaimon writes on: the table is sound
+    assert rows_of(pp.read("g", tag="before")) == rows_of(_batch([r for r in tagged if r[0] != 2]))
