@@ -129,13 +129,29 @@ def _rewrite_tags(ctx: TableContext, config: EraseConfig, known: set[str], marke
     return rewrite_tags(ctx, config.filter, tags, config.target_size, dry_run=False)
 
 
-def _with_freed(ctx: TableContext, tagged: TagRewrite, purge: Purge) -> Purge:
-    """``purge`` plus the rewritten tags' old files that no root names any more, deleted now."""
-    if not tagged.replaced:
+def _tags_note(tagged: TagRewrite) -> str:
+    return f"rewrote tag(s) {', '.join(tagged.tags)} without the erased rows" if tagged.tags else ""
+
+
+def _with_freed(ctx: TableContext, paths: Sequence[str], purge: Purge, note: str = "") -> Purge:
+    """``purge`` plus those of ``paths`` (old files of rewritten tags) that no root names any more, deleted now."""
+    if not paths:
         return purge
-    deleted, size, _ = delete_unnamed(ctx, tagged.replaced, resolve_parallelism(ctx.options, ctx.io, None))
-    note = f"rewrote tag(s) {', '.join(tagged.tags)} without the erased rows"
-    return Purge(purge.snapshot_ids, (*purge.deleted_paths, *deleted), purge.deleted_bytes + size, (*purge.notes, note))
+    deleted, size, _ = delete_unnamed(ctx, paths, resolve_parallelism(ctx.options, ctx.io, None))
+    notes = (*purge.notes, note) if note else purge.notes
+    return Purge(purge.snapshot_ids, (*purge.deleted_paths, *deleted), purge.deleted_bytes + size, notes)
+
+
+def _with_due(ctx: TableContext, now_ms: int, purge: Purge) -> Purge:
+    """``purge`` plus the files of earlier erasures past their deadline that no root names any more (a run that
+    stopped after rewriting a tag left its old files to this): deleted, their record gone once none is held."""
+    due = [p for p in ctx.store.pending_erasures() if p.deadline_ms <= now_ms]
+    for pending in due:
+        purge = _with_freed(ctx, pending.files, purge)
+        holders = RootFiles(ctx).holding({path.rsplit("/", 1)[-1] for path in pending.files})
+        if not holders:
+            ctx.store.delete_pending_erasure(pending.snapshot_id)
+    return purge
 
 
 def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progress: Progress | None) -> EraseResult:
@@ -168,7 +184,8 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
         if marker is not None:
             purge = purge_through(ctx, marker, plan.now_ms, progress, dry_run=False)
         purge = with_held(ctx, config.filter, purge, dry_run=False)
-        purge = _with_freed(ctx, tagged, purge)
+        purge = _with_freed(ctx, tagged.replaced, purge, _tags_note(tagged))
+        purge = _with_due(ctx, plan.now_ms, purge)
     roots = RootFiles(ctx)
     pins = list(roots.holding(held_matches(ctx, config.filter, roots, roots.latest_names(), known=known)))
     if pins and marker is not None and (outcome.snapshot_ids or tagged.tags):  # maintain completes it (deadline.py)
