@@ -177,7 +177,8 @@ class TableMaintenance:
         """The erasure certificate: scan every Parquet file under the table root (referenced or not), reading only
         the filter's columns, for rows the filter (as :meth:`erase` takes it) matches. ``certified`` is True only
         when none matches anywhere and every file could be read. Deletes nothing."""
-        return verify_erasure(self._ctx, erase_filter(self._ctx.schema, where, keys_file, key), now_ms)
+        row_filter = erase_filter(self._ctx.schema, where, keys_file, key, self._ctx.io.storage_options())
+        return verify_erasure(self._ctx, row_filter, now_ms)
 
     def remove_orphan_files(
         self,

@@ -43,7 +43,8 @@ class EraseConfig:
     def resolve(cls, ctx: TableContext, overrides: Mapping[str, Any]) -> EraseConfig:
         require_rewritable(ctx, "erase")
         given = overrides  # checked and typed by the kernel from the operation's parameters
-        row_filter = erase_filter(ctx.schema, given.get("where"), given.get("keys_file"), given.get("key"))
+        keys_file, key, where = given.get("keys_file"), given.get("key"), given.get("where")
+        row_filter = erase_filter(ctx.schema, where, keys_file, key, ctx.io.storage_options())
         return cls(
             filter=row_filter,
             purge=bool(given.get("purge", False)),

@@ -15,14 +15,16 @@ are pruned by the keys' range.
 from __future__ import annotations
 
 import decimal
+import io
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.errors import ArgumentError
+from tableformat.io.factory import open_location, split_scheme
 from tableformat.lazy_module import lazy_module
 from tableformat.model.schema import TableSchema
 from tableformat.scan.filters import as_expression
@@ -274,20 +276,33 @@ def parse_key(key: str) -> tuple[str, str]:
     return column.strip(), (file_column.strip() or column.strip())
 
 
-def read_keys_table(path: str, file_column: str) -> pa.Table:
+def read_keys_table(data: bytes, file_column: str) -> pa.Table:
     """The keys file's one column: Parquet by its magic bytes, CSV otherwise."""
     import pyarrow.csv as csv
     import pyarrow.parquet as pq
 
-    with open(path, "rb") as handle:
-        magic = handle.read(4)
-    if magic == b"PAR1":
-        return pq.read_table(path, columns=[file_column])
+    if data[:4] == b"PAR1":
+        return pq.read_table(io.BytesIO(data), columns=[file_column])
     options = csv.ConvertOptions(include_columns=[file_column], column_types={file_column: pa.string()})
-    return csv.read_csv(path, convert_options=options)
+    return csv.read_csv(io.BytesIO(data), convert_options=options)
 
 
-def keys_filter(path: str, key: str, schema: TableSchema) -> EraseFilter:
+def keys_file_bytes(path: str, storage_options: Mapping[str, Any] | None) -> bytes | None:
+    """The keys file's bytes, from local disk or an object store (``s3://bucket/keys.parquet``, read with the
+    table's storage options); None when there is no such file."""
+    if split_scheme(path)[0] == "file":
+        local = Path(split_scheme(path)[1])
+        return local.read_bytes() if local.is_file() else None
+    file_io, where = open_location(path, dict(storage_options or {}))
+    try:
+        return file_io.read_bytes(where)
+    except FileNotFoundError:
+        return None
+
+
+def keys_filter(
+    path: str, key: str, schema: TableSchema, storage_options: Mapping[str, Any] | None = None
+) -> EraseFilter:
     """The filter of a keys file; ArgumentError for a missing file or column, an unknown table column or keys that
     are not values of the table column's type."""
     column, file_column = parse_key(key)
@@ -295,11 +310,12 @@ def keys_filter(path: str, key: str, schema: TableSchema) -> EraseFilter:
     arrow = arrow_schema_of(list(schema.fields))
     if column not in arrow.names:
         raise ArgumentError(f"{{key}}: unknown column {column!r}; the table has {', '.join(arrow.names)}", **arguments)
-    if not Path(path).is_file():
+    data = keys_file_bytes(path, storage_options)
+    if data is None:
         raise ArgumentError("{keys_file}: no such file", **arguments)
     dtype = arrow.field(column).type
     try:
-        raw = read_keys_table(path, file_column)[file_column]
+        raw = read_keys_table(data, file_column)[file_column]
     except (KeyError, pa.ArrowInvalid, OSError) as exc:
         reason = " ".join(str(exc).split())[:200]
         raise ArgumentError(f"{{keys_file}}: no column {file_column!r} can be read ({reason})", **arguments) from None
@@ -358,10 +374,15 @@ def _cast_keys(raw: pa.ChunkedArray, dtype: pa.DataType) -> pa.Array:
 
 
 def erase_filter(
-    schema: TableSchema, where: Any = None, keys_file: str | None = None, key: str | None = None
+    schema: TableSchema,
+    where: Any = None,
+    keys_file: str | None = None,
+    key: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> EraseFilter:
     """The filter an erase was given: exactly one of ``where`` (SQL text, or a pyarrow expression from Python) and
-    ``keys_file`` with ``key``; ArgumentError otherwise."""
+    ``keys_file`` with ``key`` (a local path or an object store URL, read with ``storage_options``); ArgumentError
+    otherwise."""
     if (where is None) == (keys_file is None):
         raise ArgumentError("erase needs exactly one of {where} and {keys_file}", where=("...", "--where SQL"),
                             keys_file=("...", "--keys-file FILE"))  # fmt: skip
@@ -369,7 +390,7 @@ def erase_filter(
         if not key:
             raise ArgumentError("{keys_file} needs {key}", keys_file=(repr(keys_file), keys_file),
                                 key=("'COL'", "--key COL[=FILECOL]"))  # fmt: skip
-        return keys_filter(keys_file, key, schema)
+        return keys_filter(keys_file, key, schema, storage_options)
     if isinstance(where, str):
         _comparisons()  # sqlglot is imported here: a keys file never loads it
         return where_filter(where, schema)
