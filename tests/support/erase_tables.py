@@ -13,7 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from support.tables import files_under
+from support.operations import remove_orphan_files
+from support.tables import FAR_FUTURE_MS, files_under, reachable_files
+from tableformat.context import TableContext
+from tableformat.maintenance import TableMaintenance
 from tableformat.table import Table
 
 EVENTS_SCHEMA = pa.schema(
@@ -92,3 +95,17 @@ def files_holding(table: Table, users: set[int]) -> set[str]:
 def parquet_names_under(root: str | Path) -> set[str]:
     """The names of the table's Parquet files (data and changelog; not the audit ledger's records)."""
     return {Path(rel).name for rel in files_under(root) if rel.endswith(".parquet")}
+
+
+def left_behind(root: Path, where: str) -> list[str]:
+    """What an erasure (``where``) left after its re-run: rows the certificate still finds, then, after an orphan
+    cleanup far in the future, files under the root the table does not reference. [] when nothing."""
+    problems = []
+    certificate = TableMaintenance(TableContext.load(str(root))).verify_erasure(where)
+    if not certificate.certified:
+        problems.append(f"erased rows left in {certificate.matched_files} {certificate.unreadable}")
+    remove_orphan_files(TableContext.load(str(root)), force=True, now_ms=FAR_FUTURE_MS)
+    leaked = files_under(root) - reachable_files(TableContext.load(str(root)))
+    if leaked:
+        problems.append(f"leaked {sorted(leaked)}")
+    return problems

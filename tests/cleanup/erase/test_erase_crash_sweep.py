@@ -11,10 +11,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.erase_tables import STANDARD_APPENDS, events_table
+from support.erase_tables import STANDARD_APPENDS, events_table, left_behind
 from support.faults import FaultyFileIO, fault_at_every_point, faulty_context
-from support.operations import remove_orphan_files
-from support.tables import FAR_FUTURE_MS, files_under, reachable_files
+from support.tables import FAR_FUTURE_MS
 
 from tableformat.context import TableContext
 from tableformat.errors import TableFormatError
@@ -69,12 +68,8 @@ def test_a_fault_at_every_write_and_delete_then_a_rerun_erases_everything(
         if _rows(root) != expected:
             failures.append(f"{where}: rows {sorted(_rows(root))}")
             continue
-        certificate = TableMaintenance(TableContext.load(str(root))).verify_erasure(WHERE)
-        if not certificate.certified:
-            failures.append(f"{where}: erased rows left in {certificate.matched_files} {certificate.unreadable}")
-        remove_orphan_files(TableContext.load(str(root)), force=True, now_ms=FAR_FUTURE_MS)
-        leaked = files_under(root) - reachable_files(TableContext.load(str(root)))
-        if leaked or _rows(root) != expected:
-            failures.append(f"{where}: leaked {sorted(leaked)}")
+        failures += [f"{where}: {problem}" for problem in left_behind(root, WHERE)]
+        if _rows(root) != expected:
+            failures.append(f"{where}: rows after orphan cleanup {sorted(_rows(root))}")
         shutil.rmtree(root)
     assert failures == []
