@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.operations import compact, expire_snapshots, remove_orphan_files
+from support.partition_tables import fill, partitioned_table
 from support.tables import FAR_FUTURE_MS, files_under
 from support.warehouses import table_with_commits
 
@@ -276,3 +277,14 @@ def test_erase_purge_deletes_held_files_with_erased_rows_and_their_run_cannot_be
     assert held_data - with_one <= files_under(Path(table.location))  # the others stay held
     with pytest.raises(UndoRefusedError, match="snapshots 5..5 were expired by a later run"):  # the purge's
         table.maintenance.undo(expired.run_id, now_ms=EXPIRE_AT + 2)
+
+
+def test_undo_of_a_partition_expiration_brings_the_partitions_back(tmp_path: Path) -> None:
+    table = partitioned_table(tmp_path / "p", [("dt", pa.date32())], ["dt"], **{"maintenance.undo-window": "7 d"})
+    fill(table, [{"dt": dt.date(2020, 1, 1)}, {"dt": dt.date(2020, 1, 2)}, {"dt": dt.date(2099, 1, 1)}])
+    before = sorted(table.to_arrow()["id"].to_pylist())
+    expired = table.maintenance.expire_partitions(expiration_time="30d")
+    assert len(expired.expired_partitions) == 2 and len(_rows(table)) == 2
+    undone = table.maintenance.undo(expired.run_id)
+    assert undone.snapshot_id == 5 and len(undone.restored_files) == 2
+    assert sorted(table.to_arrow()["id"].to_pylist()) == before
