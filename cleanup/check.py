@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths, data_directory, outside_root_reason
 from tableformat.errors import (
@@ -38,7 +39,7 @@ from tableformat.errors import (
 )
 from tableformat.layout import INDEX_DIR, STATISTICS_DIR, TableLayout, check_file_name
 from tableformat.live_set import merge_entries
-from tableformat.model.manifest import FileKind, ManifestEntry
+from tableformat.model.manifest import FileKind
 from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 from tableformat.undo_store import held_paths
@@ -225,8 +226,9 @@ def _collect_references(
         for row in rows:
             collector.add(TableLayout.manifest_rel(row.file_name), "manifest", row.file_size, f"manifest list {name}")
     wanted = dict.fromkeys(m for names in lists.values() for m in names)
-    entries_of: dict[str, list[ManifestEntry]] = {}
-    read_manifests = bounded_map(refs.pool, lambda n: _tolerant(collector, store.read_manifest, n), wanted, refs.window)
+    entries_of: dict[str, list[ScanRef]] = {}  # projected: no statistics decoded (a third of the full decode)
+    read_refs = store.read_manifest_scan_refs
+    read_manifests = bounded_map(refs.pool, lambda n: _tolerant(collector, read_refs, n), wanted, refs.window)
     for name, entries in read_manifests:
         if entries is not None:
             entries_of[name] = entries
@@ -258,7 +260,7 @@ def _collect_index_files(
 def _collect_files_of(
     root: Root,
     lists: dict[str, list[str]],
-    entries_of: dict[str, list[ManifestEntry]],
+    entries_of: dict[str, list[ScanRef]],
     collector: _Collector,
     paths: DataPaths,
 ) -> None:
@@ -266,7 +268,7 @@ def _collect_files_of(
     its changelog list: a changelog file is never DELETEd, it goes when its snapshot or changelog expires)."""
     snapshot = root.snapshot
 
-    def entries(*list_names: str) -> Iterator[list[ManifestEntry]]:
+    def entries(*list_names: str) -> Iterator[list[ScanRef]]:
         return (entries_of.get(m, []) for name in list_names if name for m in lists.get(name, ()))
 
     live = merge_entries(entries(snapshot.base_manifest_list, snapshot.delta_manifest_list)).values()
@@ -277,8 +279,9 @@ def _collect_files_of(
                 collector.external += 1
                 continue
             collector.add(paths.of_entry(entry), kind, entry.file.file_size, root.label)
-            for extra in paths.extras_of(entry.partition, entry.bucket, entry.file.extra_files):
-                collector.add(extra, kind, None, root.label)
+            if entry.file.extra_files:
+                for extra in paths.extras_of(entry.partition, entry.bucket, entry.file.extra_files):
+                    collector.add(extra, kind, None, root.label)
 
 
 def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) -> list[T] | None:
@@ -389,7 +392,12 @@ def check_table(
         data_dir = data_directory(ctx.options)
     except UnsupportedFormatError as exc:  # data files are not inside the root: none of them can be checked
         collector.errors.append(str(exc))
-    with executor(workers, "tablefmt-check") as pool:
+    nested: list[str] = []
+    listed = None
+    with executor(workers, "tablefmt-check") as pool, executor(1, "tablefmt-check-listing") as lister:
+        # Without a file list the table is listed while the references are read (listing waits on the store,
+        # decoding on the CPU); a file referenced but not listed yet is stat'ed below.
+        listing = None if file_list is not None else lister.submit(_listed_sizes, ctx, pool, workers, data_dir, nested)
         refs = References(ctx, pool, workers)
         try:
             roots = refs.collect_roots()
@@ -397,9 +405,11 @@ def check_table(
             _collect_references(ctx, refs, roots, collector, paths)
         except _READ_ERRORS as exc:
             collector.errors.append(str(exc))
-        nested: list[str] = []
-        listed = None if file_list is None else load_file_list(ctx, file_list)  # after the references: peaks apart
-        sizes = _listed_sizes(ctx, pool, workers, data_dir, nested, listed)
+        if listing is None:
+            listed = load_file_list(ctx, file_list)  # after the references: their peaks apart
+            sizes = _listed_sizes(ctx, pool, workers, data_dir, nested, listed)
+        else:
+            sizes = listing.result()
         missing: list[FileProblem] = []
         mismatched: list[FileProblem] = []
         unlisted = [rel for rel in collector.refs if rel not in sizes]
