@@ -370,6 +370,42 @@ def _orphans(
     return (plan, *_reclaimable(ctx, 0 if plan is None else plan.orphan_bytes))
 
 
+def _referenced_and_listed(
+    ctx: TableContext,
+    workers: int,
+    data_dir: str | None,
+    collector: _Collector,
+    nested: list[str],
+    file_list: str | os.PathLike[str] | None,
+) -> tuple[list[Root], dict[str, int], FileList | None]:
+    """(the roots, the size of every file listed or stat'ed, the file list when given), the references collected.
+    Without a file list the table is listed while the references are read (listing waits on the store, decoding on
+    the CPU); a file referenced but not listed yet is stat'ed. A file list is read after the references (their
+    memory peaks apart)."""
+    roots: list[Root] = []
+    listed = None
+    with executor(workers, "tablefmt-check") as pool, executor(1, "tablefmt-check-listing") as lister:
+        listing = None if file_list is not None else lister.submit(_listed_sizes, ctx, pool, workers, data_dir, nested)
+        refs = References(ctx, pool, workers)
+        try:
+            roots = refs.collect_roots()
+            paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
+            _collect_references(ctx, refs, roots, collector, paths)
+        except _READ_ERRORS as exc:
+            collector.errors.append(str(exc))
+        if listing is None:
+            assert file_list is not None
+            listed = load_file_list(ctx, file_list)
+            sizes = _listed_sizes(ctx, pool, workers, data_dir, nested, listed)
+        else:
+            sizes = listing.result()
+        unlisted = [rel for rel in collector.refs if rel not in sizes]
+        for rel, size in zip(unlisted, pool.map(lambda r: _stat(ctx, r), unlisted)):
+            if size is not None:
+                sizes[rel] = size
+    return roots, sizes, listed
+
+
 def check_table(
     ctx: TableContext,
     *,
@@ -386,36 +422,15 @@ def check_table(
         resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     collector = _Collector()
-    roots: list[Root] = []
     data_dir: str | None = None
     try:
         data_dir = data_directory(ctx.options)
     except UnsupportedFormatError as exc:  # data files are not inside the root: none of them can be checked
         collector.errors.append(str(exc))
     nested: list[str] = []
-    listed = None
-    with executor(workers, "tablefmt-check") as pool, executor(1, "tablefmt-check-listing") as lister:
-        # Without a file list the table is listed while the references are read (listing waits on the store,
-        # decoding on the CPU); a file referenced but not listed yet is stat'ed below.
-        listing = None if file_list is not None else lister.submit(_listed_sizes, ctx, pool, workers, data_dir, nested)
-        refs = References(ctx, pool, workers)
-        try:
-            roots = refs.collect_roots()
-            paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
-            _collect_references(ctx, refs, roots, collector, paths)
-        except _READ_ERRORS as exc:
-            collector.errors.append(str(exc))
-        if listing is None:
-            listed = load_file_list(ctx, file_list)  # after the references: their peaks apart
-            sizes = _listed_sizes(ctx, pool, workers, data_dir, nested, listed)
-        else:
-            sizes = listing.result()
-        missing: list[FileProblem] = []
-        mismatched: list[FileProblem] = []
-        unlisted = [rel for rel in collector.refs if rel not in sizes]
-        for rel, size in zip(unlisted, pool.map(lambda r: _stat(ctx, r), unlisted)):
-            if size is not None:
-                sizes[rel] = size
+    roots, sizes, listed = _referenced_and_listed(ctx, workers, data_dir, collector, nested, file_list)
+    missing: list[FileProblem] = []
+    mismatched: list[FileProblem] = []
     referenced_bytes = _compare(collector, sizes, missing, mismatched)
     plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms, listed)
     return CheckResult(
