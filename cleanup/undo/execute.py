@@ -9,7 +9,7 @@ from tableformat.clock import resolve_now
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.context import TableContext
-from tableformat.errors import UndoRefusedError
+from tableformat.errors import CorruptMetadataError, UndoRefusedError
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import EARLIEST, LATEST
 from tableformat.model.audit import RESTORED, RETIRED
@@ -83,10 +83,16 @@ def execute_undo(ctx: TableContext, plan: UndoPlan, undo_run_id: str) -> UndoRes
         if latest is not None and latest < plan.snapshots[-1]:  # an undone rollback: the newer snapshots are back
             store.write_hint(LATEST, plan.snapshots[-1])
     snapshot_id = _reverse(ctx, plan) if plan.readd or plan.remove else None
-    if plan.window is not None:
-        for held in window.held_runs(plan.run_id):
+    notes: tuple[str, ...] = ()
+    try:
+        for held in window.held_runs(plan.run_id) if plan.window is not None else ():
             window.delete_undo_files(held)
-    return dataclasses.replace(preview(plan, dry_run=False), snapshot_id=snapshot_id)
+    except (OSError, CorruptMetadataError) as exc:  # everything is back: the run's window is only left over
+        notes = (
+            f"everything is back, but the run's undo window could not be removed ({exc}); its files stay released "
+            "(no purge deletes them) and running this undo again removes it",
+        )
+    return dataclasses.replace(preview(plan, dry_run=False), snapshot_id=snapshot_id, notes=notes)
 
 
 def _reverse(ctx: TableContext, plan: UndoPlan) -> int | None:
