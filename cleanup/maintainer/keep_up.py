@@ -109,6 +109,17 @@ def count_ingest(
     return found, latest_id
 
 
+KEEP_UP_READERS = 64
+"""Most objects the keep-up count reads at once on an object store."""
+
+
+def keep_up_workers(threads: int, latency_bound: bool) -> int:
+    """Readers for the keep-up count: on an object store eight times the table's threads (at most
+    :data:`KEEP_UP_READERS`): it only GETs small objects, each waiting on the store's latency, and a first pass reads
+    every snapshot in the window with its delta list and manifests; elsewhere the table's threads."""
+    return min(KEEP_UP_READERS, 8 * threads) if latency_bound else threads
+
+
 SNAPSHOT_CHUNK = 16
 """Snapshot files the keep-up count reads at once (at least; twice the workers when there are more)."""
 

@@ -49,7 +49,7 @@ from ..kernel.ledger import CommitNotingFileIO, recording
 from ..registry import OPERATIONS
 from ..snapshots import SNAPSHOT_EXPIRATION
 from .config import MaintainSettings
-from .keep_up import KeepUp, assess, count_ingest, merge_hours, operation_limits
+from .keep_up import KeepUp, assess, count_ingest, keep_up_workers, merge_hours, operation_limits
 from .lease import TableLease
 from .targets import Opener, TableTarget
 
@@ -393,7 +393,7 @@ def _pass(
     before = found.state or MaintainState()
     # counted before the operations run: expiration may remove the snapshots that are to be counted
     try:
-        workers = resolve_parallelism(ctx.options, ctx.io, None)
+        workers = keep_up_workers(resolve_parallelism(ctx.options, ctx.io, None), ctx.io.latency_bound)
         counted = before.counted_snapshot_id
         ingest = count_ingest(ctx.store, counted, found.latest_id, now, settings.keep_up_window_ms, workers)
         ingest_error = None

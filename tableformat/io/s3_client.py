@@ -130,11 +130,18 @@ def request_prefix(params: dict[str, Any]) -> str:
     return prefix_of(bucket, str(params.get("Prefix") or ""))
 
 
+MAX_POOL_CONNECTIONS = 64
+"""Connections to the store at once (botocore's default is 10): reads that each wait on the store's latency (the
+keep-up count's GETs, a census's listings) go out as many at a time as the run has readers."""
+
+
 def filesystem_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` for s3fs with the User-Agent set and botocore's retries off, unless ``config_kwargs`` sets them."""
+    """``options`` for s3fs with the User-Agent set, botocore's retries off and :data:`MAX_POOL_CONNECTIONS`, unless
+    ``config_kwargs`` sets them."""
     config = dict(options.get("config_kwargs") or {})
     config.setdefault("user_agent", USER_AGENT)
     config.setdefault("retries", {"mode": "standard", "total_max_attempts": 1})  # the pacer retries instead
+    config.setdefault("max_pool_connections", MAX_POOL_CONNECTIONS)
     return {**options, "config_kwargs": config}
 
 

@@ -55,11 +55,27 @@ def test_a_malformed_timestamp_fails_as_botocore_fails() -> None:
 
 def test_the_user_agent_is_fixed_and_botocore_retries_off_unless_the_options_set_them() -> None:
     no_retries = {"mode": "standard", "total_max_attempts": 1}  # the pacer retries (io/pacing.py)
-    assert filesystem_options({"key": "k"})["config_kwargs"] == {"user_agent": USER_AGENT, "retries": no_retries}
-    given_options = {"config_kwargs": {"user_agent": "mine", "read_timeout": 5, "retries": {"max_attempts": 3}}}
+    assert filesystem_options({"key": "k"})["config_kwargs"] == {
+        "user_agent": USER_AGENT,
+        "retries": no_retries,
+        "max_pool_connections": 64,  # botocore's 10 would cap the keep-up count's parallel reads
+    }
+    given_options = {
+        "config_kwargs": {
+            "user_agent": "mine",
+            "read_timeout": 5,
+            "retries": {"max_attempts": 3},
+            "max_pool_connections": 4,
+        }
+    }
     assert filesystem_options(given_options)["config_kwargs"] == given_options["config_kwargs"]
     assert given_options == {  # not changed in place
-        "config_kwargs": {"user_agent": "mine", "read_timeout": 5, "retries": {"max_attempts": 3}}
+        "config_kwargs": {
+            "user_agent": "mine",
+            "read_timeout": 5,
+            "retries": {"max_attempts": 3},
+            "max_pool_connections": 4,
+        }
     }
 
 
