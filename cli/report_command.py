@@ -16,7 +16,7 @@ from tableformat.clock import system_clock
 from tableformat.errors import ValidationError
 from tableformat.report import TableRetentionReport, since_cutoff, warehouse_report, write_html
 from tableformat.report.charts import require_matplotlib
-from tableformat.units import human_bytes
+from tableformat.units import dollars, human_bytes
 
 from .common import COUNT, handle_errors, parse_storage_options, quiet, storage_option_flag
 
@@ -26,7 +26,8 @@ def _line(report: TableRetentionReport) -> str:
         return f"FAILED {report.name}: {'; '.join(report.errors)}"
     head = (
         f"{report.name}: {human_bytes(report.live_bytes)} live, "
-        f"{human_bytes(report.reclaimable_bytes)} reclaimable now, {human_bytes(report.growth_bytes_per_day())}/day"
+        f"{human_bytes(report.reclaimable_bytes)} reclaimable now ({dollars(report.reclaimable_usd_per_month)}/month), "
+        f"{human_bytes(report.growth_bytes_per_day())}/day"
     )
     return "\n".join([head, *[f"  warning: {w}" for w in report.warnings]])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Generic, TypeVar
 
 from tableformat.durations import (
@@ -40,6 +41,16 @@ def _parse_int(text: str) -> int:
         raise ValidationError(f"invalid integer {text!r}") from None
 
 
+def _parse_price(text: str) -> Decimal:
+    try:
+        value = Decimal(str(text).strip().removeprefix("$"))
+    except InvalidOperation:
+        raise ValidationError(f"invalid price {text!r}: expected US dollars such as 0.005") from None
+    if not value.is_finite():
+        raise ValidationError(f"invalid price {text!r}: expected US dollars such as 0.005")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class OptionType(Generic[T]):
     """How an option's string value is parsed and rendered, and the range of a number type (None: no range)."""
@@ -56,6 +67,8 @@ BOOL: OptionType[bool] = OptionType("bool", _parse_bool, lambda v: "true" if v e
 STRING: OptionType[str] = OptionType("string", str, str)
 DURATION: OptionType[int] = OptionType("duration", parse_duration_ms, format_duration_ms, 0, MAX_DURATION_MS)
 MEMORY: OptionType[int] = OptionType("memory", parse_memory_bytes, format_memory_bytes, 0, MAX_SIZE_BYTES)
+PRICE: OptionType[Decimal] = OptionType("price", _parse_price, str, 0, 1_000_000)
+"""US dollars, exact (a Decimal): ``0.005``; ``$0.005`` is read the same."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +101,7 @@ class Option(Generic[T]):
 
     def in_range(self, value: object) -> bool:
         bounds = self.bounds
-        return bounds is None or not isinstance(value, int) or bounds[0] <= value <= bounds[1]
+        return bounds is None or not isinstance(value, (int, Decimal)) or bounds[0] <= value <= bounds[1]
 
     def parse_unchecked(self, text: str) -> T:
         """Parse a string value without the range check (reading what an older writer stored)."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TypeVar
 
 from tableformat.errors import UnknownOptionError, ValidationError
-from tableformat.option_types import BOOL, DURATION, INT, INT32_MAX, MEMORY, STRING, Option
+from tableformat.option_types import BOOL, DURATION, INT, INT32_MAX, MEMORY, PRICE, STRING, Option
 from tableformat.paimon_option_keys import PAIMON_OPTION_KEYS, PAIMON_OPTION_PATTERNS
 
 T = TypeVar("T")
@@ -296,6 +297,39 @@ UNDO_WINDOW = _register(
         "How long files that maintenance takes out of the table stay on storage, so that `tablefmt undo` can give "
         "them back (docs/undo.md); a later run of any maintenance operation deletes them once due. 0 (default) = "
         "deleted at once, as asked: the window holds storage that retention was set to free (tablefmt's own).",
+    )
+)
+
+# The price table of cost estimates (docs/cost.md): S3 Standard, us-east-1, per https://aws.amazon.com/s3/pricing/
+_S3_PRICE = "US dollars; default S3 Standard's public price in us-east-1 (docs/cost.md; tablefmt's own)."
+COST_PUT_PER_1000 = _register(
+    Option("maintenance.cost.put-per-1000", PRICE, Decimal("0.005"), f"Price of 1,000 PUT requests. {_S3_PRICE}")
+)
+COST_LIST_PER_1000 = _register(
+    Option("maintenance.cost.list-per-1000", PRICE, Decimal("0.005"), f"Price of 1,000 LIST requests. {_S3_PRICE}")
+)
+COST_GET_PER_1000 = _register(
+    Option(
+        "maintenance.cost.get-per-1000",
+        PRICE,
+        Decimal("0.0004"),
+        f"Price of 1,000 GET, HEAD and all other requests. {_S3_PRICE}",
+    )
+)
+COST_DELETE_PER_1000 = _register(
+    Option(
+        "maintenance.cost.delete-per-1000",
+        PRICE,
+        Decimal("0"),
+        f"Price of 1,000 DeleteObjects requests (of up to 1,000 keys each; S3 does not charge deletes). {_S3_PRICE}",
+    )
+)
+COST_STORAGE_GB_MONTH = _register(
+    Option(
+        "maintenance.cost.storage-gb-month",
+        PRICE,
+        Decimal("0.023"),
+        f"Price of storing 1 GB (2^30 bytes) for a month (the first 50 TB). {_S3_PRICE}",
     )
 )
 

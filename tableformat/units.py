@@ -6,8 +6,20 @@ JSON keeps raw integers (``*_bytes``); text shows ``0 B``, ``512 B``, ``1.5 KiB`
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def dollars(amount: float) -> str:
+    """US dollars for text: ``$0``, ``$12.35``, ``$1,234.50``; under a cent three significant digits (``$0.00412``,
+    ``$0.000000293``), never an exponent."""
+    if amount == 0:
+        return "$0"
+    if abs(amount) >= 0.01:
+        return f"${amount:,.2f}"
+    digits = 2 - math.floor(math.log10(abs(amount)))
+    return f"${amount:.{digits}f}".rstrip("0")
 
 
 def human_bytes(count: float | None) -> str:

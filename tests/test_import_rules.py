@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tableformat.changelog_store",
         "tableformat.parallel",
         "tableformat.options_doc",
+        "tableformat.pricing",
     ),
     ("tableformat.live_set", "tableformat.context", "tableformat.claims", "tableformat.audit"),
     ("tableformat.commit", "tableformat.scan"),

@@ -24,6 +24,7 @@ from tableformat.data_paths import DataPaths
 from tableformat.errors import TableFormatError
 from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.io.guarded import GuardedFileIO
+from tableformat.io.metered import MeteredFileIO
 from tableformat.model.audit import COMPLETED, DEFERRED, FAILED, RETIRED
 from tableformat.model.manifest import FileKind
 from tableformat.store import MetadataStore
@@ -35,8 +36,12 @@ Reasons = Callable[[str], str]
 
 
 def unguarded(store: MetadataStore) -> MetadataStore:
-    """The store past a maintainer's lease guard (claims and audit records are not table data)."""
-    return store.through(store.io.inner) if isinstance(store.io, GuardedFileIO) else store
+    """The store past a maintainer's lease guard (claims and audit records are not table data), still metered when
+    the run is (kernel/cost.py): a run whose lease was lost still removes its claim."""
+    io = store.io
+    if isinstance(io, MeteredFileIO) and isinstance(io.inner, GuardedFileIO):
+        return store.through(io.over(io.inner.inner))
+    return store.through(io.inner) if isinstance(io, GuardedFileIO) else store
 
 
 class AuditedRun:

@@ -21,10 +21,11 @@ from tableformat.context import TableContext
 from tableformat.errors import NotApplicableError
 from tableformat.gc_pause import old_objects_frozen, paused_gc
 from tableformat.io.guarded import GuardedFileIO
-from tableformat.store import MetadataStore
+from tableformat.io.metered import DELETE, MeteredFileIO, RequestTally, batches
 from tableformat.units import human_bytes
 
-from .audit import AuditedRun
+from .audit import AuditedRun, unguarded
+from .cost import bookkeeping_requests, priced
 from .deferral import Deferral, deferring, undo_window_ms
 from .deleter import Progress
 from .parameters import Parameter, auditable_overrides, coerce_overrides
@@ -124,6 +125,12 @@ class Operation(ABC, Generic[C, P, R]):
         audit record). Default: none (a run that stops midway has them read from its commits instead)."""
         return ()
 
+    def execution_requests(self, plan: P, result: R) -> Mapping[str, int]:
+        """The S3 requests carrying out ``plan`` would send beyond planning's and the run's claim and audit record
+        (kernel/cost.py), estimated from the dry run's ``result``: by default a DeleteObjects per 1,000 files it
+        deletes. Operations that write or delete in more steps add theirs (expiration: its journal)."""
+        return {DELETE: batches(len(result.deleted_paths))}
+
     @abstractmethod
     def preview(self, ctx: TableContext, plan: P) -> R:
         """The dry-run result: exactly what ``execute(plan)`` would report if nothing changed meanwhile."""
@@ -150,6 +157,8 @@ def run_operation(
         raise NotApplicableError(operation.name, reason)
     config = operation.configure(ctx, coerce_overrides(operation.name, operation.parameters, overrides or {}))
     now = resolve_now(now_ms)
+    tally = RequestTally()
+    ctx = ctx.with_io(MeteredFileIO(ctx.io, tally))
     purged = None
     if not dry_run and undo_window_ms(ctx.options) > 0:
         purged = purge_due(ctx, now)
@@ -157,11 +166,16 @@ def run_operation(
         plan = operation.plan(ctx, config, now)
         if dry_run:
             result = operation.preview(ctx, plan)
+            estimate = bookkeeping_requests(ctx, operation.changes(plan), operation.prunes_audit)
+            estimate.update(operation.execution_requests(plan, result))
+            result = priced(result, ctx, tally, estimate)
         elif not operation.changes(plan):
             result = operation.execute(ctx, plan, config, progress)
         else:
             result = _execute_claimed(operation, ctx, plan, config, now, progress, overrides)
         del plan  # its records go before the collector comes back: it finds no young objects to walk
+    if not dry_run:
+        result = priced(result, ctx, tally)
     if purged is not None and purged.note():
         result = dataclasses.replace(result, notes=(*result.notes, purged.note()))
     return result if result.operation else dataclasses.replace(result, operation=operation.name)
@@ -181,9 +195,9 @@ def _execute_claimed(
     is written before the claim is released, and the claim's owner is the run's id: a claim left behind without a
     record names the run that crashed."""
     run = AuditedRun.start(operation.name, ctx, auditable_overrides(operation.parameters, overrides or {}), now)
-    claim = TableClaim(_unguarded(ctx.store), MAINTENANCE, operation.name, owner=run.run_id)
+    claim = TableClaim(unguarded(ctx.store), MAINTENANCE, operation.name, owner=run.run_id)
     window = undo_window_ms(ctx.options) if operation.defers else 0
-    deferral = Deferral(_unguarded(ctx.store), run.run_id, now + window) if window > 0 else None
+    deferral = Deferral(unguarded(ctx.store), run.run_id, now + window) if window > 0 else None
     run.record.undo_until_ms = deferral.due_ms if deferral is not None else None
 
     def recheck() -> bool:
@@ -221,9 +235,3 @@ def _with_window(result: R, run: AuditedRun) -> R:
         undo_until_ms=until,
         notes=(*result.notes, note),
     )
-
-
-def _unguarded(store: MetadataStore) -> MetadataStore:
-    """The store a claim writes through: past a maintainer's lease guard, so that a run whose lease was lost still
-    removes its claim (claim files are not table data; every change of the run itself stays guarded)."""
-    return store.through(store.io.inner) if isinstance(store.io, GuardedFileIO) else store

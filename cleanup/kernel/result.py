@@ -50,6 +50,15 @@ class OperationResult:
     deferred_bytes: int = 0
     undo_until_ms: int | None = None
     """The end of the window of the deferred files: until then ``tablefmt undo <run id>`` can restore them."""
+    requests: tuple[tuple[str, int], ...] = ()
+    """(kind, count) of the S3 requests the run sends (LIST, GET, HEAD, PUT, DELETE; kernel/cost.py): counted for a
+    real run; for a dry run, those it sent planning plus an estimate of what carrying the plan out adds."""
+    counted_requests: tuple[tuple[str, int], ...] = ()
+    """(kind, count) of the requests this run itself sent, counted (a dry run's: its planning)."""
+    requests_usd: float = 0.0
+    """What :attr:`requests` cost by the table's price table (``maintenance.cost.*``, docs/cost.md)."""
+    freed_usd_per_month: float = 0.0
+    """What storing the deleted bytes cost a month by the price table: what the run saves each month."""
 
     def failures(self) -> tuple[str, ...]:
         """'path: reason' of what the run could not do although it did not raise (e.g. deletes that failed): the
@@ -83,6 +92,16 @@ class OperationResult:
             "notes": list(self.notes),
             "backlog": self.backlog,
             **self.window_json(),
+            **self.cost_json(),
+        }
+
+    def cost_json(self) -> dict[str, Any]:
+        """The keys every ``--json`` object has for what the run costs and saves (docs/cost.md)."""
+        return {
+            "requests": dict(self.requests),
+            "counted_requests": dict(self.counted_requests),
+            "estimated_cost_usd": self.requests_usd,
+            "freed_storage_usd_per_month": self.freed_usd_per_month,
         }
 
     def window_json(self) -> dict[str, Any]:

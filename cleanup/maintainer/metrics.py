@@ -20,6 +20,16 @@ _FAMILIES = (
     ("tablefmt_maintain_falling_behind", "1 when the table's retention does not keep up with its ingest."),
     ("tablefmt_maintain_ingest_bytes_per_hour", "Bytes added per hour over the keep-up window."),
     ("tablefmt_maintain_undo_held_bytes", "Bytes the undo window holds (maintenance.undo-window; absent when off)."),
+    ("tablefmt_maintain_request_cost_usd", "What the S3 requests of the table's last pass cost (docs/cost.md)."),
+    (
+        "tablefmt_maintain_freed_storage_usd_per_month",
+        "What storing the bytes the table's last pass deleted cost a month (docs/cost.md).",
+    ),
+)
+
+_REQUESTS = (
+    "tablefmt_maintain_requests",
+    "S3 requests of the table's last pass by kind (LIST, GET, HEAD, PUT, DELETE; docs/cost.md).",
 )
 
 
@@ -38,6 +48,8 @@ def _values(report: TableReport, last_success_s: float | None) -> dict[str, floa
         "tablefmt_maintain_falling_behind": None if keep_up is None else int(keep_up.falling_behind),
         "tablefmt_maintain_ingest_bytes_per_hour": None if keep_up is None else keep_up.ingest_bytes_per_hour,
         "tablefmt_maintain_undo_held_bytes": report.held_bytes,
+        "tablefmt_maintain_request_cost_usd": report.requests_usd if report.operations else None,
+        "tablefmt_maintain_freed_storage_usd_per_month": report.freed_usd_per_month if report.operations else None,
     }
 
 
@@ -56,4 +68,9 @@ def render_metrics(reports: Sequence[TableReport]) -> str:
             if value is not None:
                 text = str(value) if isinstance(value, int) else repr(float(value))
                 lines.append(f'{name}{{table="{_label(report.table)}"}} {text}')
+    name, help_text = _REQUESTS
+    lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+    for report in reports:
+        for kind, count in report.requests.items():
+            lines.append(f'{name}{{table="{_label(report.table)}",kind="{kind}"}} {count}')
     return "\n".join(lines) + "\n"

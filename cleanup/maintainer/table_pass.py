@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -118,6 +119,24 @@ class TableReport:
     @property
     def backlog(self) -> int:
         return sum(r.backlog for _, r in self.operations)
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """{kind: count} of the S3 requests the pass's operations sent (a dry pass: would send; docs/cost.md)."""
+        total: Counter[str] = Counter()
+        for _, result in self.operations:
+            total.update(dict(result.requests))
+        return dict(sorted(total.items()))
+
+    @property
+    def requests_usd(self) -> float:
+        """What those requests cost by each table's price table."""
+        return round(sum(r.requests_usd for _, r in self.operations), 8)
+
+    @property
+    def freed_usd_per_month(self) -> float:
+        """What storing the bytes the pass deleted cost a month (0 for a dry pass, as reclaimed_bytes)."""
+        return round(sum(r.freed_usd_per_month for _, r in self.operations if not r.dry_run), 8)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -131,6 +131,7 @@ class OrphanResult(OperationResult):
             "notes": list(self.notes),
             "backlog": self.backlog,
             **self.window_json(),
+            **self.cost_json(),
         }
 
 

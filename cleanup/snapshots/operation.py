@@ -4,6 +4,7 @@ new plan is carried out (``expire_snapshots`` is the one-call form the API and t
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from tableformat.context import TableContext
 from tableformat.data_paths import require_data_inside_root
 from tableformat.errors import MaintenanceError, ValidationError
+from tableformat.io.metered import DELETE, LIST, PUT, batches, settling_requests
 from tableformat.option_types import INT32_MAX
 from tableformat.options import (
     FILE_OPERATION_THREAD_NUM,
@@ -44,6 +46,9 @@ from .planned import ExpirePlan
 from .result import ExpireResult
 
 log = logging.getLogger(__name__)
+
+_ROOT_DIRS = ("snapshot/", "changelog/", "tag/")
+"""Files of these directories are deleted in their own step (before the files the roots named)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +129,18 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
         found = ctx.store.try_read_snapshot(new.end)
         wanted = dict(new.fingerprints).get(new.end)
         return found is not None and (wanted is None or found.base_manifest_list == wanted)
+
+    def execution_requests(self, plan: ExpirationRun, result: ExpireResult) -> Mapping[str, int]:
+        """Per plan carried out: its journal written and removed, EARLIEST moved; the snapshot, changelog and tag
+        files deleted, the tags, branches and changelogs listed again; the existence of the other files settled
+        (kernel/cost.py: a listing per directory of four or more, else a HEAD each), then they are deleted."""
+        changelogs = plan.changelogs is not None and not plan.changelogs.is_empty
+        plans = len(plan.pending) + (not plan.plan.is_empty) + changelogs
+        roots = [path for path in result.deleted_paths if path.startswith(_ROOT_DIRS)]
+        files = [path for path in result.deleted_paths if not path.startswith(_ROOT_DIRS)]
+        needed = Counter({PUT: 2 * plans, DELETE: plans + batches(len(roots)) + batches(len(files)), LIST: 3 * plans})
+        needed.update(settling_requests(files))
+        return needed
 
     def preview(self, ctx: TableContext, plan: ExpirationRun) -> ExpireResult:
         results = []

@@ -85,6 +85,7 @@ class ExpireResult(OperationResult):
             "completed_journals": list(self.completed_journals),
             "notes": list(self.notes),
             **self.window_json(),
+            **self.cost_json(),
         }
 
 

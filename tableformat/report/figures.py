@@ -90,6 +90,8 @@ def _rule(op: Operation[Any, Any, Any], ctx: TableContext, state: MaintainState 
         result=result,
         frees_bytes=result.deleted_bytes,
         frees_files=len(result.deleted_paths),
+        frees_usd_per_month=result.freed_usd_per_month,
+        run_cost_usd=result.requests_usd,
         marks_bytes=marks_bytes,
         marks_rows=marks_rows,
         backlog=result.backlog,

@@ -91,6 +91,11 @@ class RuleFigures:
     frees_bytes: int = 0
     """Bytes the dry run would delete now (its ``deleted_bytes``)."""
     frees_files: int = 0
+    frees_usd_per_month: float = 0.0
+    """What storing ``frees_bytes`` costs a month by the table's price table (``maintenance.cost.*``,
+    docs/cost.md): what the rule saves each month once it has run."""
+    run_cost_usd: float = 0.0
+    """What the S3 requests of a run of the rule cost (its dry run's ``estimated_cost_usd``)."""
     marks_bytes: int = 0
     """Bytes it would take out of the latest snapshot without deleting them (partition drops, expired records):
     snapshot expiration frees them later, once no retained snapshot or tag holds them."""
@@ -109,6 +114,8 @@ class RuleFigures:
             "configured": self.configured,
             "frees_bytes": self.frees_bytes,
             "frees_files": self.frees_files,
+            "frees_storage_usd_per_month": self.frees_usd_per_month,
+            "run_cost_usd": self.run_cost_usd,
             "marks_bytes": self.marks_bytes,
             "marks_records": self.marks_rows,
             "backlog": self.backlog,
@@ -178,6 +185,7 @@ class TableRetentionReport:
             **time_pair("since", self.since_ms),
             "live_bytes": self.live_bytes,
             "reclaimable_bytes": self.reclaimable_bytes,
+            "reclaimable_storage_usd_per_month": self.reclaimable_usd_per_month,
             "orphan_bytes": self.orphan_bytes,
             "orphan_files": self.orphan_files,
             "held_bytes": self.held_bytes,
@@ -218,6 +226,11 @@ class TableRetentionReport:
     def reclaimable_bytes(self) -> int:
         """What the rules' dry runs would delete now (snapshot expiration, orphan cleanup, ...)."""
         return sum(r.frees_bytes for r in self.rules)
+
+    @property
+    def reclaimable_usd_per_month(self) -> float:
+        """What storing the reclaimable bytes costs a month, by the table's price table (docs/cost.md)."""
+        return round(sum(r.frees_usd_per_month for r in self.rules), 8)
 
     @property
     def warnings(self) -> tuple[str, ...]:

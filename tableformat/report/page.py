@@ -9,7 +9,7 @@ import html
 from collections.abc import Sequence
 
 from tableformat.io.local import replace_text_file
-from tableformat.units import human_bytes
+from tableformat.units import dollars, human_bytes
 
 from . import charts
 from .model import (
@@ -107,7 +107,8 @@ def _rule_row(rule: RuleFigures, now_ms: int) -> str:
     if not rule.configured:
         frees, outcome = "-", "not configured by the table's options"
     else:
-        frees = human_bytes(rule.frees_bytes) if rule.result is not None else "-"
+        monthly = f"{dollars(rule.frees_usd_per_month)}/month"
+        frees = "-" if rule.result is None else f"{human_bytes(rule.frees_bytes)} ({monthly})"
         outcome = rule.outcome()
         if rule.marks_bytes:
             outcome += f" ({human_bytes(rule.marks_bytes)} freed later by snapshot expiration)"
@@ -208,7 +209,11 @@ def _table_section(report: TableRetentionReport, index: int) -> str:
         _tile("held only by older snapshots/tags", human_bytes(0 if latest is None else latest.older_only_bytes)),
         _tile("orphans", "-" if report.orphan_bytes is None else human_bytes(report.orphan_bytes),
               "found by the orphan cleanup dry run (files older than orphan-files.older-than)"),
-        _tile("reclaimable now", human_bytes(report.reclaimable_bytes), "sum of the rules' dry runs"),
+        _tile(
+            "reclaimable now",
+            f"{human_bytes(report.reclaimable_bytes)} ({dollars(report.reclaimable_usd_per_month)}/month)",
+            "sum of the rules' dry runs; a month's storage at the table's price table (docs/cost.md)",
+        ),
         *([_tile("held by the undo window", human_bytes(report.held_bytes), HELD_HINT)] if report.held_bytes else []),
         _tile("snapshots", "-" if latest is None else f"{report.storage.earliest_snapshot}..{latest.snapshot_id}"),
     ]

@@ -119,6 +119,10 @@ def test_parallel_batches_that_went_through_are_recorded_when_another_raises(tmp
         "deferred_bytes": 0,
         "undo_until": None,
         "undo_until_ms": None,
+        "requests": {},  # a run that raised reports no costs
+        "counted_requests": {},
+        "estimated_cost_usd": 0.0,
+        "freed_storage_usd_per_month": 0.0,
         "stopped": "lease lost",
         "snapshot_ids": [],
     }

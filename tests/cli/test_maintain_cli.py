@@ -69,6 +69,9 @@ def test_human_summary_and_the_prometheus_textfile(tmp_path: Path) -> None:
         "tablefmt_maintain_falling_behind",
         "tablefmt_maintain_ingest_bytes_per_hour",
         "tablefmt_maintain_undo_held_bytes",
+        "tablefmt_maintain_request_cost_usd",
+        "tablefmt_maintain_freed_storage_usd_per_month",
+        "tablefmt_maintain_requests",
     ]
     samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
     assert samples['tablefmt_maintain_failed{table="sales.orders"}'] == "0"

@@ -100,7 +100,7 @@ def test_text_mode_is_a_line_per_table(tmp_path: Path) -> None:
     assert (code, err) == (0, "")
     lines = [line for line in out.splitlines() if not line.startswith("  ")]
     assert [line.split(":")[0] for line in lines] == ["sales.orders", "sales.returns"]
-    assert all(" live, " in line and " reclaimable now, " in line and line.endswith("/day") for line in lines)
+    assert all(" live, " in line and " reclaimable now (" in line and line.endswith("/day") for line in lines)
     assert tree_bytes(wh) == before
 
 

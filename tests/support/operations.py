@@ -38,3 +38,12 @@ def compact(ctx: TableContext, **overrides: Any) -> CompactResult:
 
 def check(ctx: TableContext, **overrides: Any) -> CheckResult:
     return TableMaintenance(ctx).check(**overrides)
+
+
+def planned_json(result: Any) -> dict[str, Any]:
+    """An operation's ``--json`` document but its requests (docs/cost.md): two dry runs of one plan can read
+    differently (the report's share what their reads cached), a dry run estimates what a real run counts."""
+    document: dict[str, Any] = result.to_json()
+    for key in ("requests", "counted_requests", "estimated_cost_usd"):
+        document.pop(key)
+    return document
