@@ -33,14 +33,12 @@ COMMANDS: dict[str, CommandEntry] = {
     "audit": CommandEntry(
         "audit_command",
         "audit",
-        "The audit ledger of TABLE: every run that deleted or retired files, when, with which outcome, how "
-        "much.",
+        "The audit ledger of TABLE: every run that deleted or retired files, when, with which outcome, how much.",
     ),
     "check": CommandEntry(
         "orphans_command",
         "check",
-        "Verify that every file TABLE references exists with its recorded size; count orphans (exit 1 if not "
-        "ok).",
+        "Verify that every file TABLE references exists with its recorded size; count orphans (exit 1 if not ok).",
     ),
     "compact": CommandEntry(
         "operation_commands",
@@ -55,8 +53,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "demo": CommandEntry(
         "demo_command",
         "demo",
-        "Build a sample events table in DIRECTORY (default: a new temp dir) and show its history and "
-        "maintenance.",
+        "Build a sample events table in DIRECTORY (default: a new temp dir) and show its history and maintenance.",
     ),
     "describe": CommandEntry(
         "inspect_commands",
@@ -91,8 +88,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "expire-records": CommandEntry(
         "operation_commands",
         "registered_command",
-        "Remove rows older than record-level.expire-time (whole files by statistics, partly expired "
-        "rewritten).",
+        "Remove rows older than record-level.expire-time (whole files by statistics, partly expired rewritten).",
     ),
     "files": CommandEntry(
         "inspect_commands",
