@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tableformat.paimon_option_keys",
         "tableformat.gc_pause",
         "tableformat.lazy_module",
+        "tableformat.arrow_columns",
     ),
     ("tableformat.model", "tableformat.layout", "tableformat.option_types"),
     ("tableformat.options",),
