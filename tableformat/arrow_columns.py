@@ -1,6 +1,6 @@
 """Arrow columns of int64 and string built from Python values straight from their buffers.
 
-``pyarrow.array`` asks on its first call whether a value is a pandas object, which imports pandas (about 0.2 s)
+``pyarrow.array`` asks on its first call whether a value is a pandas object, which imports pandas (about 0.14 s)
 wherever pandas is installed. Metadata commands (``tablefmt snapshots``) build their small tables here instead and
 never load it (start-up: docs/benchmarks.md). The columns equal what ``pyarrow.array(values, type)`` gives.
 """
