@@ -1,5 +1,6 @@
 """The one registry of maintenance operations. The CLI, the Table API (``table.maintenance``), the after-commit
-hook, ``tableformat.spark.maintain`` and the scheduler all read it; an operation is registered by one line here.
+hook, ``tableformat.spark.maintain`` and the scheduler all read it; an operation is registered by one line here (and
+its generic CLI command by one entry in cli/main.py ``COMMANDS``, which tests/cli/test_lazy_commands.py checks).
 
 Order matters: it is the order in which a table's own maintenance runs (Paimon's: tag and partition expiration,
 record TTL, consumer expiration, snapshot expiration last); orphan cleanup runs on its own cadence.

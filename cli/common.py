@@ -10,19 +10,18 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from tableformat.cli.progress import Activity, activity, counting
-from tableformat.context import TableContext
 from tableformat.durations import MAX_DURATION_MS, duration_range, parse_duration_ms
 from tableformat.errors import ArgumentError, TableFormatError, ValidationError
-from tableformat.io.factory import open_location
 from tableformat.io.storage_options import parse_storage_options as parse_storage_option_pairs
-from tableformat.layout import TableLayout
 from tableformat.option_types import INT32_MAX
-from tableformat.table import Table
+
+if TYPE_CHECKING:
+    from tableformat.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,6 +60,11 @@ def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
 def open_table(path: str, storage_options: Sequence[str], activity: Activity | None = None) -> Table:
     """Open the table at ``path`` with CLI storage options (its storage calls feeding ``activity``'s progress line
     when there is one)."""
+    from tableformat.context import TableContext  # imported here: the group and its help need none of the table API
+    from tableformat.io.factory import open_location
+    from tableformat.layout import TableLayout
+    from tableformat.table import Table
+
     options = parse_storage_options(storage_options)
     if activity is None:
         return Table.open(path, options)

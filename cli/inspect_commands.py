@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 import click
 
@@ -54,8 +55,22 @@ def _ms(value: Any) -> int | None:
     return int(value.timestamp() * 1000)
 
 
+_UTC = ZoneInfo("UTC")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
+
+
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = table.to_pylist()
+    """The rows as pyarrow's ``to_pylist`` gives them. Columns of UTC milliseconds are converted here, to the same
+    datetimes: pyarrow's own conversion of a zoned timestamp imports pandas (start-up: docs/benchmarks.md)."""
+    utc_ms = pa.timestamp("ms", tz="UTC")
+    zoned = [field.name for field in table.schema if field.type == utc_ms]
+    rows: list[dict[str, Any]] = table.drop_columns(zoned).to_pylist() if zoned else table.to_pylist()
+    for name in zoned:
+        millis = table.column(name).cast(pa.int64()).to_pylist()
+        for row, value in zip(rows, millis):
+            row[name] = None if value is None else _EPOCH + dt.timedelta(milliseconds=value)
+    if zoned:  # the columns in the table's order, as to_pylist has them
+        rows = [{name: row[name] for name in table.column_names} for row in rows]
     return rows
 
 

@@ -1,54 +1,208 @@
-"""The ``tablefmt`` click group, its table commands (create, write, drop-partition) and main.
+"""The ``tablefmt`` click group and main.
 
-A thin layer over the Python API; every other command lives in a ``*_command(s).py`` module and is registered on
-the group here with one line.
+A thin layer over the Python API. Every command lives in a ``*_command(s).py`` module (the table commands create,
+write and drop-partition in ``table_commands.py``) and is listed once in :data:`COMMANDS` with the first paragraph
+of its help: the group imports a command's module only when that command runs (or its own help is asked for), so
+``tablefmt --help`` imports no command module, and a command imports only what it needs (cron starts one process
+per table; docs/benchmarks.md, "Start-up"). tests/cli/test_lazy_commands.py holds the table to the commands.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import click
 
-from tableformat.cli.audit_command import audit
-from tableformat.cli.common import (
-    OneLineErrorGroup,
-    echo_json,
-    handle_errors,
-    open_table,
-    parse_storage_options,
-    say,
-    silence_stdout,
-    storage_option_flag,
-)
-from tableformat.cli.demo_command import demo
-from tableformat.cli.erase_command import erase
-from tableformat.cli.expire_command import expire
-from tableformat.cli.inspect_commands import describe, files, partitions, snapshots
-from tableformat.cli.maintain_command import maintain
-from tableformat.cli.operation_commands import add_operation_commands
-from tableformat.cli.orphans_command import check, remove_orphans
-from tableformat.cli.render import wrap
-from tableformat.cli.report_command import report
-from tableformat.cli.schema_command import schema
-from tableformat.cli.steer_commands import options, rollback, tag
-from tableformat.cli.undo_command import undo
-from tableformat.errors import UnknownOptionError, ValidationError
-from tableformat.inspect import nearby_partitions
-from tableformat.lazy_module import lazy_module
-from tableformat.model.partition import parse_spec_text
-from tableformat.options import TableOptions, check_option_keys
-from tableformat.table import Table
-
-if TYPE_CHECKING:
-    import pyarrow.parquet as pq
-else:
-    pq = lazy_module("pyarrow.parquet")
+from tableformat.cli.common import OneLineErrorGroup, silence_stdout
 
 
-@click.group(cls=OneLineErrorGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class CommandEntry(NamedTuple):
+    """Where a command of the group lives, and the first paragraph of its help (what ``tablefmt --help`` lists)."""
+
+    module: str
+    """The module under tableformat.cli."""
+    attribute: str
+    """The click command in it, or ``registered_command`` (the generic command of a registered operation)."""
+    help: str
+
+
+COMMANDS: dict[str, CommandEntry] = {
+    "audit": CommandEntry(
+        "audit_command",
+        "audit",
+        "The audit ledger of TABLE: every run that deleted or retired files, when, with which outcome, how much.",
+    ),
+    "check": CommandEntry(
+        "orphans_command",
+        "check",
+        "Verify that every file TABLE references exists with its recorded size; count orphans (exit 1 if not ok).",
+    ),
+    "compact": CommandEntry(
+        "operation_commands",
+        "registered_command",
+        "Merge small data files into files near target-file-size (one COMPACT snapshot per batch).",
+    ),
+    "create": CommandEntry(
+        "table_commands",
+        "create",
+        "Create an empty table at TABLE with the schema of a Parquet file.",
+    ),
+    "demo": CommandEntry(
+        "demo_command",
+        "demo",
+        "Build a sample events table in DIRECTORY (default: a new temp dir) and show its history and maintenance.",
+    ),
+    "describe": CommandEntry(
+        "inspect_commands",
+        "describe",
+        "Describe TABLE: schema, partition keys, options (effective values and where they come from), "
+        "snapshots, tags, branches, and the bytes that are live, stored and reclaimable.",
+    ),
+    "drop-partition": CommandEntry(
+        "table_commands",
+        "drop_partition",
+        "Mark-delete partitions of TABLE in one snapshot (bytes are freed by `tablefmt expire`). Values as "
+        "`tablefmt partitions` shows them (a DATE as yyyy-MM-dd, or its day number as in the directory name).",
+    ),
+    "erase": CommandEntry(
+        "erase_command",
+        "erase",
+        "Erase the rows a filter matches: only the live files holding them are rewritten, in one snapshot per"
+        " batch. With --purge every older snapshot is expired and the old files deleted at once (tags, "
+        "branches and consumers holding them are named). --verify certifies that no matching row is left "
+        "anywhere under the table root.",
+    ),
+    "expire": CommandEntry(
+        "expire_command",
+        "expire",
+        "Expire old snapshots of TABLE and delete the files only they used (options default to the table's).",
+    ),
+    "expire-partitions": CommandEntry(
+        "operation_commands",
+        "registered_command",
+        "Drop partitions older than the expiration time (files are freed later by snapshot expiration).",
+    ),
+    "expire-records": CommandEntry(
+        "operation_commands",
+        "registered_command",
+        "Remove rows older than record-level.expire-time (whole files by statistics, partly expired rewritten).",
+    ),
+    "files": CommandEntry(
+        "inspect_commands",
+        "files",
+        "Summarise the live data files of a snapshot of TABLE per partition (every file with --list; --json "
+        "always lists every file).",
+    ),
+    "maintain": CommandEntry(
+        "maintain_command",
+        "maintain",
+        "Maintain every table of TARGETS (tables, <db>.db directories or Paimon filesystem warehouses): "
+        "partition expiration, snapshot, tag and consumer expiration, and orphan cleanup, each when the "
+        "table's options make it due.",
+    ),
+    "options": CommandEntry(
+        "steer_commands",
+        "options",
+        "Show, set or unset TABLE's options; each change writes a new schema version as Paimon's ALTER TABLE "
+        "SET / RESET does.",
+    ),
+    "partitions": CommandEntry(
+        "inspect_commands",
+        "partitions",
+        "List the partitions of a snapshot of TABLE (latest by default) as Paimon's $partitions: values as "
+        "users write them (dates as yyyy-MM-dd), records, files, bytes, last update.",
+    ),
+    "remove-orphans": CommandEntry(
+        "orphans_command",
+        "remove_orphans",
+        "Delete files of TABLE that no snapshot, tag or branch references (unknown files are never touched).",
+    ),
+    "report": CommandEntry(
+        "report_command",
+        "report",
+        "Report on the retention of TARGETS (tables, <db>.db directories or Paimon filesystem warehouses, as "
+        "for tablefmt maintain): a line per table, --html for the page with charts, --json for every figure. "
+        "Nothing is changed: every figure comes from dry runs and metadata reads.",
+    ),
+    "rollback": CommandEntry(
+        "steer_commands",
+        "rollback",
+        "Roll TABLE back as Paimon does: snapshots newer than the target and their tags are removed (their "
+        "files are left to remove-orphans). Refused while a branch or consumer needs them. Stop writers "
+        "first.",
+    ),
+    "schema": CommandEntry(
+        "schema_command",
+        "schema",
+        "Show TABLE's schema with field ids, or change its columns; each change writes one new schema "
+        "version, as Paimon's ALTER TABLE does (field ids are kept; older files read an added column as "
+        "null).",
+    ),
+    "snapshots": CommandEntry(
+        "inspect_commands",
+        "snapshots",
+        "List the snapshots of TABLE, oldest first: kind, commit time, records, bytes added and removed.",
+    ),
+    "tag": CommandEntry(
+        "steer_commands",
+        "tag",
+        "Create, delete and list tags (tags protect a snapshot's files from expiration).",
+    ),
+    "undo": CommandEntry(
+        "undo_command",
+        "undo",
+        "Restore exactly what run RUN_ID (from `tablefmt audit`) took from TABLE: expired snapshots and tags,"
+        " files kept by the undo window (maintenance.undo-window), files its commits took out. Refused, "
+        "nothing changed, where the result could not be exact.",
+    ),
+    "write": CommandEntry(
+        "table_commands",
+        "write",
+        "Append a Parquet FILE to TABLE (one snapshot), or overwrite with --overwrite.",
+    ),
+}
+"""Every command of ``tablefmt``, by name."""
+
+
+class LazyGroup(OneLineErrorGroup):
+    """A group whose commands are imported when first needed; its help lists them from :data:`COMMANDS`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.add_command(load_command(cmd_name))
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's listing, each command's short help made from its entry (commands not loaded stay unloaded)."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            command = self.commands[name] if name in self.commands else click.Command(name, help=COMMANDS[name].help)
+            if not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def load_command(name: str) -> click.Command:
+    """Import the command ``name`` of :data:`COMMANDS`."""
+    entry = COMMANDS[name]
+    module = importlib.import_module(f"tableformat.cli.{entry.module}")
+    found = getattr(module, entry.attribute)
+    command: click.Command = found if isinstance(found, click.Command) else found(name)
+    return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tablefmt")
 @click.option("-v", "--verbose", count=True, help="Log more (-v: info, -vv: debug).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only data and errors: no progress, no reports, no warnings.")
@@ -61,189 +215,6 @@ def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
     if quiet:
         level = logging.ERROR
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-
-
-def table_options(pairs: tuple[str, ...], allow_unknown: bool) -> dict[str, str]:
-    """``--option k=v`` flags as a dict, names and values checked as Table.create will (a usage error if not)."""
-    opts: dict[str, str] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="'--option'")
-        key, value = pair.split("=", 1)
-        if key in opts:
-            raise click.BadParameter(f"{key} is given twice", param_hint="'--option'")
-        opts[key] = value
-    try:
-        check_option_keys(opts, allow_unknown=allow_unknown)
-        TableOptions(opts).validate()
-    except UnknownOptionError as exc:
-        hint = "to store options tablefmt does not know, pass --allow-unknown-options"
-        raise click.UsageError(exc.describe(hint)) from None
-    except ValidationError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--option'") from None
-    return opts
-
-
-@cli.command()
-@click.argument("table")
-@click.option(
-    "--schema-from",
-    "schema_from",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="A Parquet file whose schema the new table takes.",
-)
-@click.option("--partition-keys", default="", help="Comma-separated partition columns.")
-@click.option(
-    "--option",
-    "options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Table option (repeatable): a tablefmt or Paimon option, see docs/options.md.",
-)
-@click.option(
-    "--allow-unknown-options",
-    is_flag=True,
-    help="Store --option names neither tablefmt nor Paimon knows (otherwise refused as likely typos).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the new table as one JSON object.")
-@storage_option_flag
-@handle_errors
-def create(
-    table: str,
-    schema_from: str,
-    partition_keys: str,
-    options: tuple[str, ...],
-    allow_unknown_options: bool,
-    as_json: bool,
-    storage_options: tuple[str, ...],
-) -> None:
-    """Create an empty table at TABLE with the schema of a Parquet file."""
-    opts = table_options(options, allow_unknown_options)
-    schema = pq.read_schema(schema_from).remove_metadata()
-    keys = [k.strip() for k in partition_keys.split(",") if k.strip()]
-    storage = parse_storage_options(storage_options)
-    try:
-        created = Table.create(table, schema, keys, opts, storage, allow_unknown_options=allow_unknown_options)
-    except ValidationError as exc:  # options or partition keys that do not fit the schema: what the flags said
-        raise click.UsageError(str(exc)) from None
-    if as_json:
-        echo_json(
-            {
-                "location": created.location,
-                "schema_id": created.context.schema.id,
-                "columns": list(schema.names),
-                "partition_keys": keys,
-                "options": dict(created.context.schema.options),
-            }
-        )
-    else:
-        say(f"created {created.location} with columns {list(schema.names)} partitioned by {keys}")
-
-
-@cli.command()
-@click.argument("table")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--overwrite", is_flag=True, help="Replace the whole table (or --partition) instead of appending.")
-@click.option("--partition", default=None, metavar="K=V[,K=V]", help="With --overwrite: the partition to replace.")
-@click.option("--dynamic", is_flag=True, help="With --overwrite: replace exactly the partitions present in FILE.")
-@click.option(
-    "--fill-missing-columns",
-    is_flag=True,
-    help="Write nulls for nullable table columns FILE lacks (without it a missing column is an error; a missing "
-    "partition key or NOT NULL column always is).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the commit and its after-commit maintenance as JSON.")
-@storage_option_flag
-@handle_errors
-def write(
-    table: str,
-    file: str,
-    overwrite: bool,
-    partition: str | None,
-    dynamic: bool,
-    fill_missing_columns: bool,
-    as_json: bool,
-    storage_options: tuple[str, ...],
-) -> None:
-    """Append a Parquet FILE to TABLE (one snapshot), or overwrite with --overwrite."""
-    if (partition or dynamic) and not overwrite:
-        raise click.UsageError("--partition and --dynamic need --overwrite")
-    data = pq.read_table(file)
-    target = open_table(table, storage_options)
-    if overwrite:
-        spec = parse_spec_text(partition) if partition else None
-        snapshot = target.overwrite(data, spec, dynamic=dynamic or None, fill_missing_columns=fill_missing_columns)
-    else:
-        snapshot = target.append(data, fill_missing_columns=fill_missing_columns)
-    if as_json:
-        echo_json(
-            {
-                "snapshot_id": None if snapshot is None else snapshot.id,
-                "commit_kind": None if snapshot is None else snapshot.commit_kind.value,
-                "record_count": data.num_rows,
-                "after_commit": [{"operation": done.operation, **done.to_json()} for done in target.last_after_commit],
-            }
-        )
-    elif snapshot is None:
-        say("nothing to commit (no rows); no snapshot written")
-    else:
-        say(f"committed snapshot {snapshot.id} ({snapshot.commit_kind.value}, {data.num_rows} rows)")
-        for done in target.last_after_commit:
-            if done.did_something():
-                say(f"after commit: {done.headline()}")
-
-
-@cli.command("drop-partition")
-@click.argument("table")
-@click.argument("partitions", nargs=-1, required=True, metavar="K=V[,K=V] ...")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@storage_option_flag
-@handle_errors
-def drop_partition(table: str, partitions: tuple[str, ...], as_json: bool, storage_options: tuple[str, ...]) -> None:
-    """Mark-delete partitions of TABLE in one snapshot (bytes are freed by `tablefmt expire`). Values as
-    `tablefmt partitions` shows them (a DATE as yyyy-MM-dd, or its day number as in the directory name)."""
-    specs = [parse_spec_text(p) for p in partitions]
-    target = open_table(table, storage_options)
-    snapshot = target.drop_partitions(specs)
-    existing = None if snapshot is not None else target.inspect.partitions()
-    nearby = [] if existing is None else nearby_partitions(existing, target._spec(specs[0]))
-    if as_json:
-        values = (
-            {} if existing is None else dict(zip(existing["partition"].to_pylist(), existing["values"].to_pylist()))
-        )
-        echo_json(
-            {
-                "snapshot_id": None if snapshot is None else snapshot.id,
-                "dropped_records": 0 if snapshot is None else -(snapshot.delta_record_count or 0),
-                "nearby_partitions": [target.inspect.partition_values_text(values[name]) for name in nearby],
-            }
-        )
-    elif snapshot is None:
-        shown = ", ".join(nearby) if nearby else "none (the table holds no data)"
-        say(wrap(f"no partition matches {' '.join(partitions)}; no snapshot written. Nearby: {shown}", indent="  "))
-    else:
-        say(f"committed snapshot {snapshot.id} (OVERWRITE, {-(snapshot.delta_record_count or 0)} rows dropped)")
-
-
-cli.add_command(demo)
-cli.add_command(erase)
-cli.add_command(expire)
-cli.add_command(remove_orphans)
-cli.add_command(check)
-cli.add_command(maintain)
-cli.add_command(report)
-cli.add_command(snapshots)
-cli.add_command(files)
-cli.add_command(partitions)
-cli.add_command(describe)
-cli.add_command(options)
-cli.add_command(rollback)
-cli.add_command(tag)
-cli.add_command(audit)
-cli.add_command(undo)
-cli.add_command(schema)
-add_operation_commands(cli)  # every other registered maintenance operation
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tableformat.cleanup.kernel import Operation, Parameter
-from tableformat.cleanup.registry import OPERATIONS
+from tableformat.cleanup.registry import operation
 from tableformat.cli.common import (
     OneLineErrorCommand,
     dry_run_data,
@@ -75,8 +75,6 @@ def operation_command(operation: Operation[Any, Any, Any]) -> click.Command:
     )
 
 
-def add_operation_commands(group: click.Group) -> None:
-    """Give ``group`` a command for every registered operation it does not have yet."""
-    for operation in OPERATIONS:
-        if operation.name not in group.commands:
-            group.add_command(operation_command(operation))
+def registered_command(name: str) -> click.Command:
+    """The generic command of the registered operation ``name`` (how the ``tablefmt`` group loads it)."""
+    return operation_command(operation(name))

@@ -13,13 +13,14 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO, Any
-
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from typing import IO, TYPE_CHECKING, Any
 
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.forwarding import ForwardingFileIO
+
+if TYPE_CHECKING:  # rich is imported when a progress line shows (never under cron)
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 
 class Activity:
@@ -128,6 +129,9 @@ def activity(label: str, *, enabled: bool = True, force_terminal: bool | None = 
     if not enabled or not terminal:
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     console = Console(file=sys.stderr, force_terminal=True, stderr=True)
     progress = Progress(
         SpinnerColumn(),

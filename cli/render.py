@@ -8,12 +8,13 @@ import os
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table as RichTable
-from rich.text import Text
+
+if TYPE_CHECKING:  # rich is imported when a table is printed (not by commands that print lines)
+    from rich.console import Console
+    from rich.table import Table as RichTable
 
 from tableformat.durations import format_duration_ms
 from tableformat.units import human_bytes, human_count
@@ -42,6 +43,8 @@ def iso_local(value: dt.datetime | None) -> str:
 def console(*, stderr: bool = False) -> Console:
     """A rich console on click's current stdout (stderr): no colours or markup outside a terminal, 80 columns wide
     unless the terminal or COLUMNS says otherwise."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     width = None
     if not stream.isatty():
@@ -57,6 +60,9 @@ def table(
 ) -> RichTable:
     """An aligned, borderless table: ``right`` columns right-aligned (numbers), ``fold`` columns may wrap (paths);
     every other column keeps its text on one line and is cut with an ellipsis if the width runs out."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     result = RichTable(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 2, 0, 0))
     for name in columns:
         result.add_column(

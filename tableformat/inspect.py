@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tableformat.arrow_columns import int64_column, string_column
 from tableformat.cleanup.check import check_table
 from tableformat.codec.arrow_schema import arrow_type_of
 from tableformat.context import TableContext
@@ -187,24 +188,24 @@ class TableInspector:
         store = self._ctx.store
         found = [s for s in (store.try_read_snapshot(i) for i in store.snapshot_ids()) if s is not None]
         columns: dict[str, Any] = {
-            "snapshot_id": pa.array([s.id for s in found], pa.int64()),
-            "schema_id": pa.array([s.schema_id for s in found], pa.int64()),
-            "commit_kind": pa.array([s.commit_kind.value for s in found], pa.string()),
-            "commit_time": pa.array([s.time_millis for s in found], pa.int64()).cast(_utc_ms()),
-            "total_record_count": pa.array([s.total_record_count for s in found], pa.int64()),
-            "delta_record_count": pa.array([s.delta_record_count for s in found], pa.int64()),
-            "changelog_record_count": pa.array([s.changelog_record_count for s in found], pa.int64()),
-            "commit_user": pa.array([s.commit_user for s in found], pa.string()),
-            "commit_identifier": pa.array([s.commit_identifier for s in found], pa.int64()),
-            "base_manifest_list": pa.array([s.base_manifest_list for s in found], pa.string()),
-            "delta_manifest_list": pa.array([s.delta_manifest_list for s in found], pa.string()),
+            "snapshot_id": int64_column([s.id for s in found]),
+            "schema_id": int64_column([s.schema_id for s in found]),
+            "commit_kind": string_column([s.commit_kind.value for s in found]),
+            "commit_time": int64_column([s.time_millis for s in found]).cast(_utc_ms()),
+            "total_record_count": int64_column([s.total_record_count for s in found]),
+            "delta_record_count": int64_column([s.delta_record_count for s in found]),
+            "changelog_record_count": int64_column([s.changelog_record_count for s in found]),
+            "commit_user": string_column([s.commit_user for s in found]),
+            "commit_identifier": int64_column([s.commit_identifier for s in found]),
+            "base_manifest_list": string_column([s.base_manifest_list for s in found]),
+            "delta_manifest_list": string_column([s.delta_manifest_list for s in found]),
         }
         if sizes:
             workers = resolve_parallelism(self._ctx.options, self._ctx.io, parallelism)
             with Workers(workers) as pool:
                 deltas = pool.map(self._delta_sizes, found)
             for index, name in enumerate(("added_files", "added_bytes", "deleted_files", "deleted_bytes")):
-                columns[name] = pa.array([d[index] for d in deltas], pa.int64())
+                columns[name] = int64_column([d[index] for d in deltas])
         return self._counted(pa.table(columns))
 
     def _delta_sizes(self, snapshot: Snapshot) -> tuple[int, int, int, int]:

@@ -11,12 +11,22 @@ pyarrow only inside functions bind it with :func:`lazy_module`; type checkers se
 
 The first attribute read imports the module and copies its namespace into the stand-in, so later reads are plain
 attribute lookups; a name the module gains afterwards (a submodule imported later) is still found through it.
+
+A package whose ``__init__`` re-exports names of its modules imports each of those modules when one of its names is
+first read, through :func:`lazy_attributes` (type checkers see the real imports)::
+
+    if TYPE_CHECKING:
+        from .execute import execute_expiration
+    else:
+        __getattr__ = lazy_attributes(__name__, {"execute_expiration": ".execute"})
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -48,3 +58,18 @@ class _LazyModule(ModuleType):
 def lazy_module(name: str) -> Any:
     """A stand-in for module ``name`` that imports it at the first attribute read."""
     return _LazyModule(name)
+
+
+def lazy_attributes(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package``: each name of ``homes`` is read from its module (``homes[name]``, a
+    relative name such as ``.execute``) when first asked for, then kept in the package's namespace."""
+
+    def package_getattr(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home, package), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return package_getattr

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tableformat.gc_pause",
         "tableformat.lazy_module",
     ),
-    ("tableformat.model", "tableformat.layout", "tableformat.option_types"),
+    ("tableformat.model", "tableformat.layout", "tableformat.option_types", "tableformat.arrow_columns"),
     ("tableformat.options",),
     ("tableformat.codec", "tableformat.data_paths"),
     ("tableformat.io",),

@@ -9,24 +9,22 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tableformat.context import TableContext
+from tableformat.lazy_module import lazy_module
 from tableformat.model.snapshot import CommitKind
 from tableformat.options import TARGET_FILE_SIZE
 
 from ..kernel import Operation, OperationResult, Parameter, Progress
-from ..rewrite import (
-    CommitSettings,
-    FilePaths,
-    RewriteOutcome,
-    Rewriter,
-    batches,
-    replan_notes,
-    rewrite_refusal,
-    run_replanning,
-)
-from .plan import CompactConfig, CompactPlan, plan_compaction
+
+if TYPE_CHECKING:
+    from .. import rewrite as rewriting
+    from . import plan as planning
+    from .plan import CompactConfig, CompactPlan
+else:  # imported when the operation runs, not when the registry is read (start-up: docs/benchmarks.md)
+    rewriting = lazy_module("tableformat.cleanup.rewrite")
+    planning = lazy_module("tableformat.cleanup.compaction.plan")
 
 COMMIT_USER_PREFIX = "tablefmt-compaction-"
 SCHEDULE_KEYS = ("compaction.min.file-num", "compaction.max.file-num", "compaction.commit.max-files")
@@ -78,20 +76,24 @@ class CompactResult(OperationResult):
 def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConfig) -> CompactResult:
     """Rewrite the plan's groups in guarded batches; report what was committed. A plan whose snapshot is expired
     while the rewrite reads it is made again on the latest snapshot and carried out (:mod:`..rewrite.races`)."""
-    settings = CommitSettings(commit_user=f"{COMMIT_USER_PREFIX}{uuid.uuid4()}", snapshot_kind=CommitKind.COMPACT)
-    rewriter = Rewriter(ctx, plan.ttl, config.target_size, settings, plan.base_snapshot_id)
-    outcome = RewriteOutcome()
-    paths = FilePaths(ctx)
+    settings = rewriting.CommitSettings(
+        commit_user=f"{COMMIT_USER_PREFIX}{uuid.uuid4()}", snapshot_kind=CommitKind.COMPACT
+    )
+    rewriter = rewriting.Rewriter(ctx, plan.ttl, config.target_size, settings, plan.base_snapshot_id)
+    outcome = rewriting.RewriteOutcome()
+    paths = rewriting.FilePaths(ctx)
     lost: list[int] = []
 
     def run(current: CompactPlan) -> None:
         lost.extend(current.lost_races)
         rewriter.rebase(current.base_snapshot_id)
-        for batch in batches(current.units, config.commit_max_files):
+        for batch in rewriting.batches(current.units, config.commit_max_files):
             rewriter.rewrite(batch, outcome)
 
-    _final, lost_rewriting = run_replanning(plan, lambda: plan_compaction(ctx, config, plan.now_ms), run)
-    notes = replan_notes((*lost, *lost_rewriting))
+    _final, lost_rewriting = rewriting.run_replanning(
+        plan, lambda: planning.plan_compaction(ctx, config, plan.now_ms), run
+    )
+    notes = rewriting.replan_notes((*lost, *lost_rewriting))
     return CompactResult(
         compacted_files=tuple(paths.relative(e) for e in outcome.replaced),
         written_files=tuple(ctx.layout.relative(f.path) for f in outcome.written),
@@ -108,18 +110,18 @@ def execute_compaction(ctx: TableContext, plan: CompactPlan, config: CompactConf
 def planned_result(ctx: TableContext, plan: CompactPlan) -> CompactResult:
     """The dry run: the groups the real run merges if the table does not change (expired rows not counted)."""
     files = [e for unit in plan.units for e in unit.files]
-    paths = FilePaths(ctx)
+    paths = rewriting.FilePaths(ctx)
     return CompactResult(
         dry_run=True,
         compacted_files=tuple(paths.relative(e) for e in files),
         groups=len(plan.units),
         rows=sum(e.file.row_count for e in files),
         bytes_reclaimable=sum(e.file.file_size for e in files),
-        notes=replan_notes(plan.lost_races),
+        notes=rewriting.replan_notes(plan.lost_races),
     )
 
 
-class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
+class Compaction(Operation["CompactConfig", "CompactPlan", CompactResult]):
     """Merge small files of each partition and bucket into files near the target size."""
 
     name = "compact"
@@ -135,12 +137,12 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
     )
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> CompactConfig:
-        return CompactConfig.resolve(ctx, overrides)
+        return planning.CompactConfig.resolve(ctx, overrides)
 
     def not_applicable(self, ctx: TableContext) -> str:
         """Primary-key and fixed-bucket tables: their files are compacted by Paimon, which merges a primary-key
         table's versions of each key."""
-        return rewrite_refusal(ctx.schema)
+        return rewriting.rewrite_refusal(ctx.schema)
 
     def wanted(self, ctx: TableContext) -> bool:
         """For the scheduler: only tables that set a compaction option (``compaction.min.file-num``,
@@ -149,7 +151,7 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
         return any(key in ctx.schema.options for key in SCHEDULE_KEYS)
 
     def plan(self, ctx: TableContext, config: CompactConfig, now_ms: int) -> CompactPlan:
-        return plan_compaction(ctx, config, now_ms)
+        return planning.plan_compaction(ctx, config, now_ms)
 
     def changes(self, plan: CompactPlan) -> bool:
         return bool(plan.units)
@@ -163,7 +165,7 @@ class Compaction(Operation[CompactConfig, CompactPlan, CompactResult]):
 
     def audit_retired(self, ctx: TableContext, plan: CompactPlan, result: CompactResult) -> list[tuple[str, int]]:
         """The replaced files with their sizes as planned (a file a re-plan found on its own: 0 bytes)."""
-        paths = FilePaths(ctx)
+        paths = rewriting.FilePaths(ctx)
         sizes = {paths.relative(e): e.file.file_size for unit in plan.units for e in unit.files}
         return [(path, sizes.get(path, 0)) for path in result.compacted_files]
 

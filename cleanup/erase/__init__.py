@@ -4,12 +4,38 @@ older snapshot through snapshot expiration (:mod:`..snapshots`) so that the old 
 tag, a branch or a consumer holds them; :mod:`.verify` scans every Parquet file under the table root and certifies
 that no row matches anywhere. See docs/erase.md."""
 
-from .execute import COMMIT_USER_PREFIX, execute_erase, planned_result
-from .operation import ERASURE
-from .pins import Pin, holding_roots
-from .plan import EraseConfig, ErasePlan, MatchedFile, plan_erase
-from .predicate import EraseFilter, erase_filter
-from .result import EraseResult
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tableformat.lazy_module import lazy_attributes
+
+if TYPE_CHECKING:
+    from .execute import COMMIT_USER_PREFIX, execute_erase, planned_result
+    from .operation import ERASURE
+    from .pins import Pin, holding_roots
+    from .plan import EraseConfig, ErasePlan, MatchedFile, plan_erase
+    from .predicate import EraseFilter, erase_filter
+    from .result import EraseResult
+else:  # each name's module is imported when the name is first read (start-up: docs/benchmarks.md)
+    __getattr__ = lazy_attributes(
+        __name__,
+        {
+            "COMMIT_USER_PREFIX": ".execute",
+            "execute_erase": ".execute",
+            "planned_result": ".execute",
+            "ERASURE": ".operation",
+            "Pin": ".pins",
+            "holding_roots": ".pins",
+            "EraseConfig": ".plan",
+            "ErasePlan": ".plan",
+            "MatchedFile": ".plan",
+            "plan_erase": ".plan",
+            "EraseFilter": ".predicate",
+            "erase_filter": ".predicate",
+            "EraseResult": ".result",
+        },
+    )
 
 __all__ = [
     "COMMIT_USER_PREFIX",

@@ -5,19 +5,26 @@ rewrite (``rewrite_refusal``)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tableformat.context import TableContext
+from tableformat.lazy_module import lazy_module
 from tableformat.options import ERASE_DEADLINE
 
 from ..kernel import Operation, Parameter, Progress
 from ..rewrite import rewrite_refusal
-from .execute import execute_erase, planned_result
-from .plan import EraseConfig, ErasePlan, plan_erase
-from .result import EraseResult
+
+if TYPE_CHECKING:
+    from . import execute as execution
+    from . import plan as planning
+    from .plan import EraseConfig, ErasePlan
+    from .result import EraseResult
+else:  # imported when the operation runs, not when the registry is read (start-up: docs/benchmarks.md)
+    execution = lazy_module("tableformat.cleanup.erase.execute")
+    planning = lazy_module("tableformat.cleanup.erase.plan")
 
 
-class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
+class Erasure(Operation["EraseConfig", "ErasePlan", "EraseResult"]):
     """Rewrite the live files holding matching rows without them; with ``purge``, expire every older snapshot."""
 
     name = "erase"
@@ -35,7 +42,7 @@ class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
     )
 
     def configure(self, ctx: TableContext, overrides: Mapping[str, Any]) -> EraseConfig:
-        return EraseConfig.resolve(ctx, overrides)
+        return planning.EraseConfig.resolve(ctx, overrides)
 
     def not_applicable(self, ctx: TableContext) -> str:
         """Primary-key, fixed-bucket and deletion-vector tables: tablefmt does not rewrite their files."""
@@ -46,7 +53,7 @@ class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
         return False
 
     def plan(self, ctx: TableContext, config: EraseConfig, now_ms: int) -> ErasePlan:
-        return plan_erase(ctx, config, now_ms)
+        return planning.plan_erase(ctx, config, now_ms)
 
     def changes(self, plan: ErasePlan) -> bool:
         return bool(plan.files) or plan.config.purge  # a purge may expire snapshots even when no live file matches
@@ -67,12 +74,12 @@ class Erasure(Operation[EraseConfig, ErasePlan, EraseResult]):
         return [(path, sizes.get(path, 0)) for path in result.rewritten_paths]
 
     def preview(self, ctx: TableContext, plan: ErasePlan) -> EraseResult:
-        return planned_result(ctx, plan)
+        return execution.planned_result(ctx, plan)
 
     def execute(
         self, ctx: TableContext, plan: ErasePlan, config: EraseConfig, progress: Progress | None
     ) -> EraseResult:
-        return execute_erase(ctx, plan, config, progress)
+        return execution.execute_erase(ctx, plan, config, progress)
 
 
 ERASURE = Erasure()

@@ -23,7 +23,7 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tableformat.clock import Clock, system_clock
 from tableformat.context import TableContext
@@ -37,13 +37,13 @@ from tableformat.errors import (
 from tableformat.io.factory import open_location
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import LATEST, TableLayout
+from tableformat.lazy_module import lazy_module
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
 from tableformat.parallel import resolve_parallelism
 from tableformat.store import MetadataStore
 from tableformat.undo_store import held_paths
 from tableformat.units import time_pair
 
-from ..erase.deadline import PAST_DUE, complete_due_erasures
 from ..kernel import Cadence, Operation, OperationResult, run_operation
 from ..kernel.deferral import undo_window_ms
 from ..kernel.ledger import CommitNotingFileIO, recording
@@ -53,6 +53,11 @@ from .config import MaintainSettings
 from .keep_up import KeepUp, assess, count_ingest, keep_up_workers, merge_hours, operation_limits
 from .lease import TableLease
 from .targets import Opener, TableTarget
+
+if TYPE_CHECKING:
+    from ..erase import deadline as erasure_deadlines
+else:  # imported after a pass's snapshot expiration ran, not by an idle pass (start-up: docs/benchmarks.md)
+    erasure_deadlines = lazy_module("tableformat.cleanup.erase.deadline")
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +280,7 @@ def _complete_erasures(ctx: TableContext, run: _Run, now: int) -> None:
     """Purge the erasures past their deadline (cleanup/erase/deadline.py) after the pass's snapshot expiration; one
     still held by a tag, branch or consumer is this pass's error."""
     try:
-        result = complete_due_erasures(ctx, now)
+        result = erasure_deadlines.complete_due_erasures(ctx, now)
     except LeaseLostError as exc:
         run.lose_lease("erase", exc)
         return
@@ -284,7 +289,8 @@ def _complete_erasures(ctx: TableContext, run: _Run, now: int) -> None:
         return
     if result is not None:
         run.ran.append(("erase", result))
-        run.errors += [("erase", note) for note in result.notes if PAST_DUE in note or "cannot be read" in note]
+        late = erasure_deadlines.PAST_DUE
+        run.errors += [("erase", note) for note in result.notes if late in note or "cannot be read" in note]
 
 
 def _after(

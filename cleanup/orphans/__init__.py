@@ -28,11 +28,35 @@ a writer took longer than the cutoff between writing a file and committing it. T
 such in-flight files, hence its minimum of one hour (``force`` lowers it; a cutoff in the future is always refused).
 """
 
-from .candidates import CandidateSet
-from .execute import dry_run_result, execute_orphan_plan
-from .model import MIN_OLDER_THAN_MS, OrphanFile, OrphanPlan, OrphanResult, resolve_older_than_ms
-from .operation import ORPHAN_CLEANUP, OrphanConfig
-from .plan import plan_orphan_removal
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tableformat.lazy_module import lazy_attributes
+
+if TYPE_CHECKING:
+    from .candidates import CandidateSet
+    from .execute import dry_run_result, execute_orphan_plan
+    from .model import MIN_OLDER_THAN_MS, OrphanFile, OrphanPlan, OrphanResult, resolve_older_than_ms
+    from .operation import ORPHAN_CLEANUP, OrphanConfig
+    from .plan import plan_orphan_removal
+else:  # each name's module is imported when the name is first read (start-up: docs/benchmarks.md)
+    __getattr__ = lazy_attributes(
+        __name__,
+        {
+            "CandidateSet": ".candidates",
+            "dry_run_result": ".execute",
+            "execute_orphan_plan": ".execute",
+            "MIN_OLDER_THAN_MS": ".model",
+            "OrphanFile": ".model",
+            "OrphanPlan": ".model",
+            "OrphanResult": ".model",
+            "resolve_older_than_ms": ".model",
+            "ORPHAN_CLEANUP": ".operation",
+            "OrphanConfig": ".operation",
+            "plan_orphan_removal": ".plan",
+        },
+    )
 
 __all__ = [
     "MIN_OLDER_THAN_MS",

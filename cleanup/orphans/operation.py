@@ -6,21 +6,28 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tableformat.claims import MAINTENANCE, survey
 from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
+from tableformat.lazy_module import lazy_module
 from tableformat.options import FILE_OPERATION_THREAD_NUM, ORPHAN_CHECK_INTERVAL, ORPHAN_OLDER_THAN
 from tableformat.parallel import resolve_parallelism
 from tableformat.units import iso_from_ms
 
 from ..kernel import Cadence, Operation, Parameter, Progress
-from .execute import dry_run_result, execute_orphan_plan
-from .file_list import load_file_list
 from .model import OrphanPlan, OrphanResult, resolve_older_than_ms
-from .plan import plan_orphan_removal
+
+if TYPE_CHECKING:
+    from . import execute as execution
+    from . import file_list as file_lists
+    from . import plan as planning
+else:  # imported when the operation runs, not when the registry is read (start-up: docs/benchmarks.md)
+    execution = lazy_module("tableformat.cleanup.orphans.execute")
+    file_lists = lazy_module("tableformat.cleanup.orphans.file_list")
+    planning = lazy_module("tableformat.cleanup.orphans.plan")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,8 +83,8 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
         return config
 
     def plan(self, ctx: TableContext, config: OrphanConfig, now_ms: int) -> OrphanPlan:
-        file_list = None if config.file_list is None else load_file_list(ctx, config.file_list)
-        plan = plan_orphan_removal(
+        file_list = None if config.file_list is None else file_lists.load_file_list(ctx, config.file_list)
+        plan = planning.plan_orphan_removal(
             ctx,
             older_than=config.older_than,
             force=config.force,
@@ -115,12 +122,14 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
         return {run.run_id for run in plan.held_runs} <= ctx.store.held_run_ids()
 
     def preview(self, ctx: TableContext, plan: OrphanPlan) -> OrphanResult:
-        return dry_run_result(plan)
+        return execution.dry_run_result(plan)
 
     def execute(
         self, ctx: TableContext, plan: OrphanPlan, config: OrphanConfig, progress: Progress | None
     ) -> OrphanResult:
-        return execute_orphan_plan(ctx, plan, parallelism=config.parallelism, now_ms=plan.planned_at_ms, fresh=True)
+        return execution.execute_orphan_plan(
+            ctx, plan, parallelism=config.parallelism, now_ms=plan.planned_at_ms, fresh=True
+        )
 
 
 ORPHAN_CLEANUP = OrphanCleanup()

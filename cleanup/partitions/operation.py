@@ -4,25 +4,33 @@ before snapshot expiration, as Paimon orders them)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
+from tableformat.lazy_module import lazy_module
 from tableformat.options import PARTITION_EXPIRATION_MAX_NUM, PARTITION_EXPIRATION_TIME
 
 from ..kernel import Cadence, Operation, Parameter, Progress
 from .config import STRATEGIES, PartitionExpireConfig, check_interval_ms
-from .execute import LAST_RUN_PROPERTY, PartitionExpireResult, execute_partition_expiration, planned_result
-from .plan import PartitionExpirePlan, plan_partition_expiration
+
+if TYPE_CHECKING:
+    from . import execute as execution
+    from . import plan as planning
+    from .execute import PartitionExpireResult
+    from .plan import PartitionExpirePlan
+else:  # imported when the operation runs, not when the registry is read (start-up: docs/benchmarks.md)
+    execution = lazy_module("tableformat.cleanup.partitions.execute")
+    planning = lazy_module("tableformat.cleanup.partitions.plan")
 
 
 def last_run_ms(ctx: TableContext) -> int | None:
     """The time of the latest run that dropped partitions, from the latest snapshot's properties (one read); None
     when no tablefmt commit carries it (never run, or the latest snapshot was written by another engine)."""
     latest = ctx.store.latest_snapshot()
-    text = (latest.properties or {}).get(LAST_RUN_PROPERTY) if latest is not None else None
+    text = (latest.properties or {}).get(execution.LAST_RUN_PROPERTY) if latest is not None else None
     try:
         return int(text) if text is not None else None
     except ValueError:
@@ -38,7 +46,7 @@ def check_due(ctx: TableContext, now_ms: int) -> bool:
     return last is None or now_ms - last >= interval
 
 
-class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, PartitionExpireResult]):
+class PartitionExpiration(Operation[PartitionExpireConfig, "PartitionExpirePlan", "PartitionExpireResult"]):
     """Drop partitions whose time is older than the expiration time (mark-delete OVERWRITE snapshots)."""
 
     name = "expire-partitions"
@@ -83,7 +91,7 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
         return check_due(ctx, now_ms)
 
     def plan(self, ctx: TableContext, config: PartitionExpireConfig, now_ms: int) -> PartitionExpirePlan:
-        return plan_partition_expiration(ctx, config, now_ms)
+        return planning.plan_partition_expiration(ctx, config, now_ms)
 
     def changes(self, plan: PartitionExpirePlan) -> bool:
         return bool(plan.batches)
@@ -127,12 +135,12 @@ class PartitionExpiration(Operation[PartitionExpireConfig, PartitionExpirePlan, 
         ]
 
     def preview(self, ctx: TableContext, plan: PartitionExpirePlan) -> PartitionExpireResult:
-        return planned_result(plan)
+        return execution.planned_result(plan)
 
     def execute(
         self, ctx: TableContext, plan: PartitionExpirePlan, config: PartitionExpireConfig, progress: Progress | None
     ) -> PartitionExpireResult:
-        return execute_partition_expiration(ctx, plan)
+        return execution.execute_partition_expiration(ctx, plan)
 
 
 PARTITION_EXPIRATION = PartitionExpiration()

@@ -7,10 +7,32 @@ unexpired rows by the shared rewriter (:mod:`..rewrite`), old and new swapped in
 Reads never return expired rows whether or not this has run (:mod:`tableformat.scan.record_ttl`).
 """
 
-from .config import RecordExpireConfig
-from .execute import COMMIT_USER_PREFIX, RecordExpireResult, execute_record_expiration, planned_result
-from .operation import RECORD_EXPIRATION
-from .plan import JudgedFile, RecordExpirePlan, plan_record_expiration
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tableformat.lazy_module import lazy_attributes
+
+if TYPE_CHECKING:
+    from .config import RecordExpireConfig
+    from .execute import COMMIT_USER_PREFIX, RecordExpireResult, execute_record_expiration, planned_result
+    from .operation import RECORD_EXPIRATION
+    from .plan import JudgedFile, RecordExpirePlan, plan_record_expiration
+else:  # each name's module is imported when the name is first read (start-up: docs/benchmarks.md)
+    __getattr__ = lazy_attributes(
+        __name__,
+        {
+            "RecordExpireConfig": ".config",
+            "COMMIT_USER_PREFIX": ".execute",
+            "RecordExpireResult": ".execute",
+            "execute_record_expiration": ".execute",
+            "planned_result": ".execute",
+            "RECORD_EXPIRATION": ".operation",
+            "JudgedFile": ".plan",
+            "RecordExpirePlan": ".plan",
+            "plan_record_expiration": ".plan",
+        },
+    )
 
 __all__ = [
     "COMMIT_USER_PREFIX",

@@ -5,11 +5,12 @@ order: partition expiry, then record TTL, then snapshot expiry), and after every
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
+from tableformat.lazy_module import lazy_module
 from tableformat.options import (
     RECORD_LEVEL_EXPIRE_MAX_FILES,
     RECORD_LEVEL_EXPIRE_MAX_REWRITE_SIZE,
@@ -20,11 +21,18 @@ from tableformat.units import iso_from_ms
 from ..kernel import Operation, Parameter, Progress
 from ..rewrite import rewrite_refusal
 from .config import RecordExpireConfig
-from .execute import RecordExpireResult, execute_record_expiration, planned_result
-from .plan import RecordExpirePlan, plan_record_expiration
+
+if TYPE_CHECKING:
+    from . import execute as execution
+    from . import plan as planning
+    from .execute import RecordExpireResult
+    from .plan import RecordExpirePlan
+else:  # imported when the operation runs, not when the registry is read (start-up: docs/benchmarks.md)
+    execution = lazy_module("tableformat.cleanup.records.execute")
+    planning = lazy_module("tableformat.cleanup.records.plan")
 
 
-class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExpireResult]):
+class RecordExpiration(Operation[RecordExpireConfig, "RecordExpirePlan", "RecordExpireResult"]):
     """Drop files whose every row is expired (metadata only) and rewrite partly expired files."""
 
     name = "expire-records"
@@ -65,7 +73,7 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
             return True
 
     def plan(self, ctx: TableContext, config: RecordExpireConfig, now_ms: int) -> RecordExpirePlan:
-        return plan_record_expiration(ctx, config, now_ms)
+        return planning.plan_record_expiration(ctx, config, now_ms)
 
     def changes(self, plan: RecordExpirePlan) -> bool:
         return bool(plan.drops or plan.rewrites)
@@ -93,12 +101,12 @@ class RecordExpiration(Operation[RecordExpireConfig, RecordExpirePlan, RecordExp
         return [(path, sizes.get(path, 0)) for path in result.dropped_files + result.rewritten_files]
 
     def preview(self, ctx: TableContext, plan: RecordExpirePlan) -> RecordExpireResult:
-        return planned_result(ctx, plan)
+        return execution.planned_result(ctx, plan)
 
     def execute(
         self, ctx: TableContext, plan: RecordExpirePlan, config: RecordExpireConfig, progress: Progress | None
     ) -> RecordExpireResult:
-        return execute_record_expiration(ctx, plan, config)
+        return execution.execute_record_expiration(ctx, plan, config)
 
 
 RECORD_EXPIRATION = RecordExpiration()

@@ -7,12 +7,13 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tableformat.context import TableContext
 from tableformat.data_paths import require_data_inside_root
 from tableformat.errors import MaintenanceError, ValidationError
 from tableformat.io.metered import DELETE, LIST, PUT, batches, settling_requests
+from tableformat.lazy_module import lazy_module
 from tableformat.option_types import INT32_MAX
 from tableformat.options import (
     FILE_OPERATION_THREAD_NUM,
@@ -25,25 +26,24 @@ from tableformat.options import (
 from tableformat.parallel import Workers, executor
 
 from ..kernel import Cadence, Operation, Parameter, Progress
-from .audit_reasons import expiration_reasons
-from .changelog_expiry import plan_changelog_expiration
 from .config import ExpireConfig
-from .execute import (
-    EarliestHint,
-    _complete,
-    _merge,
-    _remaining,
-    _stale,
-    execute_expiration,
-    planned_result,
-    protect_new_tags,
-    write_missing_earliest,
-)
-from .journal import list_journals, read_journal, remove_journal
-from .metadata import MetadataCache
-from .plan import plan_expiration
-from .planned import ExpirePlan
-from .result import ExpireResult
+
+if TYPE_CHECKING:
+    from . import audit_reasons as reasons
+    from . import changelog_expiry as changelog_expiring
+    from . import execute as execution
+    from . import journal as journal_files
+    from . import metadata as metadata_reads
+    from . import plan as planning
+    from .planned import ExpirePlan
+    from .result import ExpireResult
+else:  # imported when the operation runs, not when the registry is read (start-up: docs/benchmarks.md)
+    reasons = lazy_module("tableformat.cleanup.snapshots.audit_reasons")
+    changelog_expiring = lazy_module("tableformat.cleanup.snapshots.changelog_expiry")
+    execution = lazy_module("tableformat.cleanup.snapshots.execute")
+    journal_files = lazy_module("tableformat.cleanup.snapshots.journal")
+    metadata_reads = lazy_module("tableformat.cleanup.snapshots.metadata")
+    planning = lazy_module("tableformat.cleanup.snapshots.plan")
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class ExpirationRun:
     plans it again after snapshot expiration when that wrote new ones)."""
 
 
-class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
+class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, "ExpireResult"]):
     """Expire snapshots, tags past their time-retained and expired consumers, with the files only they used."""
 
     name = "expire"
@@ -89,7 +89,7 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
         plans = [(journaled, True) for _, journaled in plan.pending] + [(plan.plan, False)]
         if plan.changelogs is not None:
             plans.append((plan.changelogs, False))
-        return expiration_reasons(ctx.layout, plans, config)
+        return reasons.expiration_reasons(ctx.layout, plans, config)
 
     def cadence(self, ctx: TableContext) -> Cadence:
         """Every ``maintenance.check-interval`` (tags and snapshots age), and after every change."""
@@ -109,9 +109,9 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
             def pending() -> list[ExpirePlan]:
                 return [p for _, p in gathered.result()[0]]
 
-            plan = plan_expiration(ctx, config, now_ms, pending=pending, workers=workers)
+            plan = planning.plan_expiration(ctx, config, now_ms, pending=pending, workers=workers)
             found, stale = gathered.result()
-            changelogs = plan_changelog_expiration(ctx, config, now_ms, workers)
+            changelogs = changelog_expiring.plan_changelog_expiration(ctx, config, now_ms, workers)
         return ExpirationRun(tuple(found), tuple(stale), plan, changelogs)
 
     def changes(self, plan: ExpirationRun) -> bool:
@@ -146,53 +146,57 @@ class SnapshotExpiration(Operation[ExpireConfig, ExpirationRun, ExpireResult]):
         results = []
         with Workers(1) as workers:
             for _, journaled in plan.pending:
-                done = planned_result(_remaining(ctx, protect_new_tags(ctx, journaled, workers), workers))
+                done = execution.planned_result(
+                    execution._remaining(ctx, execution.protect_new_tags(ctx, journaled, workers), workers)
+                )
                 results.append(replace(done, completed_journals=(journaled.plan_id,)))
-        results.append(planned_result(plan.plan))
+        results.append(execution.planned_result(plan.plan))
         if plan.changelogs is not None and not plan.changelogs.is_empty:  # the backlog stays the snapshot plan's
-            results.append(replace(planned_result(plan.changelogs), backlog=plan.plan.backlog))
-        return _merge(results, dry_run=True, earliest=_earliest(ctx, plan.plan))
+            results.append(replace(execution.planned_result(plan.changelogs), backlog=plan.plan.backlog))
+        return execution._merge(results, dry_run=True, earliest=_earliest(ctx, plan.plan))
 
     def execute(
         self, ctx: TableContext, plan: ExpirationRun, config: ExpireConfig, progress: Progress | None
     ) -> ExpireResult:
         results = []
-        hint = EarliestHint.of(plan.plan)  # read by the planner: not read again
+        hint = execution.EarliestHint.of(plan.plan)  # read by the planner: not read again
         with Workers(config.parallelism) as workers:
             for path in plan.stale:
-                remove_journal(ctx, path)  # nothing it lists is deleted: its snapshots hold other content now
+                journal_files.remove_journal(
+                    ctx, path
+                )  # nothing it lists is deleted: its snapshots hold other content now
             for path, journaled in plan.pending:
-                done = _complete(ctx, journaled, path, config, progress, workers, hint)
+                done = execution._complete(ctx, journaled, path, config, progress, workers, hint)
                 results.append(replace(done, completed_journals=(journaled.plan_id,)))
             new = plan.plan
             if new.is_empty and new.end is not None:
-                write_missing_earliest(ctx, new.end, hint)
-            result = execute_expiration(
+                execution.write_missing_earliest(ctx, new.end, hint)
+            result = execution.execute_expiration(
                 ctx, new, config=config, progress=progress, workers=workers, hint=hint, fresh=True
             )
             results.append(result)
             changelogs = plan.changelogs
             if config.changelog_decoupled:  # planned again: snapshot expiration may have written long-lived changelogs
-                changelogs = plan_changelog_expiration(ctx, config, new.now_ms, workers)
+                changelogs = changelog_expiring.plan_changelog_expiration(ctx, config, new.now_ms, workers)
             if changelogs is not None and not changelogs.is_empty:
-                done = execute_expiration(ctx, changelogs, config=config, workers=workers, fresh=True)
+                done = execution.execute_expiration(ctx, changelogs, config=config, workers=workers, fresh=True)
                 results.append(replace(done, backlog=result.backlog))  # the backlog stays the snapshot plan's
-        return _merge(results, dry_run=False, earliest=_earliest(ctx, plan.plan))
+        return execution._merge(results, dry_run=False, earliest=_earliest(ctx, plan.plan))
 
 
 def _journals(ctx: TableContext, workers: Workers) -> tuple[list[tuple[str, ExpirePlan]], list[str]]:
     """Pending journals (path, plan) to complete, and stale ones to discard."""
     try:
-        journals = list_journals(ctx)
+        journals = journal_files.list_journals(ctx)
     except OSError as exc:
         raise MaintenanceError(f"cannot list pending expiration journals: {exc}") from exc
     pending: list[tuple[str, ExpirePlan]] = []
     stale: list[str] = []
     for path in journals:
-        journaled = read_journal(ctx, path)
+        journaled = journal_files.read_journal(ctx, path)
         if journaled is None:
             continue
-        if _stale(ctx, journaled, MetadataCache(ctx, workers)):
+        if execution._stale(ctx, journaled, metadata_reads.MetadataCache(ctx, workers)):
             log.warning("expiration journal %s no longer matches the table; it is discarded", path)
             stale.append(path)
         else:

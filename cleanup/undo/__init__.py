@@ -10,8 +10,26 @@
    EARLIEST hint, then tags), commit the reversal, record the run (state ``restored``), then remove the run's window.
 """
 
-from .execute import execute_undo, undo_run
-from .plan import UndoPlan, plan_undo
-from .result import UndoResult
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tableformat.lazy_module import lazy_attributes
+
+if TYPE_CHECKING:
+    from .execute import execute_undo, undo_run
+    from .plan import UndoPlan, plan_undo
+    from .result import UndoResult
+else:  # each name's module is imported when the name is first read (start-up: docs/benchmarks.md)
+    __getattr__ = lazy_attributes(
+        __name__,
+        {
+            "execute_undo": ".execute",
+            "undo_run": ".execute",
+            "UndoPlan": ".plan",
+            "plan_undo": ".plan",
+            "UndoResult": ".result",
+        },
+    )
 
 __all__ = ["UndoPlan", "UndoResult", "execute_undo", "plan_undo", "undo_run"]

@@ -18,7 +18,7 @@ from tableformat.cleanup import after_commit, registry
 from tableformat.cleanup.kernel import Deleter, Operation, OperationResult, Parameter, Progress, run_operation
 from tableformat.cleanup.kernel.deleter import ORDERED_BATCH
 from tableformat.cleanup.kernel.ledger import recording
-from tableformat.cli.main import cli
+from tableformat.cli.main import COMMANDS
 from tableformat.cli.operation_commands import operation_command
 from tableformat.context import TableContext
 from tableformat.errors import DeleteFailedError, LeaseLostError, ValidationError
@@ -215,7 +215,7 @@ def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
 def test_every_registered_operation_has_a_cli_command_and_an_api_name() -> None:
     names = [op.name for op in registry.OPERATIONS]
     assert names == ["expire-partitions", "expire-records", "compact", "erase", "expire", "remove-orphans"]
-    assert set(names) <= set(cli.commands)
+    assert set(names) <= set(COMMANDS)
     expected = tuple(registry.operation(n) for n in ("expire-partitions", "expire-records", "expire"))
     assert registry.after_commit_operations() == expected
     with pytest.raises(

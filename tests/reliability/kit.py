@@ -16,7 +16,7 @@ import pyarrow as pa
 from click.testing import CliRunner, Result
 from support.tables import DAY_S, age_path, row_counts
 
-from tableformat.cli.main import cli
+from tableformat.cli.main import COMMANDS, cli
 from tableformat.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.string())])
@@ -160,7 +160,7 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
 # --- the command line -----------------------------------------------------------------------------------------------
 def run_cli(name: str, *args: str) -> Result:
     """``tablefmt NAME ARGS`` through the command group (every command named here must be registered there)."""
-    assert name in cli.commands, f"tablefmt has no command {name!r}"  # type: ignore[attr-defined]
+    assert name in COMMANDS, f"tablefmt has no command {name!r}"
     result = CliRunner().invoke(cli, [name, *args])
     crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
     assert not crashed, f"tablefmt {name} crashed with a traceback: {result.exception!r}\n{result.output}"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from tableformat.cli.main import cli
+from tableformat.cli.main import COMMANDS, cli
 from tableformat.context import TableContext
 from tableformat.errors import StorageError
 from tableformat.io.s3 import S3FileIO
@@ -162,7 +162,7 @@ def cli_commands(url: str) -> list[list[str]]:
         ("remove-orphans", ["--dry-run", "--json"]),
         ("check", ["--json"]),
     ):
-        if name in cli.commands:  # type: ignore[attr-defined]
+        if name in COMMANDS:
             commands.append([name, url, *extra])
     return commands
 
