@@ -9,6 +9,7 @@ import time
 from collections import Counter
 
 import pyarrow as pa
+from support.operations import planned_json
 
 from interop.helpers import Paimon, live_file_entries
 from tableformat import Table
@@ -54,7 +55,7 @@ def test_report_of_a_pypaimon_table(pp: Paimon) -> None:
         if not rule.configured:
             continue
         dry = table.maintenance.run(rule.operation, dry_run=True, now_ms=now)
-        assert rule.result is not None and rule.result.to_json() == dry.to_json()
+        assert rule.result is not None and planned_json(rule.result) == planned_json(dry)  # requests apart
     read = Counter(pp.read("t").column("dt").to_pylist())
     assert [(p.partition, p.record_count) for p in report.partitions] == [
         (f"dt={day}", read[day]) for day in sorted(read)
