@@ -77,7 +77,7 @@ from .planned import (
     new_plan_id,
 )
 from .reason import StopReason, stop_reason
-from .start import PlanStart
+from .start import LatestVanished, PlanStart
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def plan_expiration(
         return planner.plan(pending)
     except _PendingFailed as exc:
         raise exc.error from exc.error.__cause__
-    except _ConcurrentChange as exc:
+    except (_ConcurrentChange, LatestVanished) as exc:  # the latter: a rollback runs, nothing to do until it ends
         return ExpirePlan(plan_id=new_plan_id(), now_ms=now, end=None, note=str(exc))
     except (CorruptMetadataError, StorageError, UnsafePathError, UnsupportedFormatError, SnapshotNotFoundError) as exc:
         if planner.changed_underneath():

@@ -34,6 +34,11 @@ def branch_roots(ctx: TableContext, unchanged: Mapping[str, str] | None = None) 
     return [r for r, only in zip(roots, names_only) if not only], refs.unchanged_labels
 
 
+class LatestVanished(SnapshotNotFoundError):
+    """The latest snapshot was listed and is gone when read: only a rollback removes the latest snapshot, so the
+    plan is given up (nothing to do now) rather than failed."""
+
+
 class PlanStart:
     """The first reads of one plan. ``read`` reads a snapshot through the planner's cache (None: missing), ``ids``
     lists every snapshot id (only when a hint is missing or stale). The earliest and the latest snapshot are read
@@ -112,7 +117,9 @@ class PlanStart:
             return hint
         ids = self._ids()
         if ids and self._read(ids[-1]) is None:
-            raise SnapshotNotFoundError(f"the latest snapshot {ids[-1]} disappeared while planning")
+            raise LatestVanished(
+                f"the latest snapshot {ids[-1]} disappeared while planning (a rollback removed it): nothing done"
+            )
         return ids[-1] if ids else None
 
     def run(self, started: Callable[[int | None], None]) -> tuple[int | None, list[Tag], list[Consumer], list[Root]]:
