@@ -56,8 +56,9 @@ def audit(
     if not runs:
         say("no run recorded" + (f" with id {run_id}" if run_id else ""))
         return
+    held = any(s.run.counts.deferred_files for s in runs)  # a column of its own once an undo window kept files
     print_table(
-        ("run", "operation", "started", "outcome", "deleted", "bytes", "retired"),
+        ("run", "operation", "started", "outcome", "deleted", "bytes", "retired", *(("held",) if held else ())),
         [
             (
                 s.run.run_id,
@@ -67,10 +68,11 @@ def audit(
                 s.run.counts.deleted_files,
                 human_bytes(s.run.counts.deleted_bytes),
                 s.run.counts.retired_files,
+                *((s.run.counts.deferred_files,) if held else ()),
             )
             for s in runs
         ],
-        right=("deleted", "bytes", "retired"),
+        right=("deleted", "bytes", "retired", "held"),
     )
     if run_id is not None:
         if runs[0].run.detail:

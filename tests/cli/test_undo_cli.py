@@ -42,6 +42,15 @@ def test_undo_dry_run_then_undo_then_a_refusal(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith(f"error: cannot undo run {run_id}: it was undone already by run ")
 
 
+def test_audit_shows_what_the_window_holds(tmp_path: Path) -> None:
+    at, run_id = _expired(tmp_path)
+    text = CliRunner().invoke(cli, ["audit", at], env={"COLUMNS": "200"}).output
+    header, row = text.splitlines()[:2]
+    assert header.split()[-1] == "held" and row.split()[0] == run_id
+    held = json.loads(CliRunner().invoke(cli, ["audit", at, "--json"]).output)["runs"][0]["deferred_files"]
+    assert row.split()[-1] == str(held) and held > 0
+
+
 def test_undo_needs_both_arguments(tmp_path: Path) -> None:
     at, _ = _expired(tmp_path)
     missing = CliRunner().invoke(cli, ["undo", at])
