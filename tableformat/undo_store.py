@@ -8,7 +8,8 @@ recursively) once its window is over or an undo took everything back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from tableformat.codec import json_codec, undo_codec
 from tableformat.errors import CorruptMetadataError
@@ -69,54 +70,23 @@ class UndoStore:
         return [self._held_run(run, infos) for run, infos in sorted(by_run.items())]
 
     def _held_run(self, run_id: str, infos: list[FileInfo]) -> HeldRun:
-        saved_prefix = self.layout.undo_run_dir(run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/"
-        files: dict[str, int] = {}
-        pending: dict[str, int] = {}
-        released: set[str] = set()
-        released_by: list[str] = []
-        saved: list[str] = []
-        due: int | None = None
+        gathered = _Gathered(self.layout.undo_run_dir(run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/")
         for info in infos:
             try:
-                target = pending if info.name.startswith(UNDO_PENDING_PREFIX) else files
-                due = self._take(info, saved_prefix, target, released, released_by, saved, due)
+                gathered.take(info, self.io.read_bytes)
             except ValueError as exc:
                 raise CorruptMetadataError(self.io.url(info.path), str(exc)) from exc
         return HeldRun(
             run_id=run_id,
-            due_ms=due,
-            files=files,
-            pending=frozenset(pending),
-            released=frozenset(released),
-            released_by=tuple(sorted(released_by)),
-            saved=tuple(sorted(saved)),
+            due_ms=gathered.due,
+            files=gathered.files,
+            pending=frozenset(gathered.pending),
+            released=frozenset(gathered.released),
+            released_by=tuple(sorted(gathered.released_by)),
+            saved=tuple(sorted(gathered.saved)),
             own_files=tuple(sorted(info.path for info in infos)),
+            operation=gathered.operation,
         )
-
-    def _take(
-        self,
-        info: FileInfo,
-        saved_prefix: str,
-        files: dict[str, int],
-        released: set[str],
-        released_by: list[str],
-        saved: list[str],
-        due: int | None,
-    ) -> int | None:
-        """Add one file of a run's directory to what is known of the run; returns the window's end so far."""
-        if info.path.startswith(saved_prefix):
-            saved.append(info.path[len(saved_prefix) :])
-        elif info.name.startswith((UNDO_HELD_PREFIX, UNDO_PENDING_PREFIX)):
-            held = undo_codec.decode_held(self.io.read_bytes(info.path))
-            for path, _ in held.files:
-                _check_held_path(path)
-            files.update(held.files)
-            return held.due_ms if due is None else max(due, held.due_ms)
-        elif info.name.startswith(UNDO_RELEASED_PREFIX):
-            undone = undo_codec.decode_released(self.io.read_bytes(info.path))
-            released.update(undone.paths)
-            released_by.append(undone.undo_run_id)
-        return due
 
     def _create(self, path: str, data: bytes) -> None:
         """Create ``path`` once; an existing file with other bytes is an error (never overwritten)."""
@@ -209,6 +179,36 @@ class UndoStore:
         directory = self.layout.undo_run_dir(run_id)
         self.io.mkdirs(directory)
         return f"{directory.rstrip('/')}/{name}"
+
+
+@dataclass(slots=True)
+class _Gathered:
+    """What one run's directory says, gathered file by file."""
+
+    saved_prefix: str
+    files: dict[str, int] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)
+    released: set[str] = field(default_factory=set)
+    released_by: list[str] = field(default_factory=list)
+    saved: list[str] = field(default_factory=list)
+    due: int | None = None
+    operation: str = ""
+
+    def take(self, info: FileInfo, read: Callable[[str], bytes]) -> None:
+        """Add one file of the directory (ValueError for a list that cannot be decoded)."""
+        if info.path.startswith(self.saved_prefix):
+            self.saved.append(info.path[len(self.saved_prefix) :])
+        elif info.name.startswith((UNDO_HELD_PREFIX, UNDO_PENDING_PREFIX)):
+            held = undo_codec.decode_held(read(info.path))
+            for path, _ in held.files:
+                _check_held_path(path)
+            (self.pending if info.name.startswith(UNDO_PENDING_PREFIX) else self.files).update(held.files)
+            self.due = held.due_ms if self.due is None else max(self.due, held.due_ms)
+            self.operation = self.operation or held.operation
+        elif info.name.startswith(UNDO_RELEASED_PREFIX):
+            undone = undo_codec.decode_released(read(info.path))
+            self.released.update(undone.paths)
+            self.released_by.append(undone.undo_run_id)
 
 
 def _check_held_path(path: str) -> None:

@@ -45,10 +45,11 @@ class Deferral:
     """The window of one run: its id, the end of its window, and the store its lists and copies go to (the main
     table's, past any lease guard: they are not table data)."""
 
-    def __init__(self, store: MetadataStore, run_id: str, due_ms: int) -> None:
+    def __init__(self, store: MetadataStore, run_id: str, due_ms: int, operation: str = "") -> None:
         self.store = store
         self.run_id = run_id
         self.due_ms = due_ms
+        self.operation = operation
         self._lock = threading.Lock()
         self._lists = 0
         self._written = False
@@ -79,7 +80,8 @@ class Deferral:
             sequence = self._lists
             self._written = True
         try:
-            self.store.write_held(HeldList(self.run_id, self.due_ms, tuple(files)), sequence, pending=pending)
+            held = HeldList(self.run_id, self.due_ms, tuple(files), self.operation)
+            self.store.write_held(held, sequence, pending=pending)
         except OSError as exc:
             raise MaintenanceError(f"could not record the files the undo window keeps, nothing deleted: {exc}") from exc
 

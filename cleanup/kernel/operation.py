@@ -197,7 +197,7 @@ def _execute_claimed(
     run = AuditedRun.start(operation.name, ctx, auditable_overrides(operation.parameters, overrides or {}), now)
     claim = TableClaim(unguarded(ctx.store), MAINTENANCE, operation.name, owner=run.run_id)
     window = undo_window_ms(ctx.options) if operation.defers else 0
-    deferral = Deferral(unguarded(ctx.store), run.run_id, now + window) if window > 0 else None
+    deferral = Deferral(unguarded(ctx.store), run.run_id, now + window, operation.name) if window > 0 else None
     run.record.undo_until_ms = deferral.due_ms if deferral is not None else None
 
     def recheck() -> bool:

@@ -23,6 +23,7 @@ from tableformat.claims import MAINTENANCE, TableClaim
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, TableBusyError
 from tableformat.io.guarded import GuardedFileIO
+from tableformat.live_set import live_scan_refs
 from tableformat.model.undo import HeldRun
 from tableformat.units import human_bytes
 
@@ -84,8 +85,9 @@ def purge_due(ctx: TableContext, now_ms: int, threads: int = 8) -> PurgeOutcome 
             run.reasons = lambda path: reasons.get(path, PURGE)
             for held in due:  # the copies first: a copy read as a root never outlives the files it names
                 unguarded(ctx.store).delete_saved_copies(held)
+            committed = _committed_since(ctx, due)
             deleter = Deleter(GuardedFileIO(ctx.io, claim.check), ctx.layout, threads, label="deleted held")
-            deleter.delete(sorted((p, s) for r in due for p, s in r.held.items()))
+            deleter.delete(sorted((p, s) for r in due for p, s in r.held.items() if p not in committed))
             finished = _clear(ctx, due, deleter.failures)
             run.finished(deleter.failures, ())
     except (CorruptMetadataError, OSError) as exc:
@@ -95,7 +97,28 @@ def purge_due(ctx: TableContext, now_ms: int, threads: int = 8) -> PurgeOutcome 
     problem = (
         f"{len(deleter.failures)} held file(s) could not be deleted: {deleter.failures[0]}" if deleter.failures else ""
     )
+    if committed:
+        kept = f"kept {len(committed)} held orphan(s) a commit references now (written before, committed after)"
+        problem = "; ".join(p for p in (problem, kept) if p)
     return PurgeOutcome(tuple(deleter.deleted), deleter.deleted_bytes, tuple(finished), problem, run.run_id)
+
+
+UNCOMMITTED_HOLDERS = frozenset({"remove-orphans"})
+"""Operations whose held files no snapshot named when they looked, but a writer may commit later (a file written
+before the cleanup and committed after it): a purge checks them against the latest snapshot first."""
+
+
+def _committed_since(ctx: TableContext, due: Sequence[HeldRun]) -> set[str]:
+    """Held files of :data:`UNCOMMITTED_HOLDERS` runs that the latest snapshot names now (its live data files, its
+    manifests and manifest lists): never deleted, they are the table's again."""
+    holding = [run for run in due if run.operation in UNCOMMITTED_HOLDERS]
+    latest = ctx.store.latest_snapshot() if holding else None
+    if latest is None:
+        return set()
+    store = ctx.store
+    names = {ref.file_name for ref in live_scan_refs(store, latest, store.partition_codec(ctx.schema))}
+    names |= {meta.file_name for meta in store.manifests_of(latest)} | set(latest.manifest_lists())
+    return {path for run in holding for path in run.held if path.rsplit("/", 1)[-1] in names}
 
 
 def _clear(ctx: TableContext, due: Sequence[HeldRun], failures: Sequence[str]) -> list[str]:

@@ -36,6 +36,7 @@ def encode_held(held: HeldList) -> bytes:
             "version": VERSION,
             "run_id": held.run_id,
             "due_ms": held.due_ms,
+            "operation": held.operation,
             "files": [[path, size] for path, size in held.files],
         }
     )
@@ -46,7 +47,8 @@ def decode_held(data: bytes) -> HeldList:
     document = _loads(data, HELD_FORMAT)
     try:
         files = tuple((str(path), int(size)) for path, size in document["files"])
-        return HeldList(str(document["run_id"]), int(document["due_ms"]), files)
+        operation = str(document.get("operation") or "")
+        return HeldList(str(document["run_id"]), int(document["due_ms"]), files, operation)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed held list: {exc}") from exc
 

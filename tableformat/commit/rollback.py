@@ -174,7 +174,7 @@ def _keep_for_undo(store: MetadataStore, record: RunRecord, newer: list[Snapshot
     if window <= 0 or not (newer or newer_tags):
         return
     due = record.started_ms + window
-    store.write_held(HeldList(record.run_id, due, ()), 1)
+    store.write_held(HeldList(record.run_id, due, (), "rollback"), 1)
     layout = store.layout
     for path in [layout.snapshot_file(s.id) for s in newer] + [layout.tag_file(t.name) for t in newer_tags]:
         try:

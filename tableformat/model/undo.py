@@ -17,6 +17,9 @@ class HeldList:
     """When the window of these files ends: from then on any maintenance run deletes them."""
     files: tuple[tuple[str, int], ...]
     """(path relative to the table root, bytes)."""
+    operation: str = ""
+    """The run's operation (``remove-orphans`` holds files no snapshot named when it looked: a purge checks them
+    against the latest snapshot again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,8 @@ class HeldRun:
     """Table paths (relative) of the metadata files whose copies are saved."""
     own_files: tuple[str, ...] = ()
     """The directory's own files (lists and copies, full paths): deleted when the run's window is over."""
+    operation: str = ""
+    """The run's operation as its lists name it ("" for lists that do not)."""
 
     @property
     def held(self) -> dict[str, int]:

@@ -288,3 +288,18 @@ def test_undo_of_a_partition_expiration_brings_the_partitions_back(tmp_path: Pat
     undone = table.maintenance.undo(expired.run_id)
     assert undone.snapshot_id == 5 and len(undone.restored_files) == 2
     assert sorted(table.to_arrow()["id"].to_pylist()) == before
+
+
+def test_a_held_orphan_a_writer_commits_later_is_kept_by_the_purge(tmp_path: Path) -> None:
+    table = table_with_commits(tmp_path / "t", 2, **WINDOW)
+    root = Path(table.location)
+    late = table.write_files(pa.table({"id": [77]}, schema=table.arrow_schema))  # written, not committed yet
+    path = late[0].path[len(str(root)) + 1 :]
+    now = int(time.time() * 1000) + 2 * DAY_MS  # the writer is slow: its file is 2 days old by then
+    cleaned = remove_orphan_files(table.context, now_ms=now)
+    assert path in cleaned.deferred_paths and (root / path).exists()
+    table.commit_files(late)  # the writer commits after all
+    purged = expire_snapshots(table.context, now_ms=now + 2 * DAY_MS)  # past the window: the purge runs
+    assert any("kept 1 held orphan(s) a commit references now" in note for note in purged.notes)
+    assert (root / path).exists() and 77 in table.to_arrow()["id"].to_pylist()
+    assert not (root / ".tablefmt" / "undo" / cleaned.run_id).exists() and table.maintenance.check().ok
