@@ -14,7 +14,7 @@ from tableformat.cli.common import OneLineErrorCommand, handle_errors
 from tableformat.clock import seconds_ago
 from tableformat.lazy_module import lazy_module
 from tableformat.table import Table
-from tableformat.units import human_bytes
+from tableformat.units import human_bytes, iso_from_ms
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -155,6 +155,7 @@ def run_maintenance_demo(table: Table, path: str) -> None:
     files, size = count_files(path)
     click.echo(f"  on disk: {files} files, {human_bytes(size)}")
     show_crash_leftover_cleanup(table)
+    show_undo_window(table)
 
 
 def show_crash_leftover_cleanup(table: Table) -> None:
@@ -178,3 +179,21 @@ def show_crash_leftover_cleanup(table: Table) -> None:
         f"  check: ok={after.ok}, {after.orphan_files} orphan file(s); latest still reads "
         f"{table.to_arrow().num_rows} rows"
     )
+
+
+def show_undo_window(table: Table) -> None:
+    """A retention set too tight by mistake, taken back within the undo window; the audit ledger recorded it all."""
+    click.echo("\nundo window: keep what maintenance takes for 1 day; a too tight retention, taken back")
+    table.set_options({"maintenance.undo-window": "1 d"})
+    done = table.maintenance.expire_snapshots(retain_min=1, time_retained="0s")
+    click.echo(
+        f"  expired snapshot(s) {list(done.expired_snapshot_ids)}; kept {len(done.deferred_paths)} file(s), "
+        f"{human_bytes(done.deferred_bytes)} until {iso_from_ms(done.undo_until_ms)} (run {done.run_id})"
+    )
+    undone = table.maintenance.undo(done.run_id)
+    click.echo(
+        f"  undo: restored snapshot(s) {list(undone.restored_snapshots)}; snapshots are now "
+        f"{[s.id for s in table.snapshots()]}"
+    )
+    runs = table.audit()
+    click.echo(f"  audit ledger: {len(runs)} run(s): {', '.join(r.run.operation for r in runs)} (tablefmt audit)")

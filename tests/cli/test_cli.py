@@ -95,6 +95,10 @@ def test_demo_builds_the_sample_table(tmp_path: Path) -> None:
     assert "dropped ['2026-11-02', '2026-11-03'] in snapshot(s) [10]; latest reads 860 rows" in out
     assert "expired 8 snapshots (earliest is now 9)" in out
     assert "deleted 1 file(s)" in out and "check: ok=True, 0 orphan file(s)" in out
+    assert "expired snapshot(s) [9]; kept 2 file(s)" in out
+    assert "undo: restored snapshot(s) [9]; snapshots are now [9, 10]" in out
+    runs = "expire-partitions, drop-partition, expire, remove-orphans, expire, undo"  # by start time
+    assert f"audit ledger: 6 run(s): {runs} (tablefmt audit)" in out
     assert [s.id for s in table.snapshots()] == [9, 10]
     assert table.to_arrow(tag="end-of-week").num_rows == 1400
     assert table.maintenance.check().ok
