@@ -70,7 +70,7 @@ class UndoStore:
         return [self._held_run(run, infos) for run, infos in sorted(by_run.items())]
 
     def _held_run(self, run_id: str, infos: list[FileInfo]) -> HeldRun:
-        gathered = _Gathered(self.layout.undo_run_dir(run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/")
+        gathered = _Gathered(self._saved_prefix(run_id))
         for info in infos:
             try:
                 gathered.take(info, self.io.read_bytes)
@@ -104,11 +104,17 @@ class UndoStore:
         name = f"{UNDO_RELEASED_PREFIX}{released.undo_run_id}"
         self._create(self._run_file(run_id, name), undo_codec.encode_released(released))
 
-    def save_copy(self, run_id: str, relative: str, data: bytes) -> None:
-        """Keep a copy of the metadata file ``relative`` (path from the table root) that run ``run_id`` deletes."""
+    def save_copy(self, run_id: str, relative: str) -> bool:
+        """Keep a copy of the metadata file ``relative`` (path from the table root) that run ``run_id`` is about to
+        delete; False when it is gone already (nothing to keep)."""
+        try:
+            data = self.io.read_bytes(self.layout.join(relative))
+        except FileNotFoundError:
+            return False
         path = self.layout.undo_saved_file(run_id, relative)
         self.io.mkdirs(path.rsplit("/", 1)[0])
         self._create(path, data)
+        return True
 
     def read_saved(self, run_id: str, relative: str) -> bytes:
         return self.io.read_bytes(self.layout.undo_saved_file(run_id, relative))
@@ -140,27 +146,30 @@ class UndoStore:
         path = self.layout.join(relative)
         return self.io.write_if_absent(path, data) or self.io.read_bytes(path) == data
 
-    def delete_saved_copies(self, held: HeldRun) -> list[str]:
-        """Delete the run's saved copies only (a purge does so before it deletes the held files: an orphan cleanup
-        that reads a copy as a root then finds the copy gone with its files, never a copy whose files are gone)."""
-        saved_prefix = self.layout.undo_run_dir(held.run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/"
-        saved = [p for p in held.own_files if p.startswith(saved_prefix)]
-        return self.io.delete_listed(saved) if saved else []
-
     def delete_undo_files(self, held: HeldRun) -> list[str]:
         """Delete the run's own files (listed: they exist) and then its emptied directories, deepest first (never
         recursively; not on object stores); returns the files deleted.
 
-        In three batches, each only once the one before is gone: the saved copies, then the held and pending lists,
-        then the released lists. Within a batch the store picks the order (one DeleteObjects request), so a released
-        list deleted alongside a held list that stays would leave the files an undo put back listed as held, and a
-        later purge would delete them from the table."""
-        saved_prefix = self.layout.undo_run_dir(held.run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/"
-        saved = [p for p in held.own_files if p.startswith(saved_prefix)]
-        lists = [p for p in held.own_files if p not in saved]
+        In three batches, each only once the one before is gone: the saved copies (:meth:`delete_saved_copies`),
+        then the held and pending lists, then the released lists (:meth:`delete_run_lists`). Within a batch the
+        store picks the order (one DeleteObjects request), so a released list deleted alongside a held list that
+        stays would leave the files an undo put back listed as held, and a later purge would delete them from the
+        table."""
+        return self.delete_saved_copies(held) + self.delete_run_lists(held)
+
+    def delete_saved_copies(self, held: HeldRun) -> list[str]:
+        """Delete the run's saved copies only (a purge does so before it deletes the held files: an orphan cleanup
+        that reads a copy as a root then finds the copy gone with its files, never a copy whose files are gone)."""
+        saved = [p for p in held.own_files if p.startswith(self._saved_prefix(held.run_id))]
+        return self.io.delete_listed(saved) if saved else []
+
+    def delete_run_lists(self, held: HeldRun) -> list[str]:
+        """The rest of :meth:`delete_undo_files`, once the saved copies are gone: the held and pending lists, then
+        the released lists, then the emptied directories."""
+        lists = [p for p in held.own_files if not p.startswith(self._saved_prefix(held.run_id))]
         released = [p for p in lists if p.rsplit("/", 1)[-1].startswith(UNDO_RELEASED_PREFIX)]
         deleted: list[str] = []
-        for batch in (saved, [p for p in lists if p not in released], released):
+        for batch in ([p for p in lists if p not in released], released):
             if batch:
                 deleted += self.io.delete_listed(batch)
         if not self.io.is_object_store:
@@ -174,6 +183,9 @@ class UndoStore:
                 if directory == top or directory.startswith(top + "/"):
                     self.io.remove_empty_dir(directory)
         return deleted
+
+    def _saved_prefix(self, run_id: str) -> str:
+        return self.layout.undo_run_dir(run_id).rstrip("/") + f"/{UNDO_SAVED_DIR}/"
 
     def _run_file(self, run_id: str, name: str) -> str:
         directory = self.layout.undo_run_dir(run_id)

@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from tableformat.errors import MaintenanceError
-from tableformat.io.fileio import FileIO
 from tableformat.layout import is_metadata_entry
 from tableformat.model.undo import HeldList
 from tableformat.options import UNDO_WINDOW, TableOptions
@@ -85,20 +84,13 @@ class Deferral:
         except OSError as exc:
             raise MaintenanceError(f"could not record the files the undo window keeps, nothing deleted: {exc}") from exc
 
-    def save(self, io: FileIO, root: str, files: Sequence[tuple[str, int]], threads: int) -> None:
-        """Save a copy of each metadata file (relative to ``root``, read through ``io``) before it is deleted; a
-        file already gone has nothing to save. MaintenanceError when a copy cannot be made (nothing deleted then)."""
-
-        def save_one(rel: str) -> None:
-            try:
-                data = io.read_bytes(f"{root.rstrip('/')}/{rel.strip('/')}")
-            except FileNotFoundError:
-                return
-            self.store.save_copy(self.run_id, self.table_path(root, rel), data)
-
+    def save(self, root: str, files: Sequence[tuple[str, int]], threads: int) -> None:
+        """Save a copy of each metadata file (relative to ``root``) before it is deleted; a file already gone has
+        nothing to save. MaintenanceError when a copy cannot be made (nothing deleted then)."""
+        paths = [self.table_path(root, rel) for rel, _ in files]
         try:
-            with executor(min(max(1, threads), len(files)) if files else 1, "tablefmt-undo") as pool:
-                list(pool.map(save_one, [rel for rel, _ in files]))
+            with executor(min(max(1, threads), len(paths)) if paths else 1, "tablefmt-undo") as pool:
+                list(pool.map(lambda path: self.store.save_copy(self.run_id, path), paths))
         except OSError as exc:
             raise MaintenanceError(f"could not save a copy for the undo window, nothing deleted: {exc}") from exc
 

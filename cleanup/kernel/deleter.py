@@ -200,7 +200,7 @@ class Deleter:
         self.done += len(held)
         if held and self.progress is not None:
             self.progress(self.done, self.total)
-        deferral.save(self.io, self.layout.root, entries, self.threads)
+        deferral.save(self.layout.root, entries, self.threads)
         return entries
 
     def _record(

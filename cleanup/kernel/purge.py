@@ -84,7 +84,7 @@ def purge_due(ctx: TableContext, now_ms: int, threads: int = 8) -> PurgeOutcome 
             reasons = {p: f"undo window of run {r.run_id} ended {iso(r.due_ms)}" for r in due for p in r.held}
             run.reasons = lambda path: reasons.get(path, PURGE)
             for held in due:  # the copies first: a copy read as a root never outlives the files it names
-                unguarded(ctx.store).delete_saved_copies(held)
+                store.delete_saved_copies(held)
             committed = _committed_since(ctx, due)
             deleter = Deleter(GuardedFileIO(ctx.io, claim.check), ctx.layout, threads, label="deleted held")
             deleter.delete(sorted((p, s) for r in due for p, s in r.held.items() if p not in committed))
@@ -122,11 +122,11 @@ def _committed_since(ctx: TableContext, due: Sequence[HeldRun]) -> set[str]:
 
 
 def _clear(ctx: TableContext, due: Sequence[HeldRun], failures: Sequence[str]) -> list[str]:
-    """Delete the lists and copies of the due runs none of whose files failed; returns those runs."""
+    """Delete the lists of the due runs none of whose files failed (their copies went first); returns those runs."""
     failed = {failure.split(": ", 1)[0] for failure in failures}
     done = []
     for held in due:
         if not failed.intersection(held.held):
-            unguarded(ctx.store).delete_undo_files(held)
+            unguarded(ctx.store).delete_run_lists(held)  # its copies went before its files
             done.append(held.run_id)
     return done

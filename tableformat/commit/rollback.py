@@ -177,10 +177,7 @@ def _keep_for_undo(store: MetadataStore, record: RunRecord, newer: list[Snapshot
     store.write_held(HeldList(record.run_id, due, (), "rollback"), 1)
     layout = store.layout
     for path in [layout.snapshot_file(s.id) for s in newer] + [layout.tag_file(t.name) for t in newer_tags]:
-        try:
-            store.save_copy(record.run_id, layout.relative(path), store.io.read_bytes(path))
-        except FileNotFoundError:
-            continue
+        store.save_copy(record.run_id, layout.relative(path))
     record.undo_until_ms = due
 
 
