@@ -22,15 +22,11 @@ from tableformat.units import iso_from_ms
 from ..kernel.audit import AuditedRun, unguarded
 from ..kernel.deferral import deferring
 from .execute import purge_through
-from .held import delete_unnamed
-from .pins import RootFiles, pins_text
+from .held import finish_pending
+from .pins import pins_text
 from .result import EraseResult
 
 PAST_DUE = "past its deadline"
-
-
-def _name(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
 
 
 def complete_due_erasures(ctx: TableContext, now_ms: int) -> EraseResult | None:
@@ -52,16 +48,12 @@ def complete_due_erasures(ctx: TableContext, now_ms: int) -> EraseResult | None:
         with run.recording(), deferring(None):
             guarded = run.noting(ctx).with_io(GuardedFileIO(run.noting(ctx).io, claim.check))
             purge = purge_through(guarded, max(p.snapshot_id for p in due), now_ms, None, dry_run=False)
-            deleted, size, held = delete_unnamed(guarded, [path for p in due for path in p.files], 4)
-            for pending in due:
-                if not held.intersection(map(_name, pending.files)):
-                    unguarded(ctx.store).delete_pending_erasure(pending.snapshot_id)
+            unnamed, late = finish_pending(guarded, due, 4)
             run.finished((), ())
     finally:
         claim.release()
-    late = [p for p in due if held.intersection(map(_name, p.files))]
     notes = list(purge.notes)
-    holders = RootFiles(ctx).holding(held) if late else {}
+    holders = unnamed.holders if late else {}
     if late:
         holders_text = ", ".join(pins_text(list(holders)))
         snapshots = ", ".join(str(p.snapshot_id) for p in late)
@@ -71,8 +63,8 @@ def complete_due_erasures(ctx: TableContext, now_ms: int) -> EraseResult | None:
         )
     result = EraseResult(
         purged_snapshot_ids=purge.snapshot_ids,
-        deleted_paths=(*purge.deleted_paths, *deleted),
-        deleted_bytes=purge.deleted_bytes + size,
+        deleted_paths=(*purge.deleted_paths, *unnamed.deleted),
+        deleted_bytes=purge.deleted_bytes + unnamed.deleted_bytes,
         pinned_by=tuple(holders),
         deadline_ms=min(p.deadline_ms for p in late) if late else None,
         notes=tuple(notes) or (f"completed the purge of {len(due)} erasure(s) past their deadline",),

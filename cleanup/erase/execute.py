@@ -36,7 +36,7 @@ from ..rewrite import (
     run_replanning,
 )
 from ..snapshots import SNAPSHOT_EXPIRATION, ExpireResult
-from .held import delete_held_matches, delete_unnamed, window_matches
+from .held import delete_held_matches, delete_unnamed, finish_pending, window_matches
 from .pins import Pin, RootFiles, pins_text
 from .plan import EraseConfig, ErasePlan, held_matches, plan_erase
 from .predicate import EraseFilter
@@ -57,6 +57,10 @@ class Purge:
     deleted_paths: tuple[str, ...] = ()
     deleted_bytes: int = 0
     notes: tuple[str, ...] = ()
+
+    def plus(self, paths: Sequence[str], size: int, *notes: str) -> Purge:
+        """This purge and the files ``paths`` (``size`` bytes) deleted (or, dry, to delete) besides, with ``notes``."""
+        return Purge(self.snapshot_ids, (*self.deleted_paths, *paths), self.deleted_bytes + size, (*self.notes, *notes))
 
 
 def _units(plan: ErasePlan) -> list[RewriteUnit]:
@@ -114,7 +118,7 @@ def with_held(ctx: TableContext, row_filter: EraseFilter, purge: Purge, *, dry_r
         paths, size, failures = delete_held_matches(ctx, matches, resolve_parallelism(ctx.options, ctx.io, None))
     notes = [matches.note(None if dry_run else len(paths))]
     notes += [f"could not delete {len(failures)} held file(s) with erased rows: {failures[0]}"] if failures else []
-    return Purge(purge.snapshot_ids, (*purge.deleted_paths, *paths), purge.deleted_bytes + size, (*purge.notes, *notes))
+    return purge.plus(paths, size, *notes)
 
 
 def _rewrite_tags(ctx: TableContext, config: EraseConfig, known: set[str], marker: int, now_ms: int) -> TagRewrite:
@@ -124,9 +128,11 @@ def _rewrite_tags(ctx: TableContext, config: EraseConfig, known: set[str], marke
     tags = tags_holding(roots.holding(held_matches(ctx, config.filter, roots, roots.latest_names(), known=known)))
     if not tags:
         return TagRewrite()
-    planned = rewrite_tags(ctx, config.filter, tags, config.target_size, dry_run=True)
-    ctx.store.write_pending_erasure(PendingErasure(marker, now_ms, planned.replaced))
-    return rewrite_tags(ctx, config.filter, tags, config.target_size, dry_run=False)
+
+    def record(replaced: tuple[str, ...]) -> None:
+        ctx.store.write_pending_erasure(PendingErasure(marker, now_ms, replaced))
+
+    return rewrite_tags(ctx, config.filter, tags, config.target_size, dry_run=False, before_writing=record)
 
 
 def _tags_note(tagged: TagRewrite) -> str:
@@ -137,21 +143,18 @@ def _with_freed(ctx: TableContext, paths: Sequence[str], purge: Purge, note: str
     """``purge`` plus those of ``paths`` (old files of rewritten tags) that no root names any more, deleted now."""
     if not paths:
         return purge
-    deleted, size, _ = delete_unnamed(ctx, paths, resolve_parallelism(ctx.options, ctx.io, None))
-    notes = (*purge.notes, note) if note else purge.notes
-    return Purge(purge.snapshot_ids, (*purge.deleted_paths, *deleted), purge.deleted_bytes + size, notes)
+    unnamed = delete_unnamed(ctx, paths, resolve_parallelism(ctx.options, ctx.io, None))
+    return purge.plus(unnamed.deleted, unnamed.deleted_bytes, *([note] if note else []))
 
 
 def _with_due(ctx: TableContext, now_ms: int, purge: Purge) -> Purge:
     """``purge`` plus the files of earlier erasures past their deadline that no root names any more (a run that
-    stopped after rewriting a tag left its old files to this): deleted, their record gone once none is held."""
+    stopped after rewriting a tag left its old files to this): deleted, their record gone once none is left."""
     due = [p for p in ctx.store.pending_erasures() if p.deadline_ms <= now_ms]
-    for pending in due:
-        purge = _with_freed(ctx, pending.files, purge)
-        holders = RootFiles(ctx).holding({path.rsplit("/", 1)[-1] for path in pending.files})
-        if not holders:
-            ctx.store.delete_pending_erasure(pending.snapshot_id)
-    return purge
+    if not due:
+        return purge
+    unnamed, _ = finish_pending(ctx, due, resolve_parallelism(ctx.options, ctx.io, None))
+    return purge.plus(unnamed.deleted, unnamed.deleted_bytes)
 
 
 def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progress: Progress | None) -> EraseResult:
@@ -307,8 +310,7 @@ def _planned_tags(
     known = set(purge.deleted_paths)
     freed = [path for path in tagged.replaced if path.rsplit("/", 1)[-1] not in still and path not in known]
     size = sum(ctx.io.file_size(ctx.layout.join(path)) for path in freed)
-    deleted = (*purge.deleted_paths, *freed)
-    return tagged, left, Purge(purge.snapshot_ids, deleted, purge.deleted_bytes + size, purge.notes)
+    return tagged, left, purge.plus(freed, size)
 
 
 def _planned_purge(ctx: TableContext, keep_from: int, plan: ErasePlan, holders: Mapping[Pin, frozenset[str]]) -> Purge:

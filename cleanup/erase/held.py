@@ -8,15 +8,16 @@ held them can no longer be undone (its undo is refused: a file it kept is gone),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.context import TableContext
+from tableformat.model.erasure import PendingErasure
 from tableformat.undo_store import held_paths
 
 from ..kernel import Deleter
-from .pins import RootFiles
+from .pins import Pin, RootFiles
 from .predicate import EraseFilter
 from .verify import PARQUET_MARK, file_matches
 
@@ -64,15 +65,41 @@ def delete_held_matches(ctx: TableContext, matches: HeldMatches, threads: int) -
     return deleter.deleted, deleter.deleted_bytes, deleter.failures
 
 
-def delete_unnamed(ctx: TableContext, paths: Sequence[str], threads: int) -> tuple[list[str], int, set[str]]:
+@dataclass(frozen=True, slots=True)
+class Unnamed:
+    """What :func:`delete_unnamed` did: the files it deleted, and who still holds the others."""
+
+    deleted: tuple[str, ...] = ()
+    deleted_bytes: int = 0
+    holders: Mapping[Pin, frozenset[str]] = field(default_factory=dict)
+    """Every root (and consumer) that still names one of the files, with the names it holds."""
+    held: frozenset[str] = frozenset()
+    """Names of the files left: held by a root, or not deleted (a failed delete)."""
+
+
+def delete_unnamed(ctx: TableContext, paths: Sequence[str], threads: int) -> Unnamed:
     """Delete the files of ``paths`` (relative to the root) that no root names any more (a rewritten tag's old
-    files, a deleted tag's): (deleted, bytes, names some root still holds). Erased bytes never wait for the undo
-    window (the caller runs outside it)."""
-    holders = RootFiles(ctx).holding({path.rsplit("/", 1)[-1] for path in paths})
+    files, a deleted tag's). Erased bytes never wait for the undo window (the caller runs outside it)."""
+    holders = RootFiles(ctx).holding({_name(path) for path in paths})
     held = {name for names in holders.values() for name in names}
-    free = sorted({path for path in paths if path.rsplit("/", 1)[-1] not in held})
     deleter = Deleter(ctx.io, ctx.layout, threads, label="erase deleted")
-    deleter.delete([(path, 0) for path in free])
-    if deleter.failures:
-        held |= {failure.split(": ", 1)[0].rsplit("/", 1)[-1] for failure in deleter.failures}
-    return deleter.deleted, deleter.deleted_bytes, held
+    deleter.delete([(path, 0) for path in sorted({path for path in paths if _name(path) not in held})])
+    held |= {_name(failure.split(": ", 1)[0]) for failure in deleter.failures}
+    return Unnamed(tuple(deleter.deleted), deleter.deleted_bytes, holders, frozenset(held))
+
+
+def finish_pending(
+    ctx: TableContext, due: Sequence[PendingErasure], threads: int
+) -> tuple[Unnamed, list[PendingErasure]]:
+    """Delete the files of the ``due`` pending erasures that no root names any more, and the record of each erasure
+    none of whose files is left; (what was deleted and who holds the rest, the erasures still held)."""
+    unnamed = delete_unnamed(ctx, [path for pending in due for path in pending.files], threads)
+    late = [pending for pending in due if unnamed.held.intersection(map(_name, pending.files))]
+    for pending in due:
+        if pending not in late:
+            ctx.store.delete_pending_erasure(pending.snapshot_id)
+    return unnamed, late
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]

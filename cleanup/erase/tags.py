@@ -17,7 +17,7 @@ would be written with the latest schema.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from tableformat.context import TableContext
@@ -53,28 +53,40 @@ def tags_holding(holders: Mapping[Pin, frozenset[str]]) -> dict[str, frozenset[s
 
 
 def rewrite_tags(
-    ctx: TableContext, row_filter: EraseFilter, tags: Mapping[str, frozenset[str]], target_size: int, *, dry_run: bool
+    ctx: TableContext,
+    row_filter: EraseFilter,
+    tags: Mapping[str, frozenset[str]],
+    target_size: int,
+    *,
+    dry_run: bool,
+    before_writing: Callable[[tuple[str, ...]], None] | None = None,
 ) -> TagRewrite:
-    """Rewrite every tag of ``tags`` without the rows ``row_filter`` matches in the files named there."""
+    """Rewrite every tag of ``tags`` without the rows ``row_filter`` matches in the files named there (with
+    ``dry_run``: only say which tags and files). ``before_writing`` gets the files the tags will no longer name once
+    every tag is read and before anything is written (the caller records them: a crash leaves them findable)."""
     store = ctx.store
     latest = store.latest_schema()
     codec = ctx.partition_codec()
     paths = DataPaths(latest, codec)
-    done: list[str] = []
-    replaced: list[str] = []
-    written: list[str] = []
+    planned: list[tuple[Tag, list[ManifestEntry], list[ManifestEntry]]] = []
     notes: list[str] = []
-    erased = 0
     for name in sorted(tags):
         tag = store.read_tag(name)
         if tag.snapshot.schema_id != latest.id:
             notes.append(f"tag {name} was written with schema {tag.snapshot.schema_id}, not the latest: not rewritten")
             continue
         entries = live_entries(store, tag.snapshot, codec)
-        matched = [e for e in entries if e.file.file_name in tags[name]]
-        done.append(name)
-        replaced += [paths.of_entry(e) for e in matched]
-        if dry_run or not matched:
+        planned.append((tag, entries, [e for e in entries if e.file.file_name in tags[name]]))
+    replaced = tuple(sorted({paths.of_entry(e) for _, _, matched in planned for e in matched}))
+    done = tuple(tag.name for tag, _, _ in planned)
+    if dry_run:
+        return TagRewrite(done, replaced, notes=tuple(notes))
+    if before_writing is not None:
+        before_writing(replaced)
+    written: list[str] = []
+    erased = 0
+    for tag, entries, matched in planned:
+        if not matched:
             continue
         rewriter = Rewriter(ctx, None, target_size, UNCOMMITTED, keep_rows=row_filter.kept)
         new_files = rewriter.write([RewriteUnit(e.partition, e.bucket, e.total_buckets, (e,)) for e in matched])
@@ -86,9 +98,8 @@ def rewrite_tags(
             )
             for f in new_files
         ]
-        kept = [e for e in entries if e.file.file_name not in tags[name]]
-        _replace_tag(ctx, tag, [*kept, *adds])
-    return TagRewrite(tuple(done), tuple(sorted(set(replaced))), tuple(written), erased, tuple(notes))
+        _replace_tag(ctx, tag, [*(e for e in entries if e.file.file_name not in tags[tag.name]), *adds])
+    return TagRewrite(done, replaced, tuple(written), erased, tuple(notes))
 
 
 def _replace_tag(ctx: TableContext, tag: Tag, entries: list[ManifestEntry]) -> None:
