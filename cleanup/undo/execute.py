@@ -9,6 +9,7 @@ from tableformat.clock import resolve_now
 from tableformat.commit.committer import ChangeKind, CommitRequest, Committer
 from tableformat.commit.data_writer import NewDataFile
 from tableformat.context import TableContext
+from tableformat.data_paths import DataPaths
 from tableformat.errors import CorruptMetadataError, UndoRefusedError
 from tableformat.io.guarded import GuardedFileIO
 from tableformat.layout import EARLIEST, LATEST
@@ -98,8 +99,9 @@ def execute_undo(ctx: TableContext, plan: UndoPlan, undo_run_id: str) -> UndoRes
 def _reverse(ctx: TableContext, plan: UndoPlan) -> int | None:
     """One commit putting back what the run took out and taking out what it added (only while those are live)."""
     codec = ctx.store.partition_codec(ctx.schema)
+    paths = DataPaths(ctx.schema, codec)
     new_files = [
-        _new_file(entry, path, codec.values(entry.partition))
+        _new_file(ctx, paths, entry, path, codec.values(entry.partition))
         for entry, (path, _) in zip(plan.readd, plan.readd_paths, strict=True)
     ]
     request = CommitRequest(
@@ -117,13 +119,17 @@ def _reverse(ctx: TableContext, plan: UndoPlan) -> int | None:
     return result.snapshot.id if result.snapshot is not None else None
 
 
-def _new_file(entry: ManifestEntry, path: str, values: dict[str, object]) -> NewDataFile:
+def _new_file(
+    ctx: TableContext, paths: DataPaths, entry: ManifestEntry, path: str, values: dict[str, object]
+) -> NewDataFile:
+    """The file a run took out, as a writer hands a file it wrote to the committer."""
+    in_order = tuple(values[key] for key in ctx.schema.partition_keys)
     return NewDataFile(
         partition=entry.partition,
-        partition_values=tuple(values.values()),
-        partition_path=path.rsplit("/", 2)[0] if path.count("/") >= 2 else "",
+        partition_values=in_order,
+        partition_path=paths.partition_dir(in_order),
         bucket=entry.bucket,
         total_buckets=entry.total_buckets,
         meta=entry.file,
-        path=path,
+        path=ctx.layout.join(path),
     )

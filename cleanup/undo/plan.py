@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tableformat.audit import AuditQuery, audit_runs, iso
+from tableformat.audit import AuditQuery, audit_runs, iso, started_ms_of
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
 from tableformat.errors import CorruptMetadataError, UndoRefusedError
@@ -50,8 +50,9 @@ def _refuse(run_id: str, why: str) -> UndoRefusedError:
 
 
 def _recorded(ctx: TableContext, run_id: str) -> tuple[AuditRun | None, list[AuditRun]]:
-    """(the run's record, the undos recorded of it)."""
-    runs = [summary.run for summary in audit_runs(unguarded(ctx.store), AuditQuery())]
+    """(the run's record, the undos recorded of it): both started at or after the run, so only records named from
+    its start on are read (the ledger's names sort by start)."""
+    runs = [summary.run for summary in audit_runs(unguarded(ctx.store), AuditQuery(since_ms=started_ms_of(run_id)))]
     own = next((run for run in runs if run.run_id == run_id), None)
     return own, [run for run in runs if run.undoes == run_id and run.outcome == COMPLETED]
 
