@@ -261,6 +261,17 @@ ORPHAN_CHECK_INTERVAL = _register(
         "How often `tablefmt maintain` runs orphan cleanup on the table (tablefmt's own; commits never run it).",
     )
 )
+ORPHAN_CANDIDATES_IN_MEMORY = _register(
+    Option(
+        "orphan-files.candidates-in-memory",
+        INT,
+        1_000_000,
+        "Data-file candidates orphan cleanup and `check` hold in memory (about 200 bytes each); beyond this they "
+        "are spilled to a local temporary directory and matched against the references bucket by bucket "
+        "(tablefmt's own).",
+        minimum=1,
+    )
+)
 MAINTAIN_INTERVAL = _register(
     Option(
         "maintenance.check-interval",

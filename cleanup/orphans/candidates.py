@@ -3,8 +3,9 @@ to be too young, held compactly by name; and the late age check of those listed 
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
@@ -12,10 +13,11 @@ from tableformat.context import TableContext
 from tableformat.data_paths import data_directory
 from tableformat.io.fileio import UNKNOWN, FileInfo
 from tableformat.layout import MANIFEST_DIR, TableLayout
-from tableformat.options import CHANGELOG_FILE_PREFIX, DATA_FILE_PREFIX
+from tableformat.options import CHANGELOG_FILE_PREFIX, DATA_FILE_PREFIX, ORPHAN_CANDIDATES_IN_MEMORY
 
 from .census import (
     CANDIDATE_KINDS,
+    DATA_FILE_KINDS,
     MANIFEST_FILE_KINDS,
     DirKind,
     FileClass,
@@ -26,12 +28,14 @@ from .census import (
 )
 from .file_list import FileList
 from .model import MIN_SANE_MTIME_MS
+from .spill import SpilledCandidates
 
 log = logging.getLogger(__name__)
 
 
 _LOW32 = (1 << 32) - 1
 _LOW64 = (1 << 64) - 1
+_IN_MEMORY_DEFAULT = ORPHAN_CANDIDATES_IN_MEMORY.default or 1
 _STAT_AFTER_REFERENCES = frozenset({DirKind.BUCKET, DirKind.METADATA, DirKind.MANIFEST})
 """Directories listed without file sizes and mtimes where that saves a call per file: most of their files are
 referenced or never candidates (metadata roots), so only the unreferenced rest is stat'ed."""
@@ -40,64 +44,145 @@ referenced or never candidates (metadata roots), so only the unreferenced rest i
 class CandidateSet:
     """Candidate files by name, compactly (one int per file): directory index, size and mtime packed together.
 
-    Names are UUID-unique, so a name is normally in one directory; a name found in several keeps all of them.
+    Names are UUID-unique, so a name is normally in one directory; a name found in several keeps all of them (a
+    name listed twice in one directory, as a file list may, is one candidate: the last one added).
+
+    Candidates of the data kinds (``DATA_FILE_KINDS``: data and changelog files and their index sidecars, nearly
+    every file of a big table) are held in memory up to ``in_memory`` entries (the option
+    ``orphan-files.candidates-in-memory``); beyond that they are spilled to local disk (:mod:`.spill`), and from
+    then on every discarded name is written there too, so that :meth:`items` yields exactly the candidates no
+    discard named, whatever was spilled when. Other candidates (manifests, lists, index and statistics files, temp
+    files: a few per snapshot) are always in memory: :meth:`set_stats` and ``in`` are only used on them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, in_memory: int = _IN_MEMORY_DEFAULT) -> None:
         self.dirs: list[str] = []
         self._dir_index: dict[str, int] = {}
         self._by_name: dict[str, int] = {}
         self._more: dict[str, list[int]] = {}
+        self._data: dict[str, int] = {}
+        self._data_more: dict[str, list[int]] = {}
+        self._data_count = 0
+        """Entries of ``_data`` and ``_data_more``."""
+        self._in_memory = max(1, in_memory)
+        self._spill: SpilledCandidates | None = None
         self.kinds: set[FileClass] = set()
 
-    def add(self, directory: str, name: str, size: int, mtime_ms: int, kind: FileClass) -> None:
+    @property
+    def spilled(self) -> bool:
+        """Whether data candidates were spilled to disk (then :meth:`__len__` is an upper bound)."""
+        return self._spill is not None
+
+    def _index(self, directory: str) -> int:
         index = self._dir_index.get(directory)
         if index is None:
             index = self._dir_index[directory] = len(self.dirs)
             self.dirs.append(directory)
-        packed = (((mtime_ms << 64) | size) << 32) | index
-        if name in self._by_name:
-            self._more.setdefault(name, []).append(packed)
+        return index
+
+    def add(self, directory: str, name: str, size: int, mtime_ms: int, kind: FileClass) -> None:
+        packed = (((mtime_ms << 64) | size) << 32) | self._index(directory)
+        data = kind in DATA_FILE_KINDS
+        by_name, more = (self._data, self._data_more) if data else (self._by_name, self._more)
+        if name in by_name:
+            more.setdefault(name, []).append(packed)
         else:
-            self._by_name[name] = packed
+            by_name[name] = packed
         self.kinds.add(kind)
+        if data:
+            self._data_count += 1
+            self._spill_when_full()
 
     def add_unstated(self, directory: str, names: list[str], kind: FileClass) -> None:
         """``add(directory, name, 0, 0, kind)`` for every name (files whose size and mtime are not known yet)."""
-        index = self._dir_index.get(directory)
-        if index is None:
-            index = self._dir_index[directory] = len(self.dirs)
-            self.dirs.append(directory)
-        by_name, more = self._by_name, self._more
-        for name in names:
-            if by_name.setdefault(name, index) != index:  # the name is a candidate in another directory too
-                more.setdefault(name, []).append(index)
+        index = self._index(directory)
         self.kinds.add(kind)
+        if kind not in DATA_FILE_KINDS:
+            for name in names:
+                self.add(directory, name, 0, 0, kind)
+            return
+        start = 0
+        while start < len(names):
+            part = names[start : start + max(1, self._in_memory - self._data_count)]
+            by_name, more = self._data, self._data_more
+            for name in part:
+                if by_name.setdefault(name, index) != index:  # also a candidate elsewhere, or listed twice
+                    more.setdefault(name, []).append(index)
+            self._data_count += len(part)
+            start += len(part)
+            self._spill_when_full()
+
+    def _spill_when_full(self) -> None:
+        if self._data_count < self._in_memory:
+            return
+        if self._spill is None:
+            self._spill = SpilledCandidates()
+            log.info("orphan census: over %d data candidates, spilling to %s", self._in_memory, self._spill.directory)
+        self._spill.spill(self._data_entries())
+        self._data, self._data_more, self._data_count = {}, {}, 0
+
+    def _data_entries(self) -> Iterator[tuple[str, int]]:
+        more = self._data_more
+        for name, packed in self._data.items():
+            yield name, packed
+            for value in more.get(name, ()):
+                yield name, value
 
     def set_stats(self, directory: str, name: str, size: int, mtime_ms: int) -> None:
-        """The size and mtime of candidate ``name`` in ``directory`` (which must be a candidate there)."""
+        """The size and mtime of candidate ``name`` in ``directory`` (which must be a candidate there, in memory)."""
         index = self._dir_index[directory]
         packed = (((mtime_ms << 64) | size) << 32) | index
-        if self._by_name[name] & _LOW32 == index:
-            self._by_name[name] = packed
+        by_name, more = (self._by_name, self._more) if name in self._by_name else (self._data, self._data_more)
+        if by_name[name] & _LOW32 == index:
+            by_name[name] = packed
         else:
-            self._more[name] = [packed if value & _LOW32 == index else value for value in self._more[name]]
+            more[name] = [packed if value & _LOW32 == index else value for value in more[name]]
 
     def discard(self, name: str) -> None:
         if self._by_name.pop(name, None) is not None:
             self._more.pop(name, None)
+        if self._data.pop(name, None) is not None:
+            self._data_count -= 1 + len(self._data_more.pop(name, ()))
+        if self._spill is not None:
+            self._spill.discard(name)
 
     def __len__(self) -> int:
-        return len(self._by_name) + sum(len(v) for v in self._more.values())
+        """The number of candidates; once spilled, an upper bound (spilled ones discarded since are counted)."""
+        spilled = 0 if self._spill is None else self._spill.spilled
+        return len(self._by_name) + sum(map(len, self._more.values())) + self._data_count + spilled
 
     def __contains__(self, name: object) -> bool:
-        return name in self._by_name
+        """Whether ``name`` is a candidate held in memory (always so for the kinds that are never spilled)."""
+        return name in self._by_name or name in self._data
 
     def items(self) -> Iterator[tuple[str, str, int, int]]:
-        """(directory, name, size, mtime_ms) of every candidate."""
-        for name, packed in self._by_name.items():
-            for value in (packed, *self._more.get(name, ())):
-                yield self.dirs[value & _LOW32], name, (value >> 32) & _LOW64, value >> 96
+        """(directory, name, size, mtime_ms) of every candidate; once spilled, the spilled ones bucket by bucket
+        (MaintenanceError when a spill file cannot be read back)."""
+        groups: Iterator[tuple[str, Iterable[int]]]
+        if self._spill is not None:
+            if self._data_count:
+                self._spill.spill(self._data_entries())
+                self._data, self._data_more, self._data_count = {}, {}, 0
+            groups = self._spill.survivors()
+        else:
+            groups = ((name, (packed, *self._data_more.get(name, ()))) for name, packed in self._data.items())
+        memory = ((name, (packed, *self._more.get(name, ()))) for name, packed in self._by_name.items())
+        dirs = self.dirs
+        for name, values in itertools.chain(memory, groups):
+            for value in _one_per_directory(values):
+                yield dirs[value & _LOW32], name, (value >> 32) & _LOW64, value >> 96
+
+    def close(self) -> None:
+        """Remove the spill files, if any (done anyway when the set is collected or the process exits)."""
+        if self._spill is not None:
+            self._spill.close()
+
+
+def _one_per_directory(values: Iterable[int]) -> Iterable[int]:
+    """The packed values of one name, the last one of each directory (a name listed twice there is one file)."""
+    if isinstance(values, tuple | list) and len(values) == 1:
+        return values
+    return {value & _LOW32: value for value in values}.values()
 
 
 @dataclass
@@ -149,7 +234,7 @@ def _take_census(
 ) -> _Census:
     rules = NameRules(ctx.options.require(DATA_FILE_PREFIX), ctx.options.require(CHANGELOG_FILE_PREFIX))
     layout = ctx.layout
-    census = _Census(CandidateSet(), [], [], {})
+    census = _Census(CandidateSet(ctx.options.require(ORPHAN_CANDIDATES_IN_MEMORY)), [], [], {})
     classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name
     for listing in _listings(ctx, pool, workers, cutoff_ms, file_list):
         census.directories += 1

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 from support.tables import ID_PART_SCHEMA, id_part_rows, rows_of
 
+from tableformat.cleanup.orphans import candidates as orphan_candidates
 from tableformat.codec import json_codec
 from tableformat.io.local import LocalFileIO
 from tableformat.table import Table
@@ -101,3 +102,27 @@ class Kit:
 @pytest.fixture
 def kit(tmp_path: Path) -> Kit:
     return Kit(tmp_path)
+
+
+SPILLED = "spilled"
+"""The id of the runs of the orphan and check tests whose data candidates are all spilled to disk."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test of tests/cleanup/orphans and tests/cleanup/test_check*.py twice: with the candidates in memory,
+    and with ``orphan-files.candidates-in-memory`` at 1, so that every data candidate is spilled to disk
+    (cleanup/orphans/spill.py) and the references are matched bucket by bucket."""
+    path = metafunc.definition.path
+    spills = path.parent.name == "orphans" or path.name.startswith("test_check")
+    if spills and "candidates_in_memory" in metafunc.fixturenames:
+        metafunc.parametrize("candidates_in_memory", [None, 1], ids=["in-memory", SPILLED], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def candidates_in_memory(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int | None:
+    """The default of ``orphan-files.candidates-in-memory`` for this test (None: the registry's)."""
+    budget: int | None = getattr(request, "param", None)
+    if budget is not None:
+        option = dataclasses.replace(orphan_candidates.ORPHAN_CANDIDATES_IN_MEMORY, default=budget)
+        monkeypatch.setattr(orphan_candidates, "ORPHAN_CANDIDATES_IN_MEMORY", option)
+    return budget

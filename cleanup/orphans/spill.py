@@ -1,0 +1,154 @@
+"""Data-file candidates that do not fit the memory budget, on local disk: a hash-partitioned anti-join.
+
+A table with millions of data files has millions of candidates, and each referenced name is known only while the
+manifests are read, after the census. Rather than hold every candidate until then, :class:`SpilledCandidates`
+writes them to ``BUCKETS`` bucket files by the hash of their name, in chunks, and writes every name discarded from
+then on to the reference file of the same bucket. The survivors are then found one bucket at a time: its
+candidates loaded into a dict, the names of its reference file dropped, the rest yielded (a Grace hash anti-join).
+Memory then holds one bucket's candidates and references, 1/``BUCKETS`` of the spilled ones, never all of them.
+
+A hash join rather than sorted runs: nothing needs an order, a bucket is read once, and writing a candidate or a
+discarded name is an append to one file (no merge of runs). The hash is Python's ``hash`` of the name: random
+between processes, stable within one, and the files live for one run in one process.
+
+The files are in a private temporary directory (``tempfile.mkdtemp``, local disk, never inside the table root),
+removed by :meth:`SpilledCandidates.close` or, at the latest, when the object is collected or the process exits.
+Any failure to write or read them raises MaintenanceError: a candidate whose references cannot be matched is never
+called an orphan. Each bucket's file must give back exactly the chunks and entries written to it.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator
+
+from tableformat.errors import MaintenanceError
+
+BUCKETS = 128
+"""Bucket files of a spill. Reading one holds 1/128 of the spilled candidates: at the default budget of 1,000,000
+candidates in memory, a bucket holds as many only past 128 million spilled ones."""
+REFERENCE_CHUNK = 200_000
+"""Discarded names buffered in memory before they are appended to the bucket reference files."""
+
+_SPILL_PREFIX = "tablefmt-orphans-"
+
+
+def _stop(what: str, exc: BaseException) -> MaintenanceError:
+    return MaintenanceError(f"orphan cleanup stopped, nothing was deleted: {what}: {type(exc).__name__} {exc}")
+
+
+class _BucketFile:
+    """One append-only file of marshalled chunks, with the counts written, to check what is read back."""
+
+    __slots__ = ("chunks", "entries", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.chunks = 0
+        self.entries = 0
+
+    def append(self, chunk: tuple[list[str], list[int]] | list[str], entries: int) -> None:
+        try:
+            with open(self.path, "ab") as out:
+                marshal.dump(chunk, out)
+        except (OSError, ValueError) as exc:
+            raise _stop(f"cannot write the candidates' spill file {self.path}", exc) from exc
+        self.chunks += 1
+        self.entries += entries
+
+    def chunks_read(self) -> Iterator[object]:
+        """Every chunk written, in order; MaintenanceError when the file does not give back exactly those."""
+        if not self.chunks:
+            return
+        try:
+            with open(self.path, "rb") as source:
+                size = os.fstat(source.fileno()).st_size
+                for _ in range(self.chunks):
+                    yield marshal.load(source)
+                if source.tell() != size:
+                    raise ValueError(f"{size - source.tell()} bytes after the {self.chunks} chunks written")
+        except (OSError, EOFError, ValueError, TypeError) as exc:
+            raise _stop(f"cannot read back the candidates' spill file {self.path}", exc) from exc
+
+
+class SpilledCandidates:
+    """Candidates (name, packed int) spilled to bucket files, and the names discarded since the first spill."""
+
+    def __init__(self) -> None:
+        try:
+            self.directory = tempfile.mkdtemp(prefix=_SPILL_PREFIX)
+        except OSError as exc:
+            raise _stop("cannot create a temporary directory for the candidates' spill files", exc) from exc
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, True)
+        self._candidates = [_BucketFile(os.path.join(self.directory, f"candidates-{n}")) for n in range(BUCKETS)]
+        self._references = [_BucketFile(os.path.join(self.directory, f"references-{n}")) for n in range(BUCKETS)]
+        self._buffer: list[list[str]] = [[] for _ in range(BUCKETS)]
+        self._buffered = 0
+        self.spilled = 0
+        """Candidate entries written (a name in several directories counts once per directory)."""
+
+    def spill(self, entries: Iterator[tuple[str, int]]) -> None:
+        """Append ``entries`` (name, packed int) to their buckets, one chunk per bucket."""
+        names: list[list[str]] = [[] for _ in range(BUCKETS)]
+        values: list[list[int]] = [[] for _ in range(BUCKETS)]
+        for name, packed in entries:
+            bucket = hash(name) % BUCKETS
+            names[bucket].append(name)
+            values[bucket].append(packed)
+        for bucket, file in enumerate(self._candidates):
+            if names[bucket]:
+                file.append((names[bucket], values[bucket]), len(names[bucket]))
+                self.spilled += len(names[bucket])
+
+    def discard(self, name: str) -> None:
+        """Record that ``name`` is referenced: no spilled candidate of that name survives."""
+        self._buffer[hash(name) % BUCKETS].append(name)
+        self._buffered += 1
+        if self._buffered >= REFERENCE_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        for bucket, names in enumerate(self._buffer):
+            if names:
+                self._references[bucket].append(names, len(names))
+                self._buffer[bucket] = []
+        self._buffered = 0
+
+    def survivors(self) -> Iterator[tuple[str, list[int]]]:
+        """Every spilled name no discard named, with its packed values (one per directory), bucket by bucket."""
+        self.flush()
+        for candidates, references in zip(self._candidates, self._references):
+            by_name: dict[str, list[int]] = {}
+            for chunk in candidates.chunks_read():
+                names, values = _candidate_chunk(chunk, candidates.path)
+                for name, packed in zip(names, values):
+                    by_name.setdefault(name, []).append(packed)
+            if sum(map(len, by_name.values())) != candidates.entries:
+                raise _stop(f"the spill file {candidates.path} gave back", ValueError("other entries than written"))
+            read = 0
+            for chunk in references.chunks_read():
+                if not isinstance(chunk, list):
+                    raise _stop(f"the spill file {references.path} holds", TypeError("a chunk that is not a list"))
+                read += len(chunk)
+                for name in chunk:
+                    by_name.pop(name, None)
+            if read != references.entries:
+                raise _stop(f"the spill file {references.path} gave back", ValueError("other names than written"))
+            yield from by_name.items()
+
+    def close(self) -> None:
+        """Remove the spill files (also done when the object is collected, or at exit)."""
+        self._cleanup()
+
+
+def _candidate_chunk(chunk: object, path: str) -> tuple[list[str], list[int]]:
+    if not (isinstance(chunk, tuple) and len(chunk) == 2 and all(isinstance(part, list) for part in chunk)):
+        raise _stop(f"the spill file {path} holds", TypeError("a chunk that is not (names, values)"))
+    names, values = chunk
+    if len(names) != len(values):
+        raise _stop(f"the spill file {path} holds", ValueError("a chunk of unequal lists"))
+    return names, values
