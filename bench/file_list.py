@@ -7,6 +7,13 @@ over its RSS after opening the table: the remove-orphans dry run and ``check``, 
 from the file list.
 
     python bench/file_list.py --sizes 100000,1000000 [--workdir DIR]
+
+With ``--generated 10000000`` (a size list too), the table's data files are not made: a table whose one snapshot
+references 99 % of that many data file names through real manifests, 1 % of them as strays on disk (the
+orphans), and a generated Parquet file list of all those paths (old mtimes) plus the table's real metadata files.
+Only the remove-orphans dry run from the list runs on it (``check`` builds its own map of every file's size).
+
+    python bench/file_list.py --sizes 0 --generated 1000000,10000000
 """
 
 from __future__ import annotations
@@ -24,11 +31,16 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from orphans import build_synthetic, rss_kib
+from orphans import PARTITIONS, SCHEMA, build_synthetic, rss_kib
 
 from tableformat import Table
+from tableformat.codec.binary_row import encode_row
+from tableformat.layout import NameFactory
 from tableformat.maintenance import TableMaintenance
+from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry
+from tableformat.model.snapshot import CommitKind, Snapshot
 
 DAY_MS = 86_400_000
 RUNS = ("dry-run", "dry-run --file-list", "check", "check --file-list")
@@ -49,6 +61,99 @@ def write_file_list(root: Path, target: Path) -> int:
     table = pa.table({"path": paths, "size": pa.array(sizes, pa.int64()), "last_modified": pa.array(times, pa.int64())})
     pq.write_table(table, target)
     return len(paths)
+
+
+def build_referencing(path: Path, referenced: list[str], per_manifest: int = 20_000) -> None:
+    """A table whose one snapshot references ``referenced`` (``part=<p>/bucket-0/<name>``) through real manifests;
+    no data file is made."""
+    table = Table.create(str(path), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    ctx = table.context
+    store, types = ctx.store, [f.type for f in ctx.schema.partition_fields]
+    names = NameFactory()
+    partitions = {f"part={p}": encode_row([p], types) for p in range(PARTITIONS)}
+    metas = []
+    for start in range(0, len(referenced), per_manifest):
+        entries = []
+        for rel in referenced[start : start + per_manifest]:
+            part, _, name = rel.split("/")
+            meta = DataFileMeta(file_name=name, file_size=0, row_count=1, schema_id=0)
+            entries.append(
+                ManifestEntry(kind=FileKind.ADD, partition=partitions[part], bucket=0, total_buckets=-1, file=meta)
+            )
+        metas.append(store.write_manifest(entries, names, 0, types))
+    base = store.write_manifest_list(metas, names)
+    delta = store.write_manifest_list([], names)
+    snapshot = Snapshot(
+        id=1,
+        schema_id=0,
+        base_manifest_list=base.name,
+        delta_manifest_list=delta.name,
+        base_manifest_list_size=base.size,
+        delta_manifest_list_size=delta.size,
+        commit_user="bench",
+        commit_identifier=1,
+        commit_kind=CommitKind.APPEND,
+        time_millis=int(time.time() * 1000),
+    )
+    store.write_snapshot_if_absent(snapshot)
+
+
+def generate(work: Path, size: int) -> int:
+    """The table of ``--generated`` and its file list (``files.parquet``); returns the list's row count."""
+    root = work / "t"
+    rels = [f"part={i % PARTITIONS}/bucket-0/data-{i:024x}-0.parquet" for i in range(size)]
+    strays = rels[::100]
+    build_referencing(root, [rel for i, rel in enumerate(rels) if i % 100])
+    for rel in strays:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(root / rel, os.O_CREAT | os.O_WRONLY, 0o644))
+    old_ms = int(time.time() * 1000) - 10 * DAY_MS
+    for rel in strays:
+        os.utime(root / rel, (old_ms / 1000, old_ms / 1000))
+    meta_paths: list[str] = []
+    meta_sizes: list[int] = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            full = os.path.join(folder, name)
+            if "/bucket-" not in full:
+                meta_paths.append(full)
+                meta_sizes.append(os.stat(full).st_size)
+    prefix = f"{root}/"
+    with pq.ParquetWriter(work / "files.parquet", FILE_LIST_SCHEMA) as writer:
+        writer.write_table(
+            pa.table({"path": meta_paths, "size": meta_sizes, "last_modified": [old_ms] * len(meta_paths)})
+        )
+        for start in range(0, size, 1_000_000):
+            chunk = pa.array(rels[start : start + 1_000_000])
+            paths = pc.binary_join_element_wise(pa.scalar(prefix), chunk, "")
+            count = len(chunk)
+            columns = {"path": paths, "size": pa.array([0] * count), "last_modified": pa.array([old_ms] * count)}
+            writer.write_table(pa.table(columns, schema=FILE_LIST_SCHEMA))
+    return len(meta_paths) + size
+
+
+FILE_LIST_SCHEMA = pa.schema([("path", pa.string()), ("size", pa.int64()), ("last_modified", pa.int64())])
+
+
+def measure_generated(size: int, workdir: str | None) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix=f"bench-file-list-gen-{size}-", dir=workdir))
+    try:
+        started = time.perf_counter()
+        listed = generate(work, size)
+        built = time.perf_counter() - started
+        run = "dry-run --file-list"
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", str(work / "t"), run, str(work / "files.parquet")],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        doc: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        doc.update(files=size, listed=listed, generated=True, setup_seconds=round(built, 1))
+        print(json.dumps(doc), flush=True)
+        return doc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def child(path: str, run: str, file_list: str) -> None:
@@ -95,13 +200,16 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--runs", default=",".join(RUNS), help=f"Some of: {', '.join(RUNS)} (comma-separated).")
+    parser.add_argument("--generated", default="", help="Sizes of generated file lists (see above).")
     parser.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in (int(s) for s in args.sizes.split(",") if int(s)):
         measure(size, args.workdir, tuple(args.runs.split(",")))
+    for size in (int(s) for s in args.generated.split(",") if s):
+        measure_generated(size, args.workdir)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from .census import (
     walk_listed,
     walk_table,
 )
-from .file_list import FileList
+from .file_list import FileList, ListedFiles
 from .model import MIN_SANE_MTIME_MS
 from .spill import SpilledCandidates
 
@@ -225,8 +225,24 @@ def _listings(
     if file_list is None:
         lazy = _STAT_AFTER_REFERENCES
         return walk_table(ctx.io, ctx.layout, keys, pool, workers, without_file_stats=lazy, data_dir=data_dir)
-    files = [f if f.mtime_ms >= cutoff_ms else FileInfo(f.path, UNKNOWN, UNKNOWN, False) for f in file_list.files]
-    return walk_listed(files, ctx.layout, keys, data_dir=data_dir)
+    return walk_listed(_AgedFiles(file_list.files, cutoff_ms), ctx.layout, keys, data_dir=data_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class _AgedFiles:
+    """The files of a list, a batch at a time, those older than the cutoff as listed without stats."""
+
+    files: ListedFiles
+    cutoff_ms: int
+
+    @property
+    def table_roots(self) -> set[str]:
+        return self.files.table_roots
+
+    def batches(self) -> Iterator[list[FileInfo]]:
+        cutoff_ms = self.cutoff_ms
+        for batch in self.files.batches():
+            yield [f if f.mtime_ms >= cutoff_ms else FileInfo(f.path, UNKNOWN, UNKNOWN, False) for f in batch]
 
 
 def _take_census(
@@ -236,17 +252,11 @@ def _take_census(
     layout = ctx.layout
     census = _Census(CandidateSet(ctx.options.require(ORPHAN_CANDIDATES_IN_MEMORY)), [], [], {})
     classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name
+    seen: set[str] = set()
     for listing in _listings(ctx, pool, workers, cutoff_ms, file_list):
-        census.directories += 1
         directory, dir_kind, metadata_dir = listing.rel, listing.kind, listing.metadata_dir
-        if dir_kind is DirKind.NESTED_TABLE:
-            census.nested.append(directory)
+        if not _count_directory(census, listing, seen):
             continue
-        if dir_kind in (DirKind.PARTITION, DirKind.BUCKET):
-            parent = directory.rpartition("/")[0]
-            census.nodes[directory] = _DirNode(
-                directory, parent, directory.count("/") + 1, len(listing.entries), listing.mtime_ms
-            )
         in_bucket = dir_kind is DirKind.BUCKET
         unstated_data: list[str] = []  # most of a bucket directory: added to the candidates at once, below
         for info in listing.entries:
@@ -274,7 +284,36 @@ def _take_census(
                     census.old_manifests.append(name)
         if unstated_data:
             census.candidates.add_unstated(directory, unstated_data, FileClass.DATA)
+    if file_list is not None:  # a path the list names twice is reported once
+        census.unknown = list(dict.fromkeys(census.unknown))
+        census.unstated_manifests = list(dict.fromkeys(census.unstated_manifests))
     return census
+
+
+def _count_directory(census: _Census, listing: Listing, seen: set[str]) -> bool:
+    """Count a listed directory once, and its entries in the census's directory nodes; False for the root of
+    another table. A file list's directories are listed once per chunk of the list (census.walk_listed): their
+    entries are added up, subdirectories counted again in each chunk (so never too few: a directory is removed
+    only when none of its entries is left, and no directory is removed after a file list anyway)."""
+    directory, dir_kind = listing.rel, listing.kind
+    first = directory not in seen
+    if first:
+        seen.add(directory)
+        census.directories += 1
+    if dir_kind is DirKind.NESTED_TABLE:
+        if first:
+            census.nested.append(directory)
+        return False
+    if dir_kind in (DirKind.PARTITION, DirKind.BUCKET):
+        node = census.nodes.get(directory)
+        if node is None:
+            parent = directory.rpartition("/")[0]
+            census.nodes[directory] = _DirNode(
+                directory, parent, directory.count("/") + 1, len(listing.entries), listing.mtime_ms
+            )
+        else:
+            node.entries += len(listing.entries)
+    return True
 
 
 def _settle_manifests(ctx: TableContext, census: _Census, cutoff_ms: int) -> bool:

@@ -15,14 +15,15 @@ are; everything else is unknown and must be reported, never deleted.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.layout import (
@@ -290,15 +291,43 @@ def walk_table(
         yield from _walk(list(run), subtree.listings, layout, shape)
 
 
+class SpooledFiles(Protocol):
+    """Files listed elsewhere, read a batch at a time (``.file_list.ListedFiles``)."""
+
+    @property
+    def table_roots(self) -> Collection[str]:
+        """Directories (relative to the table root) holding ``schema/`` or ``snapshot/``, in whichever batch."""
+
+    def batches(self) -> Iterator[list[FileInfo]]: ...
+
+
 def walk_listed(
-    files: list[FileInfo], layout: TableLayout, partition_keys: tuple[str, ...], *, data_dir: str = ""
+    files: Sequence[FileInfo] | SpooledFiles,
+    layout: TableLayout,
+    partition_keys: tuple[str, ...],
+    *,
+    data_dir: str = "",
 ) -> Iterator[Listing]:
     """The walk of :func:`walk_table` over files listed elsewhere (a file list: ``.file_list``), without a request:
     the same directories are yielded with the entries those files give them, found by the same rules (unknown
-    directories not entered, nested tables not entered). Directory entries carry no mtime."""
+    directories not entered, nested tables not entered). Directory entries carry no mtime.
+
+    A sequence is walked at once. :class:`SpooledFiles` are walked a batch at a time, each batch from the root, so
+    a directory whose files are in several batches is yielded once per batch, each time with the files of that
+    batch (and its subdirectories that batch shows): a caller adds them up. Every batch is given the
+    ``table_roots`` of the whole list, so a directory that is the root of another table is never entered,
+    whichever batch its ``schema/`` is in."""
     shape = _Shape(partition_dir_prefixes(partition_keys), tuple(data_dir.split("/")) if data_dir else ())
-    subtree = _Subtree(layout.root.rstrip("/"), files)
-    yield from _walk([_Pending(DirKind.ROOT, layout.root)], subtree.listings, layout, shape)
+    root = layout.root.rstrip("/")
+    if isinstance(files, Sequence):
+        batches: Iterable[Sequence[FileInfo]] = (files,)
+        markers: list[FileInfo] = []
+    else:
+        batches = files.batches()
+        markers = [FileInfo(f"{root}/{rel}/schema/", 0, 0, True) for rel in sorted(files.table_roots) if rel]
+    for batch in batches:
+        subtree = _Subtree(root, itertools.chain(batch, markers))
+        yield from _walk([_Pending(DirKind.ROOT, layout.root)], subtree.listings, layout, shape)
 
 
 def _runs(children: list[_Pending], count: int) -> list[tuple[_Pending, ...]]:
@@ -364,12 +393,13 @@ class _Subtree:
 
     __slots__ = ("dirs", "files", "size")
 
-    def __init__(self, path: str, infos: list[FileInfo]) -> None:
-        self.size = len(infos)
+    def __init__(self, path: str, infos: Iterable[FileInfo]) -> None:
+        self.size = 0
         self.dirs: dict[str, set[str]] = {}
         self.files: dict[str, list[FileInfo]] = {}
         base = f"{path}/"
         for info in infos:
+            self.size += 1
             if not info.path.startswith(base):
                 continue  # never anything outside the listed directory
             directory, rest = base, info.path[len(base) :]

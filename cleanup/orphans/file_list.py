@@ -7,6 +7,12 @@ them as listed without stats: the list's mtime only rules out files too young to
 left unreferenced is stat'ed before it is called an orphan (a file the list names that is gone is skipped, one
 rewritten since is judged by its new mtime). Nothing in the list is trusted to exist.
 
+The list is read once, as a stream (a Parquet list a batch of rows at a time), and its files under the root are
+spooled to a private temporary file on local disk (:class:`ListedFiles`), which the census walks a chunk at a time:
+memory holds a chunk of the list, never all of it. The list is checked whole before the table is read (a path
+outside the root, no ``schema/``), and the directories holding another table's ``schema/`` or ``snapshot/`` are
+known before the walk starts, whichever chunk their files are in.
+
 The list cannot know files written after it was made, so the cleanup's cutoff is capped at its creation time
 (an S3 Inventory's ``creationTimestamp``; a plain list's own mtime).
 """
@@ -14,8 +20,11 @@ The list cannot know files written after it was made, so the cleanup's cutoff is
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import shutil
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import IO, cast
 
 from tableformat.codec.inventory_codec import (
     InventoryManifest,
@@ -31,7 +40,66 @@ from tableformat.io.fileio import FileInfo, FileIO
 from tableformat.io.local import LocalFileIO
 from tableformat.layout import SCHEMA_DIR
 
+from .census import TABLE_ROOT_MARKERS as ROOT_MARKERS
+from .spill import ChunkFile, spill_directory
+
 MANIFEST_NAME = "manifest.json"
+SPOOL_CHUNK = 100_000
+"""Files of the list kept in memory at a time while it is read, and walked at a time by the census."""
+
+
+class ListedFiles:
+    """The files of a list under one table root, spooled once to a private temporary file (local disk, removed
+    when this object is collected or the process exits) and read back in chunks of ``SPOOL_CHUNK`` each time they
+    are walked, so that neither reading the list nor walking it holds every file. A path the list names twice is
+    yielded twice (the census counts one candidate)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root.rstrip("/")
+        self.directory = spill_directory()
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, True)
+        self._spool = ChunkFile(os.path.join(self.directory, "files"), "the file list's spool file")
+        self._chunk: tuple[list[str], list[int], list[int]] = ([], [], [])
+        self.table_roots: set[str] = set()
+        """Directories (relative to the root) that hold ``schema/`` or ``snapshot/``: the root of another table, if
+        the census looks for data there (``census.walk_listed``)."""
+        self.has_schema = False
+
+    def add(self, rel: str, size: int, mtime_ms: int) -> None:
+        rels, sizes, times = self._chunk
+        rels.append(rel)
+        sizes.append(size)
+        times.append(mtime_ms)
+        if rel.startswith(f"{SCHEMA_DIR}/"):
+            self.has_schema = True
+        if "schema/" in rel or "snapshot/" in rel:
+            parts = rel.split("/")
+            self.table_roots.update("/".join(parts[:i]) for i in range(1, len(parts) - 1) if parts[i] in ROOT_MARKERS)
+        if len(rels) >= SPOOL_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._chunk[0]:
+            self._spool.append(self._chunk, len(self._chunk[0]))
+            self._chunk = ([], [], [])
+
+    def __len__(self) -> int:
+        return self._spool.entries + len(self._chunk[0])
+
+    def batches(self) -> Iterator[list[FileInfo]]:
+        """The files, ``SPOOL_CHUNK`` at a time, in the list's order."""
+        self.flush()
+        base = f"{self.root}/"
+        for chunk in self._spool.chunks_read():
+            rels, sizes, times = cast("tuple[list[str], list[int], list[int]]", chunk)
+            yield [FileInfo(base + rel, size, mtime) for rel, size, mtime in zip(rels, sizes, times)]
+
+    def __iter__(self) -> Iterator[FileInfo]:
+        for batch in self.batches():
+            yield from batch
+
+    def close(self) -> None:
+        self._cleanup()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +108,7 @@ class FileList:
 
     source: str
     created_ms: int
-    files: tuple[FileInfo, ...]
+    files: ListedFiles
     outside_root: int
     """Files of the list elsewhere in the bucket or filesystem (ignored)."""
     kind: str
@@ -51,22 +119,21 @@ class FileList:
 
 
 def load_file_list(ctx: TableContext, source: str | os.PathLike[str]) -> FileList:
-    """The files of ``source`` under the table root; FileListError (one line, nothing read of the table) when it is
-    missing or unreadable, has the wrong columns, is an inventory of another bucket or names nothing under the
-    root."""
+    """The files of ``source`` under the table root, read once and spooled (:class:`ListedFiles`); FileListError
+    (one line, nothing read of the table) when it is missing or unreadable, has the wrong columns, is an inventory
+    of another bucket or names nothing under the root."""
     if not isinstance(source, str | os.PathLike):
         raise FileListError(f"file_list must be a path or URL, got {type(source).__name__}")
     where = os.fspath(source)
     file_io, path = _open(ctx, where)
-    data = _read(file_io, path, where)
     rows: Iterator[ListedFile]
-    if path.rstrip("/").endswith(MANIFEST_NAME) or data.lstrip()[:1] == b"{":
-        manifest = manifest_from_json(data, where)
+    if path.rstrip("/").endswith(MANIFEST_NAME) or _starts_like_json(file_io, path, where):
+        manifest = manifest_from_json(_read(file_io, path, where), where)
         _require_table_bucket(ctx, manifest, where)
         rows = (row for key in manifest.files for row in _inventory_file(file_io, path, manifest, key.key, where))
         created_ms, kind = manifest.created_ms, "S3 Inventory"
     else:
-        rows = plain_rows(data, where)
+        rows = _streamed(file_io, path, where, lambda stream: plain_rows(stream, where))
         stat = file_io.stat_file(path)
         created_ms, kind = (stat.mtime_ms if stat is not None else 0), "file list"
     return _under_root(ctx, where, kind, created_ms, rows)
@@ -89,6 +156,33 @@ def _read(file_io: FileIO, path: str, where: str) -> bytes:
         raise FileListError(f"{where}: no such file") from None
     except (IsADirectoryError, PermissionError, OSError) as exc:
         raise FileListError(f"{where}: cannot read it: {exc}") from None
+
+
+def _opened(file_io: FileIO, path: str, where: str) -> IO[bytes]:
+    try:
+        return file_io.open_input(path)
+    except FileNotFoundError:
+        raise FileListError(f"{where}: no such file") from None
+    except (IsADirectoryError, PermissionError, OSError) as exc:
+        raise FileListError(f"{where}: cannot read it: {exc}") from None
+
+
+def _streamed(
+    file_io: FileIO, path: str, where: str, rows: Callable[[IO[bytes]], Iterator[ListedFile]]
+) -> Iterator[ListedFile]:
+    """``rows`` of the file at ``path``, opened as a stream and read as they are taken."""
+    with _opened(file_io, path, where) as stream:
+        yield from rows(stream)
+
+
+def _starts_like_json(file_io: FileIO, path: str, where: str) -> bool:
+    """Whether the file's first non-blank byte is ``{`` (an S3 Inventory manifest not named manifest.json)."""
+    try:
+        with _opened(file_io, path, where) as stream:
+            head = stream.read(4096)
+    except OSError as exc:
+        raise FileListError(f"{where}: cannot read it: {exc}") from None
+    return head.lstrip()[:1] == b"{"
 
 
 def _require_table_bucket(ctx: TableContext, manifest: InventoryManifest, where: str) -> None:
@@ -114,7 +208,8 @@ def _inventory_file(
         path = config_dir[: -len(key_dir)] + key
     else:
         path = f"{manifest.destination_bucket}/{key}"
-    return inventory_rows(_read(file_io, path, f"{where} data file {key}"), manifest, f"{where} data file {key}")
+    named = f"{where} data file {key}"  # read whole (one GET), decoded as its rows are taken
+    return inventory_rows(_read(file_io, path, named), manifest, named)
 
 
 def _normalised(path: str) -> str:
@@ -126,23 +221,25 @@ def _normalised(path: str) -> str:
 
 
 def _under_root(ctx: TableContext, where: str, kind: str, created_ms: int, rows: Iterator[ListedFile]) -> FileList:
-    """The rows under the table root, once each (the last row of a path wins). Refused when one is not a plain path
-    below the root, or when none is a schema file: a list that does not show ``schema/`` does not cover the table
-    (an inventory filtered by a prefix below the root cannot show where other tables' roots are)."""
+    """The rows under the table root, spooled. Refused when one is not a plain path below the root, or when none is
+    a schema file: a list that does not show ``schema/`` does not cover the table (an inventory filtered by a
+    prefix below the root cannot show where other tables' roots are)."""
     prefix = ctx.layout.root.rstrip("/") + "/"
-    files: dict[str, FileInfo] = {}
+    files = ListedFiles(ctx.layout.root)
     outside = 0
+    plain = kind == "file list"
     for row in rows:
-        path = _normalised(row.path) if kind == "file list" else row.path
+        path = _normalised(row.path) if plain else row.path
         if not path.startswith(prefix):
             outside += 1
             continue
         rel = path[len(prefix) :]
         if not rel or rel.startswith("/") or "//" in rel or any(part in (".", "..") for part in rel.split("/")):
             raise FileListError(f"{where} names {row.path!r}: not a plain path below the table root; nothing was done")
-        files[path] = FileInfo(path, row.size, row.mtime_ms, False)
-    if not files:
+        files.add(rel, row.size, row.mtime_ms)
+    files.flush()
+    if not len(files):
         raise FileListError(f"{where} names no file under the table root {ctx.url()} ({outside} elsewhere)")
-    if not any(path.startswith(f"{prefix}{SCHEMA_DIR}/") for path in files):
+    if not files.has_schema:
         raise FileListError(f"{where} names no file of {SCHEMA_DIR}/ of {ctx.url()}: it does not cover the table root")
-    return FileList(where, created_ms, tuple(files.values()), outside, kind)
+    return FileList(where, created_ms, files, outside, kind)

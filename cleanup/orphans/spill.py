@@ -28,6 +28,9 @@ from collections.abc import Iterator
 
 from tableformat.errors import MaintenanceError
 
+Marshallable = tuple[list[str], list[int]] | tuple[list[str], list[int], list[int]] | list[str]
+"""What a chunk is: lists of names and packed ints, or of relative paths, sizes and mtimes, or of names."""
+
 BUCKETS = 128
 """Bucket files of a spill. Reading one holds 1/128 of the spilled candidates: at the default budget of 1,000,000
 candidates in memory, a bucket holds as many only past 128 million spilled ones."""
@@ -37,26 +40,36 @@ REFERENCE_CHUNK = 200_000
 _SPILL_PREFIX = "tablefmt-orphans-"
 
 
+def spill_directory() -> str:
+    """A new private temporary directory for spill files; MaintenanceError when none can be made."""
+    try:
+        return tempfile.mkdtemp(prefix=_SPILL_PREFIX)
+    except OSError as exc:
+        raise _stop("cannot create a temporary directory for spill files", exc) from exc
+
+
 def _stop(what: str, exc: BaseException) -> MaintenanceError:
     return MaintenanceError(f"orphan cleanup stopped, nothing was deleted: {what}: {type(exc).__name__} {exc}")
 
 
-class _BucketFile:
-    """One append-only file of marshalled chunks, with the counts written, to check what is read back."""
+class ChunkFile:
+    """One append-only file of marshalled chunks (lists of strings and ints), with the counts written, to check
+    what is read back."""
 
-    __slots__ = ("chunks", "entries", "path")
+    __slots__ = ("chunks", "entries", "path", "what")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, what: str = "the candidates' spill file") -> None:
         self.path = path
+        self.what = what
         self.chunks = 0
         self.entries = 0
 
-    def append(self, chunk: tuple[list[str], list[int]] | list[str], entries: int) -> None:
+    def append(self, chunk: Marshallable, entries: int) -> None:
         try:
             with open(self.path, "ab") as out:
                 marshal.dump(chunk, out)
         except (OSError, ValueError) as exc:
-            raise _stop(f"cannot write the candidates' spill file {self.path}", exc) from exc
+            raise _stop(f"cannot write {self.what} {self.path}", exc) from exc
         self.chunks += 1
         self.entries += entries
 
@@ -72,20 +85,17 @@ class _BucketFile:
                 if source.tell() != size:
                     raise ValueError(f"{size - source.tell()} bytes after the {self.chunks} chunks written")
         except (OSError, EOFError, ValueError, TypeError) as exc:
-            raise _stop(f"cannot read back the candidates' spill file {self.path}", exc) from exc
+            raise _stop(f"cannot read back {self.what} {self.path}", exc) from exc
 
 
 class SpilledCandidates:
     """Candidates (name, packed int) spilled to bucket files, and the names discarded since the first spill."""
 
     def __init__(self) -> None:
-        try:
-            self.directory = tempfile.mkdtemp(prefix=_SPILL_PREFIX)
-        except OSError as exc:
-            raise _stop("cannot create a temporary directory for the candidates' spill files", exc) from exc
+        self.directory = spill_directory()
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, True)
-        self._candidates = [_BucketFile(os.path.join(self.directory, f"candidates-{n}")) for n in range(BUCKETS)]
-        self._references = [_BucketFile(os.path.join(self.directory, f"references-{n}")) for n in range(BUCKETS)]
+        self._candidates = [ChunkFile(os.path.join(self.directory, f"candidates-{n}")) for n in range(BUCKETS)]
+        self._references = [ChunkFile(os.path.join(self.directory, f"references-{n}")) for n in range(BUCKETS)]
         self._buffer: list[list[str]] = [[] for _ in range(BUCKETS)]
         self._buffered = 0
         self.spilled = 0

@@ -11,7 +11,8 @@ inventory's rows that are not the latest version, or are delete markers, are not
 A plain file list is a Parquet file or a CSV file with a header, columns ``path``, ``size``, ``last_modified``
 (a timestamp, an ISO 8601 string, or milliseconds).
 
-Everything here turns bytes into :class:`ListedFile` rows or raises :class:`~tableformat.errors.FileListError`.
+Everything here turns bytes (or a stream, read as the rows are needed) into :class:`ListedFile` rows or raises
+:class:`~tableformat.errors.FileListError`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import unquote_plus
 
 from tableformat.errors import FileListError
@@ -102,18 +103,20 @@ def manifest_from_json(data: bytes, where: str) -> InventoryManifest:
     return manifest
 
 
-def inventory_rows(data: bytes, manifest: InventoryManifest, where: str) -> Iterator[ListedFile]:
-    """The files of one inventory data file (``bucket/key`` paths, keys decoded)."""
+def inventory_rows(source: bytes | IO[bytes], manifest: InventoryManifest, where: str) -> Iterator[ListedFile]:
+    """The files of one inventory data file (``bucket/key`` paths, keys decoded), read as they are needed from
+    ``source`` (its bytes, or a seekable stream)."""
+    stream = io.BytesIO(source) if isinstance(source, bytes) else source
     if manifest.file_format == "CSV":
-        return _csv_inventory_rows(data, manifest.file_schema, where)
-    return _parquet_inventory_rows(data, where)
+        return _csv_inventory_rows(stream, manifest.file_schema, where)
+    return _parquet_inventory_rows(stream, where)
 
 
-def _csv_inventory_rows(data: bytes, schema: tuple[str, ...], where: str) -> Iterator[ListedFile]:
+def _csv_inventory_rows(stream: IO[bytes], schema: tuple[str, ...], where: str) -> Iterator[ListedFile]:
     column = {name: index for index, name in enumerate(schema)}
     bucket, key, size, modified = (column[field] for field in _CSV_FIELDS)
     latest, marker = column.get("IsLatest"), column.get("IsDeleteMarker")
-    for number, row in enumerate(csv.reader(io.StringIO(_text(data, where))), start=1):
+    for number, row in enumerate(csv.reader(_text_lines(stream, where)), start=1):
         if len(row) != len(schema):
             raise FileListError(
                 f"{where} row {number}: {len(row)} columns, the manifest's fileSchema has {len(schema)}"
@@ -130,32 +133,37 @@ def _csv_inventory_rows(data: bytes, schema: tuple[str, ...], where: str) -> Ite
         )
 
 
-def _parquet_inventory_rows(data: bytes, where: str) -> Iterator[ListedFile]:
-    table = _parquet(data, where, _PARQUET_COLUMNS, ("is_latest", "is_delete_marker"))
-    buckets, keys, sizes = (table.column(name).to_pylist() for name in _PARQUET_COLUMNS[:3])
-    times = _times_ms(table.column("last_modified_date"), where)
-    latest = table.column("is_latest").to_pylist() if "is_latest" in table.column_names else None
-    markers = table.column("is_delete_marker").to_pylist() if "is_delete_marker" in table.column_names else None
-    for index, (bucket, key, size, mtime) in enumerate(zip(buckets, keys, sizes, times)):
-        if (latest is not None and latest[index] is not True) or (markers is not None and markers[index] is True):
-            continue
-        if key is None or bucket is None or size is None or mtime is None or key.endswith("/"):
-            continue
-        yield ListedFile(f"{bucket}/{key}", int(size), mtime)
+def _parquet_inventory_rows(stream: IO[bytes], where: str) -> Iterator[ListedFile]:
+    for batch in _parquet_batches(stream, where, _PARQUET_COLUMNS, ("is_latest", "is_delete_marker")):
+        buckets, keys, sizes = (batch.column(name).to_pylist() for name in _PARQUET_COLUMNS[:3])
+        times = _times_ms(batch.column("last_modified_date"), where)
+        names = batch.schema.names
+        latest = batch.column("is_latest").to_pylist() if "is_latest" in names else None
+        markers = batch.column("is_delete_marker").to_pylist() if "is_delete_marker" in names else None
+        for index, (bucket, key, size, mtime) in enumerate(zip(buckets, keys, sizes, times)):
+            if (latest is not None and latest[index] is not True) or (markers is not None and markers[index] is True):
+                continue
+            if key is None or bucket is None or size is None or mtime is None or key.endswith("/"):
+                continue
+            yield ListedFile(f"{bucket}/{key}", int(size), mtime)
 
 
-def plain_rows(data: bytes, where: str) -> Iterator[ListedFile]:
-    """The rows of a plain file list (Parquet by its magic bytes, else CSV with a header)."""
-    if data[:4] == b"PAR1":
-        table = _parquet(data, where, PLAIN_COLUMNS, ())
-        paths, sizes = table.column("path").to_pylist(), table.column("size").to_pylist()
-        times = _times_ms(table.column("last_modified"), where)
-        for number, (path, size, mtime) in enumerate(zip(paths, sizes, times), start=1):
-            if path is None or size is None or mtime is None:
-                raise FileListError(f"{where} row {number}: path, size and last_modified must not be null")
-            yield ListedFile(str(path), int(size), mtime)
+def plain_rows(source: bytes | IO[bytes], where: str) -> Iterator[ListedFile]:
+    """The rows of a plain file list (Parquet by its magic bytes, else CSV with a header), read as they are needed
+    from ``source`` (its bytes, or a seekable stream)."""
+    stream = io.BytesIO(source) if isinstance(source, bytes) else source
+    if _peek(stream, 4, where) == b"PAR1":
+        number = 0
+        for batch in _parquet_batches(stream, where, PLAIN_COLUMNS, ()):
+            paths, sizes = batch.column("path").to_pylist(), batch.column("size").to_pylist()
+            times = _times_ms(batch.column("last_modified"), where)
+            for path, size, mtime in zip(paths, sizes, times):
+                number += 1
+                if path is None or size is None or mtime is None:
+                    raise FileListError(f"{where} row {number}: path, size and last_modified must not be null")
+                yield ListedFile(str(path), int(size), mtime)
         return
-    reader = csv.reader(io.StringIO(_text(data, where)))
+    reader = csv.reader(_text_lines(stream, where))
     header = [name.strip() for name in next(reader, [])]
     missing = [name for name in PLAIN_COLUMNS if name not in header]
     if missing:
@@ -169,22 +177,45 @@ def plain_rows(data: bytes, where: str) -> Iterator[ListedFile]:
         yield ListedFile(row[path], _int(row[size], where, number), _time_ms(row[modified], where, number))
 
 
-def _text(data: bytes, where: str) -> str:
+def _peek(stream: IO[bytes], count: int, where: str) -> bytes:
+    """The first ``count`` bytes of ``stream``, which is left where it was."""
     try:
-        raw = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-        return raw.decode("utf-8")
+        start = stream.tell()
+        head = stream.read(count)
+        stream.seek(start)
+    except (OSError, ValueError) as exc:
+        raise FileListError(f"{where}: cannot read it: {exc}") from None
+    return head
+
+
+def _text_lines(stream: IO[bytes], where: str) -> Iterator[str]:
+    """The lines of a UTF-8 text, gzipped or not, decoded as they are read."""
+    try:
+        raw: IO[bytes] | gzip.GzipFile = stream
+        if _peek(stream, 2, where) == b"\x1f\x8b":
+            raw = gzip.GzipFile(fileobj=stream)
+        yield from io.TextIOWrapper(cast("IO[bytes]", raw), encoding="utf-8", newline="")
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise FileListError(f"{where} is not readable as CSV: {exc}") from None
 
 
-def _parquet(data: bytes, where: str, required: tuple[str, ...], optional: tuple[str, ...]) -> pa.Table:
+_BATCH_ROWS = 65_536
+"""Rows decoded at a time from a Parquet file list."""
+
+
+def _parquet_batches(
+    stream: IO[bytes], where: str, required: tuple[str, ...], optional: tuple[str, ...]
+) -> Iterator[pa.RecordBatch]:
+    """The Parquet file's record batches of the ``required`` columns and those of ``optional`` it has, decoded one
+    batch at a time."""
     try:
-        names = pq.read_schema(pa.BufferReader(data)).names
+        parquet = pq.ParquetFile(stream)
+        names = parquet.schema_arrow.names
         missing = [name for name in required if name not in names]
         if missing:
             raise FileListError(f"{where} has no column {', '.join(missing)} (columns: {', '.join(names)})")
         wanted = [*required, *(name for name in optional if name in names)]
-        return pq.read_table(pa.BufferReader(data), columns=wanted)
+        yield from parquet.iter_batches(batch_size=_BATCH_ROWS, columns=wanted)
     except (pa.ArrowException, OSError) as exc:
         raise FileListError(f"{where} is not readable as Parquet: {exc}") from None
 

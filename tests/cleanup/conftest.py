@@ -17,6 +17,7 @@ import pytest
 from support.tables import ID_PART_SCHEMA, id_part_rows, rows_of
 
 from tableformat.cleanup.orphans import candidates as orphan_candidates
+from tableformat.cleanup.orphans import file_list as orphan_file_list
 from tableformat.codec import json_codec
 from tableformat.io.local import LocalFileIO
 from tableformat.table import Table
@@ -111,7 +112,8 @@ SPILLED = "spilled"
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run every test of tests/cleanup/orphans and tests/cleanup/test_check*.py twice: with the candidates in memory,
     and with ``orphan-files.candidates-in-memory`` at 1, so that every data candidate is spilled to disk
-    (cleanup/orphans/spill.py) and the references are matched bucket by bucket."""
+    (cleanup/orphans/spill.py) and the references are matched bucket by bucket, and with a file list walked three
+    files at a time (cleanup/orphans/file_list.py)."""
     path = metafunc.definition.path
     spills = path.parent.name == "orphans" or path.name.startswith("test_check")
     if spills and "candidates_in_memory" in metafunc.fixturenames:
@@ -125,4 +127,5 @@ def candidates_in_memory(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
     if budget is not None:
         option = dataclasses.replace(orphan_candidates.ORPHAN_CANDIDATES_IN_MEMORY, default=budget)
         monkeypatch.setattr(orphan_candidates, "ORPHAN_CANDIDATES_IN_MEMORY", option)
+        monkeypatch.setattr(orphan_file_list, "SPOOL_CHUNK", 3)
     return budget
