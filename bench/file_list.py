@@ -2,7 +2,7 @@
 
 For each size, a synthetic table (bench/orphans.py ``build_synthetic``: one snapshot referencing N empty data files
 through real manifests, plus 1 % strays) and a generated plain Parquet file list of every file under it (the stand-in
-for an S3 Inventory). Each of four runs goes in a fresh process that reports its time and its peak RSS (ru_maxrss)
+for an S3 Inventory). Each of four runs goes in a fresh process that reports its time and its peak RSS (VmHWM)
 over its RSS after opening the table: the remove-orphans dry run and ``check``, each listing the table and each
 from the file list.
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -156,19 +155,31 @@ def measure_generated(size: int, workdir: str | None) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def peak_rss_kib() -> int:
+    """The process's peak RSS since it started (VmHWM). Not ru_maxrss: on Linux that keeps the high-water mark of
+    the process the child was spawned from (vfork), here the parent that built a table of millions of files."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
 def child(path: str, run: str, file_list: str) -> None:
     table = Table.open(path)
+    budget = os.environ.get("BENCH_CANDIDATES_IN_MEMORY")  # orphan-files.candidates-in-memory, when given
+    context = table.context.with_options({"orphan-files.candidates-in-memory": budget} if budget else {})
     baseline = rss_kib()
     future = int(time.time() * 1000) + 2 * DAY_MS  # every file counts as old (the list's creation caps it)
     source = file_list if "--file-list" in run else None
-    maintenance = TableMaintenance(table.context)
+    maintenance = TableMaintenance(context)
     start = time.perf_counter()
     if run.startswith("check"):
         orphans = maintenance.check(now_ms=future, file_list=source).orphan_files
     else:
         orphans = maintenance.remove_orphan_files(dry_run=True, now_ms=future, file_list=source).orphan_files
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_kib()
     print(json.dumps({"run": run, "seconds": seconds, "peak_mib": (peak - baseline) / 1024, "orphans": orphans}))
 
 
@@ -201,11 +212,14 @@ def main() -> None:
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--runs", default=",".join(RUNS), help=f"Some of: {', '.join(RUNS)} (comma-separated).")
     parser.add_argument("--generated", default="", help="Sizes of generated file lists (see above).")
+    parser.add_argument("--candidates-in-memory", default="", help="orphan-files.candidates-in-memory for the runs.")
     parser.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
+    if args.candidates_in_memory:
+        os.environ["BENCH_CANDIDATES_IN_MEMORY"] = args.candidates_in_memory
     for size in (int(s) for s in args.sizes.split(",") if int(s)):
         measure(size, args.workdir, tuple(args.runs.split(",")))
     for size in (int(s) for s in args.generated.split(",") if s):

@@ -265,10 +265,10 @@ ORPHAN_CANDIDATES_IN_MEMORY = _register(
     Option(
         "orphan-files.candidates-in-memory",
         INT,
-        1_000_000,
-        "Data-file candidates orphan cleanup and `check` hold in memory (about 200 bytes each); beyond this they "
-        "are spilled to a local temporary directory and matched against the references bucket by bucket "
-        "(tablefmt's own).",
+        500_000,
+        "Data-file candidates orphan cleanup and `check` hold in memory (about 200 bytes each, so 100 MB by "
+        "default); beyond this they are spilled to a local temporary directory and matched against the references "
+        "bucket by bucket (docs/inventory.md, Memory; tablefmt's own).",
         minimum=1,
     )
 )

@@ -32,8 +32,8 @@ Marshallable = tuple[list[str], list[int]] | tuple[list[str], list[int], list[in
 """What a chunk is: lists of names and packed ints, or of relative paths, sizes and mtimes, or of names."""
 
 BUCKETS = 128
-"""Bucket files of a spill. Reading one holds 1/128 of the spilled candidates: at the default budget of 1,000,000
-candidates in memory, a bucket holds as many only past 128 million spilled ones."""
+"""Bucket files of a spill. Reading one back holds 1/128 of the spilled candidates: as many as the default budget
+of 500,000 candidates in memory only past 64 million spilled ones."""
 REFERENCE_CHUNK = 200_000
 """Discarded names buffered in memory before they are appended to the bucket reference files."""
 
