@@ -4,7 +4,7 @@ to be too young, held compactly by name; and the late age check of those listed 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
@@ -131,28 +131,38 @@ class _Census:
 
 
 def _listings(
-    ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int, file_list: FileList | None
+    ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int, file_list: FileList | None, with_stats: bool
 ) -> Iterator[Listing]:
-    """The table's directories: listed, or walked from a file list whose files are taken as listed without stats
-    (mtime UNKNOWN: stat'ed once nothing references them), but for those the list shows too young to matter."""
+    """The table's directories: listed (every file with its size and mtime when ``with_stats``), or walked from a
+    file list whose files are taken as listed without stats (mtime UNKNOWN: stat'ed once nothing references them),
+    but for those the list shows too young to matter."""
     data_dir = data_directory(ctx.options)
     keys = ctx.schema.partition_keys
     if file_list is None:
-        lazy = _STAT_AFTER_REFERENCES
+        lazy = frozenset() if with_stats else _STAT_AFTER_REFERENCES
         return walk_table(ctx.io, ctx.layout, keys, pool, workers, without_file_stats=lazy, data_dir=data_dir)
     files = [f if f.mtime_ms >= cutoff_ms else FileInfo(f.path, UNKNOWN, UNKNOWN, False) for f in file_list.files]
     return walk_listed(files, ctx.layout, keys, data_dir=data_dir)
 
 
 def _take_census(
-    ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int, file_list: FileList | None = None
+    ctx: TableContext,
+    pool: Executor,
+    workers: int,
+    cutoff_ms: int,
+    file_list: FileList | None = None,
+    observe: Callable[[Listing], None] | None = None,
 ) -> _Census:
+    """The candidates of every listing; ``observe`` (a caller sharing the census, see sharing.py) is handed each
+    listing, and a listed table is then listed with every file's size and mtime."""
     rules = NameRules(ctx.options.require(DATA_FILE_PREFIX), ctx.options.require(CHANGELOG_FILE_PREFIX))
     layout = ctx.layout
     census = _Census(CandidateSet(), [], [], {})
     classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name
-    for listing in _listings(ctx, pool, workers, cutoff_ms, file_list):
+    for listing in _listings(ctx, pool, workers, cutoff_ms, file_list, with_stats=observe is not None):
         census.directories += 1
+        if observe is not None:
+            observe(listing)
         directory, dir_kind, metadata_dir = listing.rel, listing.kind, listing.metadata_dir
         if dir_kind is DirKind.NESTED_TABLE:
             census.nested.append(directory)
