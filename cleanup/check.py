@@ -1,31 +1,27 @@
 """``tablefmt check``: every file the table references exists with its recorded size; orphans and reclaimable bytes.
 
-Referenced files are those of every root (snapshots, tags and changelogs of the main table and of every branch):
-their manifest lists (sizes from the snapshot where it records them), index manifests and statistics files, the
-manifests of the lists (``_FILE_SIZE`` of the list rows), each root's **live** data files (the ADD and DELETE entries
-of its base and delta lists merged; ``_FILE_SIZE`` of the entry) and its changelog files (the ADD entries of its
-changelog list). A file DELETEd by a root may be gone legitimately (expiration removed it), so only live files must
-exist. Data files are looked for where :class:`tableformat.data_paths.DataPaths` puts them
-(``data-file.path-directory`` included); those with an external path are outside the table root and are not
-checked. On a table whose options put files outside the root, orphans and reclaimable bytes are not counted
-(tablefmt does not clean or expire such tables).
+What is referenced, and how each file is verified, is in :mod:`.check_references`. Data files are looked for where
+:class:`tableformat.data_paths.DataPaths` puts them (``data-file.path-directory`` included); those with an external
+path are outside the table root and are not checked. On a table whose options put files outside the root, orphans
+and reclaimable bytes are not counted (tablefmt does not clean or expire such tables).
 
 Orphans are counted with the cleaner's own planner (same classification and references; the table's default cutoff
 unless ``older_than`` is given), so ``check`` lists exactly the orphans a ``remove-orphans`` dry run with the same
-cutoff lists.
+cutoff lists. The planner lists the table and reads every root's lists and manifests once for both
+(cleanup/orphans/sharing.py): the sizes come from its listing, the references from its reads. Only when it cannot
+plan (an unreadable manifest, a table with files outside its root) does ``check`` list and read on its own,
+tolerating what it cannot read so that the rest is still verified.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths, data_directory, outside_root_reason
 from tableformat.errors import (
@@ -37,14 +33,18 @@ from tableformat.errors import (
     UnsupportedFormatError,
     ValidationError,
 )
-from tableformat.layout import INDEX_DIR, STATISTICS_DIR, TableLayout, check_file_name
-from tableformat.live_set import merge_entries
-from tableformat.model.manifest import FileKind
-from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
-from tableformat.parallel import bounded_map, executor, resolve_parallelism
+from tableformat.parallel import executor, resolve_parallelism
 from tableformat.undo_store import held_paths
 from tableformat.units import human_bytes
 
+from .check_references import (
+    FileProblem,
+    ManifestsRead,
+    PlannerRead,
+    Verifier,
+    collect_references,
+    read_tolerantly,
+)
 from .kernel import SHOWN, run_operation, shown_paths
 from .orphans import OrphanPlan, plan_orphan_removal, resolve_older_than_ms
 from .orphans.census import DirKind, walk_listed, walk_table
@@ -56,29 +56,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+_SIZED_KINDS = frozenset({DirKind.MANIFEST, DirKind.STATISTICS, DirKind.INDEX, DirKind.BUCKET})
+"""The directories whose files check verifies (every referenced file is in one of them)."""
+
 _READ_ERRORS = (CorruptMetadataError, StorageError, UnsafePathError, UnsupportedFormatError, MaintenanceError, OSError)
-
-
-@dataclass(frozen=True, slots=True)
-class FileProblem:
-    """A referenced file that is missing (``actual_size`` None) or has another size than recorded."""
-
-    path: str
-    """Relative to the table root."""
-    kind: str
-    """'data', 'changelog', 'manifest', 'manifest-list', 'index-manifest', 'index' or 'statistics'."""
-    referenced_by: str
-    expected_size: int | None
-    actual_size: int | None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "referenced_by": self.referenced_by,
-            "expected_bytes": self.expected_size,
-            "actual_bytes": self.actual_size,
-        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,134 +151,6 @@ class CheckResult:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class _Ref:
-    kind: str
-    expected_size: int | None
-    referenced_by: str
-
-
-class _Collector:
-    """Referenced files by path relative to the root, with the first expectation recorded for each."""
-
-    def __init__(self) -> None:
-        self.refs: dict[str, _Ref] = {}
-        self.errors: list[str] = []
-        self.external = 0
-
-    def add(self, rel: str, kind: str, size: int | None, by: str) -> None:
-        known = self.refs.get(rel)
-        if known is None or (known.expected_size is None and size is not None):
-            self.refs[rel] = _Ref(kind, size, by)
-
-
-def _collect_references(
-    ctx: TableContext, refs: References, roots: list[Root], collector: _Collector, paths: DataPaths | None
-) -> None:
-    """Every file the roots reference, with recorded sizes; each root's live data files after merging (not when
-    ``paths`` is None: the table's data directory is outside the root)."""
-    list_sizes: dict[str, tuple[int | None, str]] = {}
-    index_manifests: dict[str, str] = {}
-    for root in roots:
-        s = root.snapshot
-        sized = [
-            (s.base_manifest_list, s.base_manifest_list_size),
-            (s.delta_manifest_list, s.delta_manifest_list_size),
-            (s.changelog_manifest_list, s.changelog_manifest_list_size),
-        ]
-        for name, size in sized:
-            if name:
-                collector.add(TableLayout.manifest_rel(name), "manifest-list", size, root.label)
-                list_sizes.setdefault(name, (size, root.label))
-        if s.index_manifest:
-            collector.add(TableLayout.manifest_rel(s.index_manifest), "index-manifest", None, root.label)
-            index_manifests.setdefault(s.index_manifest, root.label)
-        if s.statistics:
-            collector.add(f"{STATISTICS_DIR}/{s.statistics}", "statistics", None, root.label)
-    lists: dict[str, list[str]] = {}
-    store = ctx.store
-    read_lists = bounded_map(
-        refs.pool, lambda n: _tolerant(collector, store.read_manifest_list, n), list_sizes, refs.window
-    )
-    for name, rows in read_lists:
-        if rows is None:
-            continue  # missing (reported with the referenced files) or unreadable (reported in errors)
-        lists[name] = [row.file_name for row in rows]
-        for row in rows:
-            collector.add(TableLayout.manifest_rel(row.file_name), "manifest", row.file_size, f"manifest list {name}")
-    wanted = dict.fromkeys(m for names in lists.values() for m in names)
-    entries_of: dict[str, list[ScanRef]] = {}  # projected: no statistics decoded (a third of the full decode)
-    read_refs = store.read_manifest_scan_refs
-    read_manifests = bounded_map(refs.pool, lambda n: _tolerant(collector, read_refs, n), wanted, refs.window)
-    for name, entries in read_manifests:
-        if entries is not None:
-            entries_of[name] = entries
-    if paths is not None:
-        for root in roots:
-            _collect_files_of(root, lists, entries_of, collector, paths)
-    _collect_index_files(ctx, refs, index_manifests, collector, paths)
-
-
-def _collect_index_files(
-    ctx: TableContext, refs: References, owners: dict[str, str], collector: _Collector, paths: DataPaths | None
-) -> None:
-    """The index files the index manifests (name -> the label of a root naming it) hold, with their recorded sizes:
-    in ``index/``, or in their bucket directory on a table with ``index-file-in-data-file-dir`` (not checked when
-    ``paths`` is None); those with an external path are outside the root and not checked."""
-    in_bucket = ctx.options.require(INDEX_FILE_IN_DATA_FILE_DIR)
-    read = bounded_map(refs.pool, lambda n: _tolerant(collector, ctx.store.read_index_manifest, n), owners, refs.window)
-    for name, entries in read:
-        for entry in entries or ():
-            meta = entry.index_file
-            if meta.external_path or (in_bucket and paths is None):
-                collector.external += 1
-                continue
-            file_name = check_file_name(meta.file_name, what=f"index file name in {name}")
-            directory = paths.bucket_dir(entry.partition, entry.bucket) if in_bucket and paths else INDEX_DIR
-            collector.add(f"{directory}/{file_name}", "index", meta.file_size, owners[name])
-
-
-def _collect_files_of(
-    root: Root,
-    lists: dict[str, list[str]],
-    entries_of: dict[str, list[ScanRef]],
-    collector: _Collector,
-    paths: DataPaths,
-) -> None:
-    """The live data files of a root (its base and delta lists merged) and its changelog files (the ADD entries of
-    its changelog list: a changelog file is never DELETEd, it goes when its snapshot or changelog expires)."""
-    snapshot = root.snapshot
-
-    def entries(*list_names: str) -> Iterator[list[ScanRef]]:
-        return (entries_of.get(m, []) for name in list_names if name for m in lists.get(name, ()))
-
-    live = merge_entries(entries(snapshot.base_manifest_list, snapshot.delta_manifest_list)).values()
-    changelog = (e for es in entries(snapshot.changelog_manifest_list or "") for e in es if e.kind is FileKind.ADD)
-    for kind, files in (("data", live), ("changelog", changelog)):
-        for entry in files:
-            if entry.file.external_path:
-                collector.external += 1
-                continue
-            collector.add(paths.of_entry(entry), kind, entry.file.file_size, root.label)
-            if entry.file.extra_files:
-                for extra in paths.extras_of(entry.partition, entry.bucket, entry.file.extra_files):
-                    collector.add(extra, kind, None, root.label)
-
-
-def _tolerant(collector: _Collector, read: Callable[[str], list[T]], name: str) -> list[T] | None:
-    """``read(name)``; None when the file is missing or unreadable (the latter recorded as an error)."""
-    try:
-        check_file_name(name, what="manifest name")
-        return read(name)
-    except CorruptMetadataError as exc:
-        if "missing" not in exc.reason:
-            collector.errors.append(str(exc))
-        return None
-    except (UnsafePathError, StorageError, UnsupportedFormatError) as exc:
-        collector.errors.append(str(exc))
-        return None
-
-
 def _listed_sizes(
     ctx: TableContext,
     pool: Executor,
@@ -327,8 +180,12 @@ def _listed_sizes(
     return sizes
 
 
-def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
+def _reclaimable(ctx: TableContext, plan: OrphanPlan | None) -> tuple[int, str]:
     """Orphan bytes plus what a snapshot expiration under the table's options would delete now (its dry run)."""
+    outside = outside_root_reason(ctx.options)
+    if outside is not None:
+        return 0, f"orphans and reclaimable bytes not counted: {outside}"
+    orphan_bytes = 0 if plan is None else plan.orphan_bytes
     try:
         planned = run_operation(SNAPSHOT_EXPIRATION, ctx, dry_run=True)
     except TableFormatError as exc:  # an expiration that cannot be planned must not fail the check
@@ -340,22 +197,26 @@ def _reclaimable(ctx: TableContext, orphan_bytes: int) -> tuple[int, str]:
     )
 
 
-def _orphans(
+def _planned_with_references(
     ctx: TableContext,
-    collector: _Collector,
+    verifier: Verifier,
     workers: int,
-    older_than: timedelta | None,
-    force: bool,
-    now_ms: int | None,
-    file_list: FileList | None = None,
-) -> tuple[OrphanPlan | None, int, str]:
-    """The cleaner's own dry-run plan (the table's default cutoff is taken as given: forced, as before), the
-    reclaimable bytes and their note; no plan (the reason in the collector's errors) when it cannot be made, nor on
-    a table whose options put files outside the root (tablefmt neither cleans nor expires those)."""
-    outside = outside_root_reason(ctx.options)
-    if outside is not None:
-        return None, 0, f"orphans and reclaimable bytes not counted: {outside}"
-    plan: OrphanPlan | None = None
+    cutoff: tuple[timedelta | None, bool, int | None],
+    listed: FileList | None,
+    data_dir: str | None,
+) -> tuple[OrphanPlan, PlannerRead] | None:
+    """The cleaner's own dry-run plan (the table's default cutoff is taken as given: forced, as before), made once
+    for both: its listing (or the file list) gives the sizes, and it hands over every root's lists and manifests.
+    None (the reason in the verifier's errors) when it cannot be made, nor on a table whose options put files
+    outside the root (tablefmt neither cleans nor expires those)."""
+    if outside_root_reason(ctx.options) is not None or data_dir is None:
+        return None
+    older_than, force, now_ms = cutoff
+    paths = DataPaths(ctx.schema, ctx.partition_codec())
+    shared = PlannerRead(_SIZED_KINDS, verifier, paths)
+    if listed is not None:
+        with executor(1, "tablefmt-check") as pool:
+            verifier.sizes = _listed_sizes(ctx, pool, 1, data_dir, [], listed)
     try:
         plan = plan_orphan_removal(
             ctx,
@@ -363,47 +224,71 @@ def _orphans(
             force=older_than is None or force,
             parallelism=workers,
             now_ms=now_ms,
-            file_list=file_list,
+            file_list=listed,
+            shared=shared,
         )
     except (MaintenanceError, ValidationError) as exc:
-        collector.errors.append(f"orphans not counted: {exc}")
-    return (plan, *_reclaimable(ctx, 0 if plan is None else plan.orphan_bytes))
+        verifier.errors.append(f"orphans not counted: {exc}")
+        return None
+    return plan, shared
 
 
-def _referenced_and_listed(
+def _verified(
     ctx: TableContext,
     workers: int,
     data_dir: str | None,
-    collector: _Collector,
+    verifier: Verifier,
     nested: list[str],
-    file_list: str | os.PathLike[str] | None,
-) -> tuple[list[Root], dict[str, int], FileList | None]:
-    """(the roots, the size of every file listed or stat'ed, the file list when given), the references collected.
-    Without a file list the table is listed while the references are read (listing waits on the store, decoding on
-    the CPU); a file referenced but not listed yet is stat'ed. A file list is read after the references (their
-    memory peaks apart)."""
+    listed: FileList | None,
+    planned: PlannerRead | None,
+) -> list[Root]:
+    """The roots, every file they reference verified: from what the planner listed and read when it ran; else
+    listed here while the lists and manifests are read (listing waits on the store, decoding on the CPU), then
+    verified. A file referenced but not listed is stat'ed."""
     roots: list[Root] = []
-    listed = None
+    paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
     with executor(workers, "tablefmt-check") as pool, executor(1, "tablefmt-check-listing") as lister:
-        listing = None if file_list is not None else lister.submit(_listed_sizes, ctx, pool, workers, data_dir, nested)
         refs = References(ctx, pool, workers)
-        try:
-            roots = refs.collect_roots()
-            paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
-            _collect_references(ctx, refs, roots, collector, paths)
-        except _READ_ERRORS as exc:
-            collector.errors.append(str(exc))
-        if listing is None:
-            assert file_list is not None
-            listed = load_file_list(ctx, file_list)
-            sizes = _listed_sizes(ctx, pool, workers, data_dir, nested, listed)
+        if planned is None:
+            roots = _read_and_listed(ctx, (refs, workers, lister), data_dir, verifier, nested, listed)
         else:
-            sizes = listing.result()
-        unlisted = [rel for rel in collector.refs if rel not in sizes]
-        for rel, size in zip(unlisted, pool.map(lambda r: _stat(ctx, r), unlisted)):
-            if size is not None:
-                sizes[rel] = size
-    return roots, sizes, listed
+            roots = planned.table_roots or []
+            try:
+                collect_references(ctx, refs, roots, verifier, paths, planned.read, names_checked=True)
+            except _READ_ERRORS as exc:
+                verifier.errors.append(str(exc))
+        verifier.resolve_unlisted(lambda rels: pool.map(lambda r: _stat(ctx, r), rels))
+    return roots
+
+
+def _read_and_listed(
+    ctx: TableContext,
+    readers: tuple[References, int, Executor],
+    data_dir: str | None,
+    verifier: Verifier,
+    nested: list[str],
+    listed: FileList | None,
+) -> list[Root]:
+    """Check's own listing (on the ``lister`` of ``readers`` = (references, workers, lister), while the lists and
+    manifests are read) and reading, when the planner could not make them: what is missing or unreadable is
+    recorded and the rest verified. Returns the roots."""
+    refs, workers, lister = readers
+    pool = refs.pool
+    listing = None if listed is not None else lister.submit(_listed_sizes, ctx, pool, workers, data_dir, nested)
+    roots: list[Root] = []
+    read = ManifestsRead({}, {})
+    try:
+        roots = refs.collect_roots()
+        read = read_tolerantly(ctx, refs, roots, verifier)
+    except _READ_ERRORS as exc:
+        verifier.errors.append(str(exc))
+    verifier.sizes = listing.result() if listing is not None else _listed_sizes(ctx, pool, 1, data_dir, nested, listed)
+    paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
+    try:
+        collect_references(ctx, refs, roots, verifier, paths, read, names_checked=False)
+    except _READ_ERRORS as exc:
+        verifier.errors.append(str(exc))
+    return roots
 
 
 def check_table(
@@ -421,32 +306,34 @@ def check_table(
     if older_than is not None:  # a refused cutoff is the caller's error, said before any work (not a check result)
         resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
-    collector = _Collector()
+    verifier = Verifier()
     data_dir: str | None = None
     try:
         data_dir = data_directory(ctx.options)
     except UnsupportedFormatError as exc:  # data files are not inside the root: none of them can be checked
-        collector.errors.append(str(exc))
+        verifier.errors.append(str(exc))
+    listed = None if file_list is None else load_file_list(ctx, file_list)
+    planned = _planned_with_references(ctx, verifier, workers, (older_than, force, now_ms), listed, data_dir)
+    plan = None if planned is None else planned[0]
     nested: list[str] = []
-    roots, sizes, listed = _referenced_and_listed(ctx, workers, data_dir, collector, nested, file_list)
-    missing: list[FileProblem] = []
-    mismatched: list[FileProblem] = []
-    referenced_bytes = _compare(collector, sizes, missing, mismatched)
-    plan, reclaimable, note = _orphans(ctx, collector, workers, older_than, force, now_ms, listed)
+    roots = _verified(ctx, workers, data_dir, verifier, nested, listed, None if planned is None else planned[1])
+    if plan is not None:
+        nested = list(plan.skipped_nested_tables)
+    reclaimable, note = _reclaimable(ctx, plan)
     return CheckResult(
         snapshots=sum(1 for r in roots if r.kind == "snapshot" and not r.branch),
         tags=sum(1 for r in roots if r.kind == "tag" and not r.branch),
         roots=len(roots),
-        referenced_files=len(collector.refs),
-        referenced_bytes=referenced_bytes,
-        missing_files=tuple(missing),
-        size_mismatches=tuple(mismatched),
+        referenced_files=verifier.referenced,
+        referenced_bytes=verifier.found_bytes,
+        missing_files=tuple(verifier.missing),
+        size_mismatches=tuple(verifier.mismatched),
         reclaimable_bytes=reclaimable,
         reclaimable_note=note,
-        external_files_skipped=collector.external,
+        external_files_skipped=verifier.external,
         skipped_nested_tables=tuple(sorted(nested)),
-        **_orphan_fields(plan, _held(ctx, collector, plan)),
-        errors=tuple(collector.errors),
+        **_orphan_fields(plan, _held(ctx, verifier, plan)),
+        errors=tuple(verifier.errors),
     )
 
 
@@ -463,32 +350,14 @@ def _orphan_fields(plan: OrphanPlan | None, held: dict[str, int]) -> dict[str, A
     }
 
 
-def _held(ctx: TableContext, collector: _Collector, plan: OrphanPlan | None) -> dict[str, int]:
+def _held(ctx: TableContext, verifier: Verifier, plan: OrphanPlan | None) -> dict[str, int]:
     """What the undo window holds (a file held by two runs once), as the orphan plan read it (else read here); {}
     and an error when it cannot be read."""
     try:
         return held_paths(plan.held_runs if plan is not None and plan.held_runs is not None else ctx.store.held_runs())
     except _READ_ERRORS as exc:
-        collector.errors.append(f"the undo window cannot be read: {exc}")
+        verifier.errors.append(f"the undo window cannot be read: {exc}")
         return {}
-
-
-def _compare(
-    collector: _Collector, sizes: dict[str, int], missing: list[FileProblem], mismatched: list[FileProblem]
-) -> int:
-    """Each referenced file against its listed size: missing or mismatched ones are recorded; returns the bytes of
-    the referenced files found."""
-    referenced_bytes = 0
-    for rel, ref in sorted(collector.refs.items()):
-        actual = sizes.get(rel)
-        problem = FileProblem(rel, ref.kind, ref.referenced_by, ref.expected_size, actual)
-        if actual is None:
-            missing.append(problem)
-            continue
-        referenced_bytes += actual
-        if ref.expected_size is not None and ref.expected_size != actual:
-            mismatched.append(problem)
-    return referenced_bytes
 
 
 def _stat(ctx: TableContext, rel: str) -> int | None:

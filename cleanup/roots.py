@@ -22,6 +22,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import CHANGELOG_PREFIX, MANIFEST_DIR, STATISTICS_DIR, TAG_PREFIX, check_file_name
@@ -304,6 +305,24 @@ class References:
                 self._vanished_manifest(name)
                 continue
             yield name, files
+
+    def manifest_scan_refs(self, names: Iterable[str]) -> Iterator[tuple[str, list[ScanRef]]]:
+        """Like manifest_file_names(), but each manifest's entries projected (no statistics), for a caller that
+        needs their partition, bucket, kind and size too (``check``, reading through orphan cleanup's planner)."""
+
+        def read_refs(name: str) -> list[ScanRef] | None:
+            refs = self._unless_missing(self.ctx.store.read_manifest_scan_refs, name)
+            for ref in refs or ():
+                check_file_name(ref.file_name, what=f"data file name in manifest {name}")
+                for extra in ref.extra_files:
+                    check_file_name(extra, what=f"extra file name in manifest {name}")
+            return refs
+
+        for name, refs in bounded_map(self.pool, read_refs, names, max(1, self.window // 2)):
+            if refs is None:
+                self._vanished_manifest(name)
+                continue
+            yield name, refs
 
     # --- index manifests --------------------------------------------------------------------------------------
     def index_file_names(self, owners: dict[str, list[Root]]) -> Iterator[tuple[str, list[str]]]:

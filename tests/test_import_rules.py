@@ -263,6 +263,7 @@ CLEANUP_LAYERS: list[tuple[str, ...]] = [
     ("rewrite",),
     ("compaction", "orphans", "partitions", "records", "snapshots"),
     ("erase", "undo"),
+    ("check_references",),
     ("registry", "check"),
     ("after_commit", "maintainer"),
 ]

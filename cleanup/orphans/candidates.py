@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
@@ -216,14 +216,15 @@ class _Census:
 
 
 def _listings(
-    ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int, file_list: FileList | None
+    ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int, file_list: FileList | None, with_stats: bool
 ) -> Iterator[Listing]:
-    """The table's directories: listed, or walked from a file list whose files are taken as listed without stats
-    (mtime UNKNOWN: stat'ed once nothing references them), but for those the list shows too young to matter."""
+    """The table's directories: listed (every file with its size and mtime when ``with_stats``), or walked from a
+    file list whose files are taken as listed without stats (mtime UNKNOWN: stat'ed once nothing references them),
+    but for those the list shows too young to matter."""
     data_dir = data_directory(ctx.options)
     keys = ctx.schema.partition_keys
     if file_list is None:
-        lazy = _STAT_AFTER_REFERENCES
+        lazy = frozenset() if with_stats else _STAT_AFTER_REFERENCES
         return walk_table(ctx.io, ctx.layout, keys, pool, workers, without_file_stats=lazy, data_dir=data_dir)
     return walk_listed(_AgedFiles(file_list.files, cutoff_ms), ctx.layout, keys, data_dir=data_dir)
 
@@ -246,14 +247,23 @@ class _AgedFiles:
 
 
 def _take_census(
-    ctx: TableContext, pool: Executor, workers: int, cutoff_ms: int, file_list: FileList | None = None
+    ctx: TableContext,
+    pool: Executor,
+    workers: int,
+    cutoff_ms: int,
+    file_list: FileList | None = None,
+    observe: Callable[[Listing], None] | None = None,
 ) -> _Census:
+    """The candidates of every listing; ``observe`` (a caller sharing the census, see sharing.py) is handed each
+    listing, and a listed table is then listed with every file's size and mtime."""
     rules = NameRules(ctx.options.require(DATA_FILE_PREFIX), ctx.options.require(CHANGELOG_FILE_PREFIX))
     layout = ctx.layout
     census = _Census(CandidateSet(ctx.options.require(ORPHAN_CANDIDATES_IN_MEMORY)), [], [], {})
     classify, add, is_data = rules.classify, census.candidates.add, rules.is_data_name
     seen: set[str] = set()
-    for listing in _listings(ctx, pool, workers, cutoff_ms, file_list):
+    for listing in _listings(ctx, pool, workers, cutoff_ms, file_list, with_stats=observe is not None):
+        if observe is not None:
+            observe(listing)
         directory, dir_kind, metadata_dir = listing.rel, listing.kind, listing.metadata_dir
         if not _count_directory(census, listing, seen):
             continue

@@ -25,6 +25,7 @@ from .candidates import CandidateSet, _Census, _old_enough, _take_census
 from .file_list import FileList
 from .model import MIN_SANE_MTIME_MS, STAT_CHUNK, OrphanFile, OrphanPlan, resolve_older_than_ms
 from .references import _discard_referenced
+from .sharing import SharedRead
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +93,13 @@ def plan_orphan_removal(
     parallelism: int | None = None,
     now_ms: int | None = None,
     file_list: FileList | None = None,
+    shared: SharedRead | None = None,
 ) -> OrphanPlan:
     """List candidates (or take them from ``file_list``, the cutoff capped at its creation time, no directory
     removed), then subtract everything referenced; nothing is deleted. Raises ValidationError for a refused cutoff
     and MaintenanceError when any directory, root, manifest list or manifest cannot be read (nothing can be safely
-    called an orphan then)."""
+    called an orphan then). ``shared``: hand the listings and every root's lists and manifests to a caller that
+    needs them too (sharing.py); the plan is the same."""
     older_ms = resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     require_data_inside_root(ctx.options, ctx.url(), "clean orphan files of")
@@ -105,12 +108,11 @@ def plan_orphan_removal(
     cutoff_ms = _capped_cutoff(file_list, planned_at - older_ms, notes)
     with executor(workers, "tablefmt-orphans") as pool:
         try:
-            census = _take_census(ctx, pool, workers, cutoff_ms, file_list)
+            observe = None if shared is None or file_list is not None else shared.listed
+            census = _take_census(ctx, pool, workers, cutoff_ms, file_list, observe)
             candidates = census.candidates
             found = len(candidates)
-            roots_read, held = (
-                _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at) if found else (0, None)
-            )
+            roots_read, held = _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at, shared)
             orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
             orphans = _not_held(orphans, held or [], planned_at, notes)
         except MaintenanceError:

@@ -16,6 +16,7 @@ from ..roots import MAX_ROUNDS, References, Root, index_manifest_owners, list_ow
 from .candidates import CandidateSet, _Census, _settle_manifests
 from .census import DATA_FILE_KINDS, INDEX_FILE_KINDS, MANIFEST_FILE_KINDS
 from .selection import DataManifestSelection, ListSummary, summarize
+from .sharing import SharedRead
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +45,29 @@ def _unique(roots: list[Root]) -> list[Root]:
 
 
 def _discard_referenced(
-    ctx: TableContext, pool: Executor, parallelism: int, census: _Census, cutoff_ms: int, now_ms: int
-) -> tuple[int, list[HeldRun]]:
+    ctx: TableContext,
+    pool: Executor,
+    parallelism: int,
+    census: _Census,
+    cutoff_ms: int,
+    now_ms: int,
+    shared: SharedRead | None = None,
+) -> tuple[int, list[HeldRun] | None]:
     """Remove every referenced name from the candidates; returns the number of roots read and the runs the undo
-    window holds files for (read once the table's roots are listed).
+    window holds files for (read once the table's roots are listed); nothing is read when there is no candidate
+    (and no ``shared``).
 
     Manifest lists are read in two steps: first those the data selection needs (every delta list, the base lists
     at the ends of each run of snapshots); then, only if a manifest-like candidate is still unreferenced and old
     enough (its age is checked now, see _settle_manifests), every other list, to know every manifest in use.
     Then the read is closed (_close_over_new_roots): the roots are listed again, and every root that appeared
     meanwhile is read in full, until a listing shows no root that was not read.
+
+    With ``shared`` (a caller that needs every root's manifests, see sharing.py) the first pass reads every list
+    and manifest of the table's roots and hands them over; the undo window's copies are read as above.
     """
+    if not len(census.candidates) and shared is None:
+        return 0, None
     refs = References(ctx, pool, parallelism)
     # The undo window is read before the roots are listed and again after: an expiration saves a copy and lists
     # pending files before the original goes (cleanup/kernel/deferral.py), so the read after finds what the listing
@@ -66,14 +79,20 @@ def _discard_referenced(
     roots = refs.collect_roots(settle=False)  # _close_over_new_roots lists them again after reading everything
     after = ctx.store.held_runs()
     held += after
-    roots += _unique([*before, *saved_roots(ctx, after, now_ms)])
+    saved = _unique([*before, *saved_roots(ctx, after, now_ms)])
     main_snapshots = [r for r in roots if r.kind == "snapshot" and not r.branch]
     if not main_snapshots and ctx.io.exists(ctx.layout.hint_file(LATEST)):
         raise MaintenanceError(
             f"{ctx.url()} lists no snapshot but has a LATEST hint: refusing to treat every file as an orphan"
         )
     read = _ReadSoFar()
-    _discard_first_pass(ctx, refs, census, cutoff_ms, roots, read)
+    if shared is None:
+        roots += saved
+        _discard_first_pass(ctx, refs, census, cutoff_ms, roots, read)
+    else:
+        _discard_everything(refs, census.candidates, roots, read, shared)
+        _discard_first_pass(ctx, refs, census, cutoff_ms, saved, read)
+        roots += saved
     return len(roots) + _close_over_new_roots(refs, census.candidates, roots, read), held
 
 
@@ -96,6 +115,33 @@ def _discard_index_files(refs: References, candidates: CandidateSet, roots: list
         for name in names:
             candidates.discard(name)
     read.index_manifests.update(owners)
+
+
+def _discard_everything(
+    refs: References, candidates: CandidateSet, roots: list[Root], read: _ReadSoFar, shared: SharedRead
+) -> None:
+    """The first pass for a caller sharing it: every root's own files, index files, manifest lists, manifests and
+    the files their entries name are discarded, each list and manifest handed to ``shared`` once read."""
+    shared.roots(roots)
+    for root in roots:
+        for _, name in refs.root_files(root):
+            candidates.discard(name)
+    _discard_index_files(refs, candidates, roots, read)
+    owners = list_owners(roots)
+    manifests: dict[str, None] = {}
+    for name, rows in refs.named_manifest_lists(owners):
+        shared.manifest_list(name, rows)
+        for row in rows:
+            candidates.discard(row.file_name)
+            manifests[row.file_name] = None
+    read.lists.update(owners)
+    for name, entries in refs.manifest_scan_refs(manifests):
+        shared.manifest(name, entries)
+        for entry in entries:
+            candidates.discard(entry.file_name)
+            for extra in entry.extra_files:
+                candidates.discard(extra)
+    read.manifests.update(manifests)
 
 
 def _discard_first_pass(

@@ -94,21 +94,21 @@ os.register_at_fork(after_in_child=_forget_syncing_threads)
 
 def _scan(path: str, *, stat_files: bool) -> list[FileInfo]:
     """The entries of a directory; files carry size and mtime only with ``stat_files`` (else UNKNOWN)."""
+    result = []
     try:
-        entries = list(os.scandir(path))
+        with os.scandir(path) as entries:  # one entry at a time: a stat'ed entry holds its stat result
+            for entry in entries:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if not is_dir and not stat_files:
+                    result.append(FileInfo(entry.path, UNKNOWN, UNKNOWN))
+                    continue
+                try:
+                    stat = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed while listing
+                result.append(FileInfo(entry.path, stat.st_size, stat.st_mtime_ns // 1_000_000, is_dir))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    result = []
-    for entry in entries:
-        is_dir = entry.is_dir(follow_symlinks=False)
-        if not is_dir and not stat_files:
-            result.append(FileInfo(entry.path, UNKNOWN, UNKNOWN))
-            continue
-        try:
-            stat = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            continue  # removed while listing
-        result.append(FileInfo(entry.path, stat.st_size, stat.st_mtime_ns // 1_000_000, is_dir))
     return result
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from support.tables import DAY_S, ID_PART_SCHEMA, age_files, id_part_rows
 from tableformat import Table
 from tableformat.cleanup.check import check_table
 from tableformat.cli.orphans_command import check
+from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.io.forwarding import ForwardingFileIO
 
 
 @pytest.fixture
@@ -160,3 +163,59 @@ def test_reclaimable_counts_what_expiration_would_free(tmp_path: Path) -> None:
     assert result.ok and result.orphan_files == 0
     assert result.reclaimable_note.startswith("orphan bytes + bytes an expiration"), result.reclaimable_note
     assert result.reclaimable_bytes >= replaced
+
+
+class _ListAndReadLog(ForwardingFileIO):
+    """Logs every directory listing and every file read."""
+
+    def __init__(self, inner: FileIO, log: list[tuple[str, str]]) -> None:
+        super().__init__(inner)
+        self.log = log
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        self.log.append(("list", path))
+        return self.inner.list_dir(path)
+
+    def list_dir_without_file_stats(self, path: str) -> list[FileInfo]:
+        self.log.append(("list", path))
+        return self.inner.list_dir_without_file_stats(path)
+
+    def read_bytes(self, path: str) -> bytes:
+        self.log.append(("read", path))
+        return self.inner.read_bytes(path)
+
+
+def test_check_lists_each_data_directory_once_and_reads_each_manifest_once(table: Table) -> None:
+    log: list[tuple[str, str]] = []
+    ctx = table.context
+    result = check_table(ctx.with_io(_ListAndReadLog(ctx.io, log)))
+    assert result.ok and result.orphan_files == 1
+    root = root_of(table)
+    buckets = sorted(str(root / f"part={p}" / "bucket-0") for p in range(4))
+    listed = Counter(path for op, path in log if op == "list")
+    assert {path: listed[path] for path in buckets} == dict.fromkeys(buckets, 1)
+    manifests = sorted(p.name for p in (root / "manifest").iterdir() if not p.name.startswith("manifest-list-"))
+    assert len(manifests) == 3
+    read = Counter(Path(path).name for op, path in log if op == "read")
+    assert {name: read[name] for name in manifests} == dict.fromkeys(manifests, 1)
+
+
+def test_files_a_tag_keeps_after_a_rewrite_are_verified(tmp_path: Path) -> None:
+    """A root without DELETE entries (snapshot 1, the tag) sharing manifests with one that has them (the overwrite's
+    snapshot 2 merges them): the files only the old root keeps are verified for it."""
+    root = tmp_path / "t"
+    t = Table.create(str(root), ID_PART_SCHEMA, partition_keys=["part"], options={"write-only": "true"})
+    t.append(id_part_rows(0, 8))
+    t.create_tag("v1", 1)
+    replaced = sorted(Path(f.path) for f in t.files())
+    t.overwrite(id_part_rows(100, 8))
+    t.append(id_part_rows(200, 8))
+    assert check_table(t.context).ok
+    replaced[0].unlink()
+    (root / "snapshot" / "snapshot-1").unlink()  # expired; the tag still reads the file
+    result = check_table(t.context)
+    assert [(p.path, p.kind, p.referenced_by) for p in result.missing_files] == [
+        (str(replaced[0].relative_to(root)), "data", "tag v1")
+    ]
+    # 12 data files, 3 manifests, 6 manifest lists (the tag keeps snapshot 1's two)
+    assert (result.snapshots, result.tags, result.referenced_files) == (2, 1, 12 + 3 + 6)
