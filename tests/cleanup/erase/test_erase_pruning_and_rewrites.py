@@ -1,6 +1,8 @@
-"""How an erasure by keys finds files: a keys file prunes by each file's key column statistics against the keys
-themselves (a file is opened only when a key lies within its min..max, never because it lies between two keys), a
-file of only nulls or without usable bounds is judged as the statistics allow."""
+"""How an erasure by keys finds and rewrites files: a keys file prunes by each file's key column statistics against
+the keys themselves (a file is opened only when a key lies within its min..max, never because it lies between two
+keys), a file of only nulls or without usable bounds is judged as the statistics allow; a rewritten file keeps the
+dictionary choices of the file it replaces (and so about its size); files rewritten at once that fail leave no new
+file behind."""
 
 from __future__ import annotations
 
@@ -8,10 +10,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from support.erase_tables import all_rows, events_table
+import pytest
+from support.erase_tables import all_rows, event_rows, events_table, live_files
 
 from tableformat.cleanup.erase import plan_erase
+from tableformat.cleanup.erase.execute import execute_erase
 from tableformat.cleanup.erase.plan import EraseConfig
+from tableformat.errors import CorruptMetadataError
 from tableformat.table import Table
 
 
@@ -43,3 +48,46 @@ def test_a_file_of_only_nulls_is_never_opened_and_one_without_bounds_always_is(t
     assert _keys_plan(table, emails, "email") == (3, 1, [1])
     scores = _keys_file(tmp_path / "scores.parquet", "score", [1.5], pa.float64())
     assert _keys_plan(table, scores, "score") == (3, 3, [1])  # user 3: 3 * 0.5 + seq 0
+
+
+def test_a_rewritten_file_keeps_the_dictionaries_of_the_file_it_replaces_and_its_size(tmp_path: Path) -> None:
+    table = events_table(tmp_path / "t", [(range(20_000), 0)])
+    (before,) = live_files(table).keys()
+    result = table.erase("user_id IN (5, 17, 19000)")
+    (written,) = result.written_paths
+    old, new = pq.read_metadata(Path(table.location) / before), pq.read_metadata(Path(table.location) / written)
+
+    def dictionaries(metadata: pq.FileMetaData) -> dict[str, bool]:
+        chunks = [metadata.row_group(0).column(i) for i in range(metadata.num_columns)]
+        return {chunk.path_in_schema: chunk.has_dictionary_page for chunk in chunks}
+
+    assert dictionaries(old)["user_id"] is False and dictionaries(old)["day"] is True  # as tablefmt's appends chose
+    assert dictionaries(new) == dictionaries(old)
+    size = (Path(table.location) / written).stat().st_size
+    assert size <= 1.1 * result.rewritten_bytes
+    assert result.erased_rows == 3 and len(all_rows(table)) == 19_997
+
+
+def test_files_rewritten_at_once_leave_no_new_file_when_one_fails(tmp_path: Path) -> None:
+    table = events_table(tmp_path / "t", [(range(10), 0), (range(10, 20), 0), (range(20, 30), 0)])
+    ctx = Table.open(table.location).context
+    config = EraseConfig.resolve(ctx, {"where": "user_id IN (1, 11, 21)"})
+    plan = plan_erase(ctx, config, 0)
+    assert len(plan.files) == 3
+    root = Path(table.location)
+    on_disk = {p.name for p in root.rglob("*.parquet")}
+    broken = next(root.rglob(plan.files[0].entry.file.file_name))
+    broken.write_bytes(b"not parquet" * 100)  # the first unit fails; the others are written meanwhile
+    with pytest.raises(CorruptMetadataError, match="unreadable Parquet"):
+        execute_erase(ctx, plan, config, None)
+    assert {p.name for p in root.rglob("*.parquet")} == on_disk
+    assert Table.open(table.location).latest_snapshot().id == 3  # nothing committed
+
+
+def test_rewriting_keeps_rows_and_order_of_every_file(tmp_path: Path) -> None:
+    table = events_table(tmp_path / "t", [(range(10), 0), (range(10, 20), 1), (range(20, 30), 2)])
+    expected = {day: event_rows(range(10 * day, 10 * day + 10), day, day).to_pylist() for day in range(3)}
+    table.erase("user_id IN (1, 11, 21)")
+    for rows in live_files(table).values():
+        day = rows["day"][0].as_py().day - 1
+        assert rows.to_pylist() == [r for r in expected[day] if r["user_id"] not in (1, 11, 21)]
