@@ -16,6 +16,7 @@ from support.erase_tables import all_rows, event_rows, events_table, live_files
 from tableformat.cleanup.erase import plan_erase
 from tableformat.cleanup.erase.execute import execute_erase
 from tableformat.cleanup.erase.plan import EraseConfig
+from tableformat.cleanup.rewrite.rewriter import PARALLEL_ROWS_PER_FILE
 from tableformat.errors import CorruptMetadataError
 from tableformat.table import Table
 
@@ -69,9 +70,10 @@ def test_a_rewritten_file_keeps_the_dictionaries_of_the_file_it_replaces_and_its
 
 
 def test_files_rewritten_at_once_leave_no_new_file_when_one_fails(tmp_path: Path) -> None:
-    table = events_table(tmp_path / "t", [(range(10), 0), (range(10, 20), 0), (range(20, 30), 0)])
+    rows = PARALLEL_ROWS_PER_FILE  # files this large are written at once (one per core)
+    table = events_table(tmp_path / "t", [(range(rows * i, rows * (i + 1)), 0) for i in range(3)])
     ctx = Table.open(table.location).context
-    config = EraseConfig.resolve(ctx, {"where": "user_id IN (1, 11, 21)"})
+    config = EraseConfig.resolve(ctx, {"where": f"user_id IN (1, {rows + 1}, {2 * rows + 1})"})
     plan = plan_erase(ctx, config, 0)
     assert len(plan.files) == 3
     root = Path(table.location)
