@@ -93,3 +93,25 @@ def test_rewriting_keeps_rows_and_order_of_every_file(tmp_path: Path) -> None:
     for rows in live_files(table).values():
         day = rows["day"][0].as_py().day - 1
         assert rows.to_pylist() == [r for r in expected[day] if r["user_id"] not in (1, 11, 21)]
+
+
+@pytest.mark.parametrize("column", ["user_id", "email", "amount", "ts", "day"])
+def test_keys_of_each_column_type_open_every_file_holding_one(tmp_path: Path, column: str) -> None:
+    # a key column that is the partition key (day) prunes by the keys' ranges; the others by the sorted keys
+    table = events_table(tmp_path / "t", [(range(10 * i, 10 * i + 10), i % 3) for i in range(12)])
+    rows = Table.open(table.location).to_arrow()
+    wanted = [rows[column][i].as_py() for i in (3, 47, 117)]  # none of them null
+    keys = pa.array([*wanted, rows[column][47].as_py()], rows.schema.field(column).type)
+    pq.write_table(pa.table({column: keys}), tmp_path / "keys.parquet")
+    keys_file = tmp_path / "keys.parquet"
+    holding = {p for p, t in live_files(table).items() if set(wanted) & set(t[column].to_pylist())}
+
+    live, opened, matched = _keys_plan(table, keys_file, column)
+    if column in ("user_id", "amount", "ts"):  # each file holds its own range of these: only the holders open
+        assert opened == len(holding) == 3 and live == 12
+    erased = Table.open(table.location).maintenance.erase(keys_file=str(keys_file), key=column)
+
+    assert set(erased.rewritten_paths) == holding and opened >= len(holding) and len(matched) == len(holding)
+    assert {tuple(r.values()) for r in all_rows(table)} == {
+        tuple(r.values()) for r in rows.to_pylist() if r[column] not in wanted
+    }
