@@ -1,10 +1,10 @@
 """Which live files an erasure rewrites: every live file of the latest snapshot is pruned by its partition and its
-min/max statistics against the filter (a keys filter: its key column's min..max against the sorted keys; any
-other: ``TableScan.files``, the pruning every read uses), then each remaining file's
-filter columns are read (only those) and its matching rows counted. A file with a match is rewritten; the others
-are never touched. The counts make the dry run exact: the real run erases these rows from these files unless a
-concurrent commit changes them first. A snapshot expired while it is read is a lost race: the plan is made again on
-the latest one (:mod:`..rewrite.races`)."""
+min/max statistics against the filter (a keys filter: its key column's min..max against the sorted keys; any other:
+``TableScan.files``, the pruning every read uses), then each remaining file's filter columns are read (only those)
+and its matching rows counted. A file with a match is rewritten; the others are never touched. The counts make the
+dry run exact: the real run erases these rows from these files unless a concurrent commit changes them first. A
+snapshot expired while it is read is a lost race: the plan is made again on the latest one
+(:mod:`..rewrite.races`)."""
 
 from __future__ import annotations
 
