@@ -115,7 +115,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     (cleanup/orphans/spill.py) and the references are matched bucket by bucket, and with a file list walked three
     files at a time (cleanup/orphans/file_list.py)."""
     path = metafunc.definition.path
-    spills = path.parent.name == "orphans" or path.name.startswith("test_check")
+    spills = (path.parent.name == "orphans" and path.name != "test_spill.py") or path.name.startswith("test_check")
     if spills and "candidates_in_memory" in metafunc.fixturenames:
         metafunc.parametrize("candidates_in_memory", [None, 1], ids=["in-memory", SPILLED], indirect=True)
 
