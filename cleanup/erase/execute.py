@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from tableformat.context import TableContext
 from tableformat.model.erasure import PendingErasure
+from tableformat.model.manifest import ManifestEntry
 from tableformat.model.snapshot import CommitKind
 from tableformat.option_types import INT32_MAX
 from tableformat.parallel import resolve_parallelism
@@ -121,10 +122,11 @@ def with_held(ctx: TableContext, row_filter: EraseFilter, purge: Purge, *, dry_r
     return purge.plus(paths, size, *notes)
 
 
-def _rewrite_tags(ctx: TableContext, config: EraseConfig, known: set[str], marker: int, now_ms: int) -> TagRewrite:
+def _rewrite_tags(ctx: TableContext, config: EraseConfig, known: set[str], marker: int, now_ms: int,
+                  manifests: Mapping[str, list[ManifestEntry]]) -> TagRewrite:  # fmt: skip
     """Rewrite the tags holding erased rows (tags.py), recording their old files as a pending erasure due now
     first: a crash before those are deleted leaves them to ``tablefmt maintain``."""
-    roots = RootFiles(ctx)
+    roots = RootFiles(ctx, manifests)
     tags = tags_holding(roots.holding(held_matches(ctx, config.filter, roots, roots.latest_names(), known=known)))
     if not tags:
         return TagRewrite()
@@ -180,16 +182,17 @@ def execute_erase(ctx: TableContext, plan: ErasePlan, config: EraseConfig, progr
     rewritten = tuple(paths[e.identifier()] for e in outcome.replaced)
     purge, tagged = Purge(), TagRewrite()
     known = {e.file.file_name for e in outcome.replaced}
+    manifests = {name: entries for p in plans for name, entries in p.manifests.items()}
     marker = max(outcome.snapshot_ids) if outcome.snapshot_ids else ctx.store.latest_snapshot_id()
     if config.purge:
         if config.include_tags and marker is not None:
-            tagged = _rewrite_tags(ctx, config, known, marker, plan.now_ms)
+            tagged = _rewrite_tags(ctx, config, known, marker, plan.now_ms, manifests)
         if marker is not None:
             purge = purge_through(ctx, marker, plan.now_ms, progress, dry_run=False)
         purge = with_held(ctx, config.filter, purge, dry_run=False)
         purge = _with_freed(ctx, tagged.replaced, purge, _tags_note(tagged))
         purge = _with_due(ctx, plan.now_ms, purge)
-    roots = RootFiles(ctx)
+    roots = RootFiles(ctx, manifests)
     pins = list(roots.holding(held_matches(ctx, config.filter, roots, roots.latest_names(), known=known)))
     if pins and marker is not None and (outcome.snapshot_ids or tagged.tags):  # maintain completes it (deadline.py)
         files = tuple(sorted({*rewritten, *tagged.replaced}))
@@ -264,7 +267,7 @@ def planned_result(ctx: TableContext, plan: ErasePlan) -> EraseResult:
     manifests and manifest lists are those of the snapshots expired; the erasure's own snapshot, not yet written,
     changes which manifests the latest snapshot shares.)"""
     config = plan.config
-    roots = RootFiles(ctx)
+    roots = RootFiles(ctx, plan.manifests)
     planned = {f.entry.file.file_name for f in plan.files}
     names = held_matches(ctx, config.filter, roots, roots.latest_names(), known=planned)
     holders = roots.holding(names)

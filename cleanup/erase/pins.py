@@ -4,15 +4,14 @@ snapshot is such a snapshot (snapshot expiration never passes a consumer)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.live_set import merge_entries
 from tableformat.model.manifest import FileKind, ManifestEntry
-from tableformat.parallel import resolve_parallelism
-from tableformat.threads import thread_pool
+from tableformat.parallel import executor, resolve_parallelism
 
 from ..roots import References, Root
 
@@ -50,14 +49,15 @@ class RootFiles:
     """Every root of the table (main and branches: snapshots, tags, changelogs) and the live data files of each,
     read once. The main table's snapshots are walked by their deltas (a file is live from the snapshot that adds it
     to the one that deletes it): the first snapshot and any after a gap in the ids are read whole, every other one
-    by its delta list only. Tags, branches and changelogs are read whole; manifests are read once for all."""
+    by its delta list only. Tags, branches and changelogs are read whole; manifests are read once for all, none of
+    ``manifests`` ({name: entries} a plan read already; manifests never change once written)."""
 
-    def __init__(self, ctx: TableContext) -> None:
+    def __init__(self, ctx: TableContext, manifests: Mapping[str, list[ManifestEntry]] | None = None) -> None:
         self.ctx = ctx
         threads = resolve_parallelism(ctx.options, ctx.io, None)
-        with thread_pool(threads, "tablefmt-erase-roots") as pool:
+        with executor(threads, "tablefmt-erase-roots") as pool:  # inline on local disk (parallel.py)
             roots = References(ctx, pool, threads).collect_roots()
-        self._manifests: dict[str, list[ManifestEntry]] = {}
+        self._manifests: dict[str, list[ManifestEntry]] = dict(manifests or {})
         main = sorted((r for r in roots if r.kind == "snapshot" and not r.branch), key=lambda r: r.snapshot.id)
         self.main_ids = [root.snapshot.id for root in main]
         self.spans = self._walk(main)

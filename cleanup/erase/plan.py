@@ -1,23 +1,26 @@
 """Which live files an erasure rewrites: every live file of the latest snapshot is pruned by its partition and its
-min/max statistics against the filter (``TableScan.files``, the pruning every read uses), then each remaining file's
-filter columns are read (only those) and its matching rows counted. A file with a match is rewritten; the others
-are never touched. The counts make the dry run exact: the real run erases these rows from these files unless a
-concurrent commit changes them first. A snapshot expired while it is read is a lost race: the plan is made again on
-the latest one (:mod:`..rewrite.races`)."""
+min/max statistics against the filter (a keys filter: its key column's min..max against the sorted keys; any other:
+``TableScan.files``, the pruning every read uses), then each remaining file's filter columns are read (only those)
+and its matching rows counted. A file with a match is rewritten; the others are never touched. The counts make the
+dry run exact: the real run erases these rows from these files unless a concurrent commit changes them first. A
+snapshot expired while it is read is a lost race: the plan is made again on the latest one
+(:mod:`..rewrite.races`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tableformat.context import TableContext
-from tableformat.live_set import live_entries
+from tableformat.live_set import merge_entries, read_manifests
 from tableformat.model.manifest import ManifestEntry
+from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
 from tableformat.options import COMPACTION_COMMIT_MAX_FILES, ERASE_DEADLINE, TARGET_FILE_SIZE
 from tableformat.parallel import resolve_parallelism
 from tableformat.scan.dataset import TableScan
+from tableformat.scan.filters import column_range
 from tableformat.scan.reader import DataReader
 
 from ..rewrite import MISSING_FILE_ERRORS, FilePaths, plan_on_latest, require_rewritable
@@ -79,6 +82,9 @@ class ErasePlan:
     opened_files: int
     """Of those, files whose statistics could not rule the filter out (their filter columns were read)."""
     lost_races: tuple[int, ...] = ()
+    manifests: Mapping[str, list[ManifestEntry]] = field(default_factory=dict, compare=False, repr=False)
+    """The base snapshot's manifests as read ({name: entries}): who holds erased rows is found without reading
+    them again (pins.RootFiles)."""
 
     @property
     def erased_rows(self) -> int:
@@ -96,9 +102,10 @@ def _plan_on(ctx: TableContext, config: EraseConfig, now_ms: int, latest: Snapsh
         return ErasePlan(config, None, now_ms, (), 0, 0)
     row_filter = config.filter
     threads = resolve_parallelism(ctx.options, ctx.io, None)
-    entries = live_entries(ctx.store, latest, ctx.partition_codec(), None, threads)
-    scan = TableScan(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, entries, row_filter=row_filter.prune)
-    candidates = [e for e in scan.files() if isinstance(e, ManifestEntry)]
+    metas = ctx.store.manifests_of(latest)
+    read = read_manifests(metas, ctx.store.read_manifest, threads)
+    entries = list(merge_entries(read).values())  # live_entries(), the manifests kept
+    candidates = _candidates(ctx, row_filter, entries)
     reader = DataReader(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec(), threads=1)
     paths = FilePaths(ctx)
     matched = []
@@ -106,7 +113,27 @@ def _plan_on(ctx: TableContext, config: EraseConfig, now_ms: int, latest: Snapsh
         rows = row_filter.count(reader.read_entry(entry, columns=list(row_filter.columns)))
         if rows:
             matched.append(MatchedFile(entry, paths.relative(entry), rows))
-    return ErasePlan(config, latest.id, now_ms, tuple(matched), len(entries), len(candidates))
+    manifests = {meta.file_name: listed for meta, listed in zip(metas, read)}
+    return ErasePlan(config, latest.id, now_ms, tuple(matched), len(entries), len(candidates), manifests=manifests)
+
+
+def _candidates(ctx: TableContext, row_filter: EraseFilter, entries: Sequence[ManifestEntry]) -> list[ManifestEntry]:
+    """The entries whose partition and statistics do not rule the filter out (nothing opened): a keys filter by
+    its key column's min/max against the keys themselves, any other by the scan's pruning with its expression."""
+    if not row_filter.prunes_by_keys(ctx.schema):
+        scan = TableScan(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, entries, row_filter=row_filter.prune)
+        return [e for e in scan.files() if isinstance(e, ManifestEntry)]
+    schemas = {ctx.schema.id: ctx.schema}
+
+    def file_schema(entry: ManifestEntry) -> TableSchema:
+        schema_id = entry.file.schema_id
+        if schema_id not in schemas:
+            schemas[schema_id] = ctx.schema_by_id(schema_id)
+        return schemas[schema_id]
+
+    column = row_filter.key_column
+    ranges = [column_range(e.file, file_schema(e), ctx.schema, column) for e in entries]
+    return [entry for entry, holds in zip(entries, row_filter.may_hold(ranges)) if holds]
 
 
 def held_matches(
@@ -120,12 +147,9 @@ def held_matches(
     snapshot does not, with a row ``row_filter`` matches: pruned by statistics, then the filter columns read.
     ``known``: names already known to match (not read again). A file gone meanwhile (expired) holds nothing."""
     entries = [e for e in roots.entries_outside(live_names) if e.file.file_name not in known]
-    scan = TableScan(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, entries, row_filter=row_filter.prune)
     reader = DataReader(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, ctx.partition_codec(), threads=1)
     found = set(known)
-    for entry in scan.files():
-        if not isinstance(entry, ManifestEntry):
-            continue
+    for entry in _candidates(ctx, row_filter, entries):
         try:
             table = reader.read_entry(entry, columns=list(row_filter.columns))
         except MISSING_FILE_ERRORS:

@@ -9,7 +9,8 @@ expression is TRUE (SQL: NULL does not match).
 ``--keys-file`` is a Parquet or CSV file of keys: its column (``--key COL=FILECOL``, FILECOL defaulting to COL) is
 cast to the table column's type, nulls dropped, made distinct and sorted. Rows are matched with ``is_in`` against
 that set (a hash lookup per row, whatever the number of keys), never with an expression listing every key; files
-are pruned by the keys' range.
+are pruned by their key column's statistics against the sorted keys (a file is opened only when a key falls
+within its min..max).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import decimal
 import io
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from tableformat.errors import ArgumentError
 from tableformat.io.factory import open_location, split_scheme
 from tableformat.lazy_module import lazy_module
 from tableformat.model.schema import TableSchema
-from tableformat.scan.filters import as_expression
+from tableformat.scan.filters import ColumnRange, as_expression
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -66,6 +67,34 @@ class EraseFilter:
 
         projected = ds.dataset(table).to_table(columns={"m": pc.coalesce(self.expression, pa.scalar(False))})
         return projected["m"]
+
+    def prunes_by_keys(self, schema: TableSchema) -> bool:
+        """Whether files are pruned by :meth:`may_hold` (a keys filter on a column that is not a partition key)
+        rather than by the :attr:`prune` expression."""
+        return self.keys is not None and self.key_column not in schema.partition_keys
+
+    def may_hold(self, ranges: Sequence[ColumnRange | None]) -> list[bool]:
+        """Per file, whether its key column's statistics (``ranges``, from :func:`column_range`) leave room for one
+        of the keys: a file of only nulls holds none, one without bounds may hold any. The bounds are converted to
+        the keys' type as the prune expression's literals are, and looked up in the sorted keys in one search."""
+        import numpy as np
+
+        assert self.keys is not None
+        result = [bounds is None for bounds in ranges]
+        bounded = [(i, r) for i, r in enumerate(ranges) if r is not None and not r.only_nulls]
+        if not bounded or not len(self.keys):
+            return result
+        try:
+            lows = pa.array([r.low for _, r in bounded], type=self.keys.type)
+            highs = pa.array([r.high for _, r in bounded], type=self.keys.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError):
+            return [bounds is None or not bounds.only_nulls for bounds in ranges]  # not comparable: opened, as unknown
+        keys = self.keys.to_numpy(zero_copy_only=False)
+        first = np.searchsorted(keys, lows.to_numpy(zero_copy_only=False), side="left")
+        past = np.searchsorted(keys, highs.to_numpy(zero_copy_only=False), side="right")
+        for (index, _), start, end in zip(bounded, first.tolist(), past.tolist()):
+            result[index] = start < end
+        return result
 
     def count(self, table: pa.Table) -> int:
         """Rows of ``table`` that match."""

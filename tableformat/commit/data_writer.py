@@ -176,6 +176,25 @@ def dictionary_columns(table: pa.Table) -> list[str]:
     return result
 
 
+def kept_dictionary_columns(footer: Any, schema: pa.Schema, stored_names: Sequence[str | None]) -> list[str]:
+    """The leaf columns to dictionary-encode when rewriting the rows of a Parquet file whose footer is ``footer``:
+    those its writer kept a dictionary for in every row group, a decision made on all its rows (tablefmt's by
+    :func:`dictionary_columns`; Paimon's and Spark's by parquet-mr). ``stored_names``: the name each column of
+    ``schema`` has in the file (None: the file lacks it; written plain). Nested columns keep one on every leaf."""
+    coded = set()
+    for index in range(footer.num_columns):
+        groups = range(footer.num_row_groups)
+        if all(footer.row_group(g).column(index).has_dictionary_page for g in groups):
+            coded.add(footer.schema.column(index).path)
+    result: list[str] = []
+    for field, stored in zip(schema, stored_names):
+        if pa.types.is_nested(field.type):
+            result += _leaf_paths(field.name, field.type)
+        elif stored in coded and not pa.types.is_boolean(field.type):
+            result.append(field.name)
+    return result
+
+
 def _leaf_paths(name: str, dtype: pa.DataType) -> list[str]:
     """Parquet column paths of the leaves of a column as pyarrow writes them (``a.b``, ``l.list.element``)."""
     if pa.types.is_struct(dtype):

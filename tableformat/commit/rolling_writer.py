@@ -10,6 +10,7 @@ them for appends) are accumulated across row groups.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tableformat.clock import local_wall_clock_ms
@@ -121,6 +122,12 @@ class RollingFileWriter:
         self._writer: pq.ParquetWriter | None = None
         self._stats: _RunningStats | None = None
         self._rows = 0
+        self._dictionary: list[str] | None = None
+
+    def keep_dictionaries(self, columns: Sequence[str]) -> None:
+        """Dictionary-encode only ``columns`` (leaf paths) in the files opened from now on; by default every column
+        has one until it outgrows its page (pyarrow's choice)."""
+        self._dictionary = list(columns)
 
     def write(self, table: pa.Table) -> None:
         """Add rows (in order); a row group is written when enough are pending, a file closed at the target size."""
@@ -150,6 +157,7 @@ class RollingFileWriter:
                 self._arrow_schema,
                 compression=self._compression,
                 compression_level=1 if self._compression == "zstd" else None,
+                use_dictionary=True if self._dictionary is None else self._dictionary,
                 write_page_index=True,
             )
             self._stats = _RunningStats(self.schema)

@@ -15,6 +15,7 @@ applied to the rows read. Columns whose statistics cannot be trusted as bounds a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tableformat.codec.arrow_schema import arrow_type_of
@@ -115,21 +116,32 @@ def _bounded(dtype: DataType) -> bool:
     return not (dtype.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and dtype.precision > 6)
 
 
-def stats_guarantee(meta: DataFileMeta, file_schema: TableSchema, read_schema: TableSchema) -> pc.Expression | None:
-    """Bounds from the file's value statistics, for the read schema's columns (matched by field id, same type); a
-    column the file's schema does not have (added later) reads as nulls only."""
-    known = {f.id for f in file_schema.fields}
-    absent = [pc.field(f.name).is_null() for f in read_schema.fields if f.id not in known]
+_FileStats: TypeAlias = "tuple[list[DataField], list[Any], list[Any], list[int | None]]"
+
+
+def _file_stats(meta: DataFileMeta, file_schema: TableSchema) -> _FileStats | None:
+    """The file's value statistics decoded: (fields, mins, maxs, null counts), or None when there are none usable."""
     fields = _stats_fields(meta, file_schema)
     if fields is None:
-        return and_all(absent)
+        return None
     types = [f.type for f in fields]
     try:
         mins = decode_row(meta.value_stats.min_values, types)
         maxs = decode_row(meta.value_stats.max_values, types)
     except CorruptMetadataError:
+        return None
+    return fields, mins, maxs, list(meta.value_stats.null_counts or ())
+
+
+def stats_guarantee(meta: DataFileMeta, file_schema: TableSchema, read_schema: TableSchema) -> pc.Expression | None:
+    """Bounds from the file's value statistics, for the read schema's columns (matched by field id, same type); a
+    column the file's schema does not have (added later) reads as nulls only."""
+    known = {f.id for f in file_schema.fields}
+    absent = [pc.field(f.name).is_null() for f in read_schema.fields if f.id not in known]
+    stats = _file_stats(meta, file_schema)
+    if stats is None:
         return and_all(absent)
-    nulls = list(meta.value_stats.null_counts or ())
+    fields, mins, maxs, nulls = stats
     read_by_id = {f.id: f for f in read_schema.fields}
     terms: list[pc.Expression | None] = list(absent)
     for index, field in enumerate(fields):
@@ -142,6 +154,45 @@ def stats_guarantee(meta: DataFileMeta, file_schema: TableSchema, read_schema: T
         elif _bounded(field.type):
             terms.append(_column_bounds(target, mins[index], maxs[index], null_count))
     return and_all(terms)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRange:
+    """What a file's value statistics say about one column: only nulls, or every non-null value in [low, high]."""
+
+    only_nulls: bool
+    low: Any = None
+    high: Any = None
+
+
+ONLY_NULLS = ColumnRange(only_nulls=True)
+
+
+def column_range(
+    meta: DataFileMeta, file_schema: TableSchema, read_schema: TableSchema, name: str
+) -> ColumnRange | None:
+    """The read schema's column ``name`` in a file, as :func:`stats_guarantee` bounds it (the same statistics
+    trusted, matched by field id and type): a column the file's schema lacks holds only nulls; None when the
+    statistics give no bounds (none kept, another type, a type whose statistics are no bounds, null bounds)."""
+    target = next(f for f in read_schema.fields if f.name == name)
+    if all(f.id != target.id for f in file_schema.fields):
+        return ONLY_NULLS
+    stats = _file_stats(meta, file_schema)
+    if stats is None:
+        return None
+    fields, mins, maxs, nulls = stats
+    index = next((i for i, f in enumerate(fields) if f.id == target.id), None)
+    if index is None:
+        return None
+    field = fields[index]
+    if (target.type.root, target.type.params) != (field.type.root, field.type.params):
+        return None
+    null_count = nulls[index] if index < len(nulls) else None
+    if null_count is not None and null_count == meta.row_count > 0:
+        return ONLY_NULLS
+    if not _bounded(field.type) or mins[index] is None or maxs[index] is None:
+        return None
+    return ColumnRange(only_nulls=False, low=mins[index], high=maxs[index])
 
 
 def _column_bounds(field: DataField, low: Any, high: Any, null_count: int | None) -> pc.Expression | None:

@@ -62,8 +62,9 @@ def _ttl_column(schema: TableSchema, ttl: RecordTTL | None) -> str | None:
     return next((f.name for f in schema.fields if f.id == ttl.field_id), None)
 
 
-def read_parquet(path: str, fs: Any) -> pa.Table:
-    """A whole Parquet file, its dictionary-coded string and binary columns as dictionary arrays.
+def read_parquet(path: str, fs: Any, columns: Sequence[str] | None = None) -> pa.Table:
+    """A whole Parquet file (its top-level ``columns`` only, when given), its dictionary-coded string and binary
+    columns as dictionary arrays.
 
     Decoding such a column straight to plain strings costs pyarrow about twice as much CPU as reading its indices and
     expanding the dictionary afterwards (one ``take``, which :meth:`DataReader._to_current`'s cast to the table type
@@ -71,7 +72,7 @@ def read_parquet(path: str, fs: Any) -> pa.Table:
     and the column chunks in coalesced reads (``pre_buffer``), as ``pq.read_table`` does.
     """
     with fs.open_input_file(path) as source:
-        return read_parquet_source(source)
+        return read_parquet_source(source, columns=columns)
 
 
 def read_parquet_source(
@@ -287,11 +288,11 @@ class DataReader:
         reader has a TTL). On object stores the file is fetched without a HEAD (:func:`fetch_parquet`)."""
         wanted = None if columns is None or self._ttl_column is not None else list(columns)
         with self._errors(entry) as path:
+            stored = None if wanted is None else self._stored_names(entry, wanted)
             if self.io.is_object_store:
-                stored = None if wanted is None else self._stored_names(entry, wanted)
                 table = fetch_parquet(self.io, path, entry.file.file_size, stored)
             else:
-                table = read_parquet(path, self._fs)
+                table = read_parquet(path, self._fs, stored)
         table = self._keep(self._to_current(table, entry, wanted))  # dictionary columns become plain in the cast
         return table if columns is None or wanted is not None else table.select(list(columns))
 
@@ -336,15 +337,20 @@ class DataReader:
             return table
         return self.record_ttl.filter(table, self._ttl_column)
 
-    def iter_entry_batches(self, entry: ManifestEntry, batch_rows: int = 65_536) -> Iterator[pa.Table]:
+    def iter_entry_batches(
+        self, entry: ManifestEntry, batch_rows: int = 65_536, *, footer: Callable[[Any], None] | None = None
+    ) -> Iterator[pa.Table]:
         """One data file as Tables of at most ``batch_rows`` rows, in file order, streamed (bounded memory). Its
         errors are typed as :meth:`read_entry`'s, also those of reads after the open (an object store reads the
-        file in ranges as the batches are taken)."""
+        file in ranges as the batches are taken). ``footer`` is called with the file's Parquet footer once it is
+        open (read with the file: no request of its own)."""
         with self._errors(entry) as path:
             # Buffered column reads, no pre-buffering: memory stays at about one batch whatever the file's size
             # (the defaults read whole row groups' column chunks at once and keep them).
             parquet = pq.ParquetFile(path, filesystem=self._fs, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False)
         with parquet:
+            if footer is not None:
+                footer(parquet.metadata)
             batches = parquet.iter_batches(batch_size=batch_rows, use_threads=False)
             while True:
                 with self._errors(entry):
