@@ -33,6 +33,7 @@ from tableformat.errors import (
     UnsupportedFormatError,
     ValidationError,
 )
+from tableformat.options import ORPHAN_CANDIDATES_IN_MEMORY
 from tableformat.parallel import executor, resolve_parallelism
 from tableformat.undo_store import held_paths
 from tableformat.units import human_bytes
@@ -151,18 +152,19 @@ class CheckResult:
         }
 
 
-def _listed_sizes(
+def _list_sizes(
     ctx: TableContext,
     pool: Executor,
     workers: int,
     data_dir: str | None,
     nested: list[str],
-    file_list: FileList | None = None,
-) -> dict[str, int]:
-    """Sizes of every file in the manifest, statistics and data directories (under ``data_dir``; None: no data
-    directory inside the root), by path relative to the root: listed, or as ``file_list`` names them. Roots of
-    other tables found where data directories were expected are added to ``nested`` (never entered)."""
-    sizes: dict[str, int] = {}
+    file_list: FileList | None,
+    verifier: Verifier,
+) -> None:
+    """Give ``verifier`` the size of every file in the manifest, statistics and data directories (under
+    ``data_dir``; None: no data directory inside the root), by path relative to the root: listed, or as
+    ``file_list`` names them (walked a batch at a time). Roots of other tables found where data directories were
+    expected are added to ``nested`` (never entered)."""
     kinds = {DirKind.MANIFEST, DirKind.STATISTICS, DirKind.INDEX}
     if data_dir is not None:
         kinds.add(DirKind.BUCKET)
@@ -170,14 +172,13 @@ def _listed_sizes(
     if file_list is None:
         walk = walk_table(ctx.io, ctx.layout, keys, pool, workers, data_dir=data_dir or "")
     else:
-        walk = walk_listed(list(file_list.files), ctx.layout, keys, data_dir=data_dir or "")
+        walk = walk_listed(file_list.files, ctx.layout, keys, data_dir=data_dir or "")
     for listing in walk:
-        if listing.kind is DirKind.NESTED_TABLE:
+        if listing.kind is DirKind.NESTED_TABLE and listing.rel not in nested:
             nested.append(listing.rel)
         if listing.kind in kinds:
-            for info in listing.files:
-                sizes[ctx.layout.relative(info.path)] = info.size
-    return sizes
+            prefix = f"{listing.rel}/"
+            verifier.list_files((prefix + info.name, info.size) for info in listing.files)
 
 
 def _reclaimable(ctx: TableContext, plan: OrphanPlan | None) -> tuple[int, str]:
@@ -216,7 +217,7 @@ def _planned_with_references(
     shared = PlannerRead(_SIZED_KINDS, verifier, paths)
     if listed is not None:
         with executor(1, "tablefmt-check") as pool:
-            verifier.sizes = _listed_sizes(ctx, pool, 1, data_dir, [], listed)
+            _list_sizes(ctx, pool, 1, data_dir, [], listed, verifier)
     try:
         plan = plan_orphan_removal(
             ctx,
@@ -257,7 +258,10 @@ def _verified(
                 collect_references(ctx, refs, roots, verifier, paths, planned.read, names_checked=True)
             except _READ_ERRORS as exc:
                 verifier.errors.append(str(exc))
-        verifier.resolve_unlisted(lambda rels: pool.map(lambda r: _stat(ctx, r), rels))
+        try:
+            verifier.resolve_unlisted(lambda rels: pool.map(lambda r: _stat(ctx, r), rels))
+        except MaintenanceError as exc:  # a spill file that cannot be read back: the references are not verified
+            verifier.errors.append(str(exc))
     return roots
 
 
@@ -274,7 +278,9 @@ def _read_and_listed(
     recorded and the rest verified. Returns the roots."""
     refs, workers, lister = readers
     pool = refs.pool
-    listing = None if listed is not None else lister.submit(_listed_sizes, ctx, pool, workers, data_dir, nested)
+    listing = None
+    if listed is None:
+        listing = lister.submit(_list_sizes, ctx, pool, workers, data_dir, nested, None, verifier)
     roots: list[Root] = []
     read = ManifestsRead({}, {})
     try:
@@ -282,7 +288,10 @@ def _read_and_listed(
         read = read_tolerantly(ctx, refs, roots, verifier)
     except _READ_ERRORS as exc:
         verifier.errors.append(str(exc))
-    verifier.sizes = listing.result() if listing is not None else _listed_sizes(ctx, pool, 1, data_dir, nested, listed)
+    if listing is not None:
+        listing.result()
+    else:
+        _list_sizes(ctx, pool, 1, data_dir, nested, listed, verifier)
     paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
     try:
         collect_references(ctx, refs, roots, verifier, paths, read, names_checked=False)
@@ -306,7 +315,7 @@ def check_table(
     if older_than is not None:  # a refused cutoff is the caller's error, said before any work (not a check result)
         resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
-    verifier = Verifier()
+    verifier = Verifier(ctx.options.require(ORPHAN_CANDIDATES_IN_MEMORY))
     data_dir: str | None = None
     try:
         data_dir = data_directory(ctx.options)

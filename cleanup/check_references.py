@@ -10,14 +10,24 @@ handed over by orphan cleanup's planner (:class:`PlannerRead`), which reads them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+import os
+import shutil
+import weakref
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 from tableformat.codec.avro_projection import ScanRef
 from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
-from tableformat.errors import CorruptMetadataError, StorageError, UnsafePathError, UnsupportedFormatError
+from tableformat.errors import (
+    CorruptMetadataError,
+    MaintenanceError,
+    StorageError,
+    UnsafePathError,
+    UnsupportedFormatError,
+)
 from tableformat.layout import INDEX_DIR, STATISTICS_DIR, TableLayout, check_file_name
 from tableformat.live_set import merge_entries
 from tableformat.model.manifest import FileKind, ManifestFileMeta
@@ -26,9 +36,12 @@ from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map
 
 from .orphans.census import DirKind, Listing
+from .orphans.spill import BUCKETS, REFERENCE_CHUNK, ChunkFile, spill_directory
 from .roots import References, Root
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +75,19 @@ class Ref:
 
 class Verifier:
     """Each referenced file against the size it was listed with, as the references are read: nothing is kept per
-    file but its listed size (marked once verified). ``sizes`` must hold the whole listing before the first
-    :meth:`add`; files referenced but not listed are kept (few: written after the listing, or missing) until
-    :meth:`resolve_unlisted` stats them."""
+    file but its listed size (marked once verified). The whole listing must be given (:meth:`list_files`) before the
+    first :meth:`add`. Files referenced but not listed are kept (few: written after the listing, or missing) until
+    :meth:`resolve_unlisted` stats them.
 
-    def __init__(self) -> None:
+    Over ``in_memory`` listed files (``orphan-files.candidates-in-memory``), the sizes are spilled to local disk by
+    the hash of their path, and so is every reference from then on (:class:`_SpilledVerification`); the references
+    are verified bucket by bucket when resolved, holding one bucket's sizes at a time."""
+
+    def __init__(self, in_memory: int = 1 << 62) -> None:
         self.sizes: dict[str, int] = {}
         """Listed size by path relative to the root; ``~size`` (negative) once verified."""
+        self._in_memory = max(1, in_memory)
+        self._spill: _SpilledVerification | None = None
         self.unlisted: dict[str, Ref] = {}
         self._unsized: set[str] = set()
         """Verified without a recorded size: a later reference that records one is compared."""
@@ -79,7 +98,30 @@ class Verifier:
         self.errors: list[str] = []
         self.external = 0
 
+    @property
+    def spilled(self) -> bool:
+        return self._spill is not None
+
+    def list_files(self, files: Iterable[tuple[str, int]]) -> None:
+        """Listed files: (path relative to the root, size)."""
+        self.sizes.update(files)
+        if len(self.sizes) >= self._in_memory:
+            if self._spill is None:
+                self._spill = _SpilledVerification()
+                log.info("check: over %d listed files, spilling to %s", self._in_memory, self._spill.directory)
+            self._spill.spill_sizes(self.sizes)
+            self.sizes = {}
+
     def add(self, rel: str, kind: str, size: int | None, by: str) -> None:
+        if self._spill is not None:
+            if self.sizes:  # the rest of the listing, before the first reference
+                self._spill.spill_sizes(self.sizes)
+                self.sizes = {}
+            self._spill.reference(rel, kind, size, by)
+            return
+        self._verify(rel, kind, size, by)
+
+    def _verify(self, rel: str, kind: str, size: int | None, by: str) -> None:
         actual = self.sizes.get(rel)
         if actual is None:
             known = self.unlisted.get(rel)
@@ -102,7 +144,17 @@ class Verifier:
             self.mismatched.append(FileProblem(rel, kind, by, size, actual))
 
     def resolve_unlisted(self, stat: Callable[[list[str]], Iterable[int | None]]) -> None:
-        """Stat the files referenced but not listed (``stat`` maps paths to sizes, None for a missing file)."""
+        """Verify the spilled references, bucket by bucket; then stat the files referenced but not listed (``stat``
+        maps paths to sizes, None for a missing file)."""
+        if self._spill is not None:
+            try:
+                for sizes, references in self._spill.buckets():
+                    self.sizes = sizes
+                    for rel, kind, size, by in references:
+                        self._verify(rel, kind, size, by)
+            finally:
+                self.sizes = {}
+                self._spill.close()
         unlisted = list(self.unlisted)
         for rel, actual in zip(unlisted, stat(unlisted)):
             ref = self.unlisted[rel]
@@ -117,6 +169,75 @@ class Verifier:
     @property
     def referenced(self) -> int:
         return self.found + len(self.missing) + len(self.unlisted)
+
+
+class _SpilledVerification:
+    """Listed sizes and references spilled to bucket files by the hash of the path (cleanup/orphans/spill.py's
+    chunk files, in a private temporary directory removed by :meth:`close`, at collection or at exit): a bucket's
+    sizes and its references are read back together, so that a reference meets the size listed for its path. Any
+    failure to write or read them raises MaintenanceError (check reports it)."""
+
+    def __init__(self) -> None:
+        self.directory = spill_directory()
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, True)
+        what_sizes, what_refs = "check's spill file of listed sizes", "check's spill file of references"
+        self._sizes = [ChunkFile(os.path.join(self.directory, f"sizes-{n}"), what_sizes) for n in range(BUCKETS)]
+        self._refs = [ChunkFile(os.path.join(self.directory, f"references-{n}"), what_refs) for n in range(BUCKETS)]
+        self._buffer: list[list[tuple[str, str, int | None, str]]] = [[] for _ in range(BUCKETS)]
+        self._buffered = 0
+
+    def spill_sizes(self, sizes: dict[str, int]) -> None:
+        paths: list[list[str]] = [[] for _ in range(BUCKETS)]
+        values: list[list[int]] = [[] for _ in range(BUCKETS)]
+        for rel, size in sizes.items():
+            bucket = hash(rel) % BUCKETS
+            paths[bucket].append(rel)
+            values[bucket].append(size)
+        for bucket, file in enumerate(self._sizes):
+            if paths[bucket]:
+                file.append((paths[bucket], values[bucket]), len(paths[bucket]))
+
+    def reference(self, rel: str, kind: str, size: int | None, by: str) -> None:
+        self._buffer[hash(rel) % BUCKETS].append((rel, kind, size, by))
+        self._buffered += 1
+        if self._buffered >= REFERENCE_CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        for bucket, refs in enumerate(self._buffer):
+            if refs:
+                self._refs[bucket].append(list(refs), len(refs))
+                self._buffer[bucket] = []
+        self._buffered = 0
+
+    def buckets(self) -> Iterator[tuple[dict[str, int], list[tuple[str, str, int | None, str]]]]:
+        """Per bucket: the listed sizes of its paths, and its references in the order they were made."""
+        self._flush()
+        for sizes_file, refs_file in zip(self._sizes, self._refs):
+            sizes: dict[str, int] = {}
+            for chunk in sizes_file.chunks_read():
+                paths, values = _pair_of_lists(chunk, sizes_file.path)
+                sizes.update(zip(paths, values))
+            references: list[tuple[str, str, int | None, str]] = []
+            for chunk in refs_file.chunks_read():
+                if not isinstance(chunk, list):
+                    raise MaintenanceError(f"check's spill file {refs_file.path} holds a chunk that is not a list")
+                references.extend(tuple(ref) for ref in chunk)
+            if len(references) != refs_file.entries:
+                raise MaintenanceError(f"check's spill file {refs_file.path} gave back other references than written")
+            yield sizes, references
+
+    def close(self) -> None:
+        self._cleanup()
+
+
+def _pair_of_lists(chunk: object, path: str) -> tuple[list[str], list[int]]:
+    if not (isinstance(chunk, tuple) and len(chunk) == 2 and all(isinstance(part, list) for part in chunk)):
+        raise MaintenanceError(f"check's spill file {path} holds a chunk that is not (paths, sizes)")
+    paths, values = chunk
+    if len(paths) != len(values):
+        raise MaintenanceError(f"check's spill file {path} holds a chunk of unequal lists")
+    return paths, values
 
 
 @dataclass
@@ -147,9 +268,8 @@ class PlannerRead:
         if listing.kind is DirKind.NESTED_TABLE:
             self.nested.append(listing.rel)
         elif listing.kind in self._kinds:
-            prefix, sizes = f"{listing.rel}/", self.verifier.sizes
-            for info in listing.files:
-                sizes[prefix + info.name] = info.size
+            prefix = f"{listing.rel}/"
+            self.verifier.list_files((prefix + info.name, info.size) for info in listing.files)
 
     def roots(self, roots: list[Root]) -> None:
         self.table_roots = list(roots)

@@ -28,8 +28,14 @@ from collections.abc import Iterator
 
 from tableformat.errors import MaintenanceError
 
-Marshallable = tuple[list[str], list[int]] | tuple[list[str], list[int], list[int]] | list[str]
-"""What a chunk is: lists of names and packed ints, or of relative paths, sizes and mtimes, or of names."""
+Marshallable = (
+    tuple[list[str], list[int]]
+    | tuple[list[str], list[int], list[int]]
+    | list[str]
+    | list[tuple[str, str, int | None, str]]
+)
+"""What a chunk is: lists of names and packed ints, or of relative paths, sizes and mtimes, or of names; or
+``check``'s references (path, kind, recorded size, referenced by)."""
 
 BUCKETS = 128
 """Bucket files of a spill. Reading one back holds 1/128 of the spilled candidates: as many as the default budget

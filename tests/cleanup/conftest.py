@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 from support.tables import ID_PART_SCHEMA, id_part_rows, rows_of
 
+from tableformat.cleanup import check as check_module
 from tableformat.cleanup.orphans import candidates as orphan_candidates
 from tableformat.cleanup.orphans import file_list as orphan_file_list
 from tableformat.codec import json_codec
@@ -127,5 +128,6 @@ def candidates_in_memory(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
     if budget is not None:
         option = dataclasses.replace(orphan_candidates.ORPHAN_CANDIDATES_IN_MEMORY, default=budget)
         monkeypatch.setattr(orphan_candidates, "ORPHAN_CANDIDATES_IN_MEMORY", option)
+        monkeypatch.setattr(check_module, "ORPHAN_CANDIDATES_IN_MEMORY", option)
         monkeypatch.setattr(orphan_file_list, "SPOOL_CHUNK", 3)
     return budget
