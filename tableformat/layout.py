@@ -202,6 +202,12 @@ class TableLayout:
     def manifest_file(self, name: str) -> str:
         return self.join(MANIFEST_DIR, check_file_name(name, what="manifest name"))
 
+    def is_write_once(self, path: str) -> bool:
+        """Whether ``path`` is a manifest list, manifest or index manifest of this table: files named by a fresh
+        UUID, written once and never changed (a snapshot file is not: a rollback frees its id for another)."""
+        directory, _, name = path.rpartition("/")
+        return directory == self.join(MANIFEST_DIR) and name.startswith((MANIFEST_PREFIX, INDEX_MANIFEST_PREFIX))
+
     @staticmethod
     def manifest_rel(name: str) -> str:
         """``manifest/<name>`` relative to the table root (the name checked)."""

@@ -482,18 +482,18 @@ class MetadataStore(IndexFileStore, ChangelogStore, AuditStore, UndoStore, Erasu
         """Lease ``generation``; None when it is gone. CorruptMetadataError when it is not a lease."""
         return self._read_if_present(self.layout.lease_file(generation), maintain_codec.lease_from_json)
 
-    def lease_exists(self, generation: int) -> bool:
-        return self.io.exists(self.layout.lease_file(generation))
+    def lease_exists(self, generation: int) -> bool:  # a lease is a file: one HEAD on object stores
+        return self.io.file_exists(self.layout.lease_file(generation))
 
     def create_lease(self, lease: Lease) -> bool:
         """Create the lease file of ``lease.generation`` if absent (atomically); False when another got there first."""
         self.io.mkdirs(self.layout.maintain_dir)
         return self.io.write_if_absent(self.layout.lease_file(lease.generation), maintain_codec.lease_to_json(lease))
 
-    def delete_leases(self, generations: Iterable[int]) -> None:
+    def delete_leases(self, generations: Iterable[int]) -> None:  # listed or created by the caller: no HEAD first
         paths = [self.layout.lease_file(g) for g in generations]
         if paths:
-            self.io.delete_files(paths)
+            self.io.delete_listed(paths)
 
     def claim_names(self) -> list[tuple[str, str]]:
         """(kind, owner) of every claim file present (tableformat/claims.py), in name order."""

@@ -11,13 +11,15 @@ to raise named.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
-from concurrent.futures import Executor, Future
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tableformat.context import TableContext
 from tableformat.errors import MissingMetadataError, TableFormatError
+from tableformat.layout import SNAPSHOT_PREFIX, TableLayout, parse_id
 from tableformat.model.maintain import HourStats, MaintainState
 from tableformat.model.manifest import FileKind
 from tableformat.model.snapshot import CommitKind, Snapshot
@@ -82,20 +84,38 @@ def merge_hours(
 
 
 def count_ingest(
-    store: MetadataStore, counted_id: int, latest_id: int | None, now_ms: int, window_ms: int, workers: int = 1
+    store: MetadataStore,
+    counted_id: int,
+    latest_id: int | None,
+    now_ms: int,
+    window_ms: int,
+    workers: int = 1,
+    progress: CountProgress | None = None,
 ) -> tuple[list[HourStats], int]:
     """Stats of the snapshots after ``counted_id`` up to ``latest_id`` inside the window (newest first, at most
     MAX_SNAPSHOTS_COUNTED), and the new counted id. Snapshots already expired, or expired while they are read, are
     skipped.
 
-    Every object is read once, ``workers`` at a time: the snapshot files newest first in chunks (a chunk that meets
-    the end of the window or an expired snapshot is the last), each counted snapshot's delta manifest list and
-    manifests as soon as the snapshot is read. The results are taken newest first, as read one by one."""
+    Every object is read once, ``workers`` at a time: first the snapshot files, newest first in chunks (a chunk that
+    meets the end of the window or an expired snapshot is the last), then each counted snapshot's delta manifest
+    list and manifests, oldest snapshot first (the ones an expiration running meanwhile may remove; ``progress``
+    tells it how far the count is). The results are taken newest first, as read one by one."""
+    progress = progress or CountProgress()
     if latest_id is None or latest_id <= counted_id:
+        progress.finish()
         return [], counted_id
     ids = range(latest_id, max(counted_id, latest_id - MAX_SNAPSHOTS_COUNTED), -1)
     with executor(workers, "tablefmt-keep-up") as pool:
-        counting = _counted_snapshots(store, pool, ids, now_ms - window_ms, max(2 * workers, SNAPSHOT_CHUNK))
+        try:
+            found_snapshots = _snapshots_to_count(
+                store, pool, ids, now_ms - window_ms, max(2 * workers, SNAPSHOT_CHUNK)
+            )
+            oldest_first = [(s.id, pool.submit(_snapshot_stats, store, s)) for s in reversed(found_snapshots)]
+            counting = oldest_first[::-1]
+            progress.started(counting)
+        except BaseException:
+            progress.finish()
+            raise
         found: list[HourStats] = []
         for snapshot_id, stats in counting:
             try:
@@ -107,6 +127,62 @@ def count_ingest(
         for _, stats in counting:  # after a break: the older snapshots' reads not started yet are not needed
             stats.cancel()
     return found, latest_id
+
+
+class CountProgress:
+    """How far a keep-up count is, for deletes that must wait until it has read what they remove: ``wait_through(n)``
+    returns once the snapshot files are read and the lists and manifests of every counted snapshot up to id ``n``
+    (``None``: of every one); ``finish()`` ends every wait (the count is over, or failed)."""
+
+    def __init__(self) -> None:
+        self._snapshots_read = threading.Event()
+        self._stats: list[tuple[int, Future[HourStats]]] = []
+
+    def started(self, counting: list[tuple[int, Future[HourStats]]]) -> None:
+        """The snapshot files are read; ``counting`` holds the stats being read of each snapshot counted."""
+        self._stats = counting
+        self._snapshots_read.set()
+
+    def finish(self) -> None:
+        self._snapshots_read.set()
+
+    def wait_snapshots_read(self) -> None:
+        self._snapshots_read.wait()
+
+    def wait_through(self, snapshot_id: int | None) -> None:
+        self._snapshots_read.wait()
+        wait([f for i, f in self._stats if snapshot_id is None or i <= snapshot_id])
+
+
+class DeleteGate:
+    """Holds a maintainer pass's deletes until its keep-up count, running alongside, has read what they could
+    remove: a snapshot file once the count has read the snapshot files; a manifest list, manifest or index manifest
+    once it has read the lists and manifests of every snapshot up to the newest one the pass deleted (expiration
+    deletes the snapshot files first, and removes only lists and manifests no kept snapshot names), or of every
+    snapshot when the pass deleted none. Data files and every other file never wait."""
+
+    def __init__(self, progress: CountProgress, layout: TableLayout) -> None:
+        self.progress = progress
+        self.layout = layout
+        self._deleted_through: int | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, paths: Sequence[str]) -> None:
+        snapshot_dir = self.layout.snapshot_dir
+        ids = [parse_id(name, SNAPSHOT_PREFIX) for folder, _, name in map(_split, paths) if folder == snapshot_dir]
+        deleted = [i for i in ids if i is not None]
+        if deleted:
+            self.progress.wait_snapshots_read()
+            with self._lock:
+                self._deleted_through = max([*deleted, self._deleted_through or 0])
+        if any(self.layout.is_write_once(path) for path in paths):
+            with self._lock:
+                through = self._deleted_through
+            self.progress.wait_through(through)
+
+
+def _split(path: str) -> tuple[str, str, str]:
+    return path.rpartition("/")
 
 
 KEEP_UP_READERS = 64
@@ -124,19 +200,17 @@ SNAPSHOT_CHUNK = 16
 """Snapshot files the keep-up count reads at once (at least; twice the workers when there are more)."""
 
 
-def _counted_snapshots(
-    store: MetadataStore, pool: Executor, ids: range, start_ms: int, chunk: int
-) -> list[tuple[int, Future[HourStats]]]:
-    """(id, its stats being read) of the snapshots to count, newest first: up to the first one missing or older than
-    ``start_ms``; compactions are passed over."""
-    counting: list[tuple[int, Future[HourStats]]] = []
+def _snapshots_to_count(store: MetadataStore, pool: Executor, ids: range, start_ms: int, chunk: int) -> list[Snapshot]:
+    """The snapshots to count, newest first: up to the first one missing or older than ``start_ms``; compactions
+    are passed over."""
+    counting: list[Snapshot] = []
     for first in range(0, len(ids), chunk):
         chunk_ids = ids[first : first + chunk]
-        for snapshot_id, snapshot in zip(chunk_ids, pool.map(store.try_read_snapshot, chunk_ids)):
+        for snapshot in pool.map(store.try_read_snapshot, chunk_ids):
             if snapshot is None or snapshot.time_millis < start_ms:
                 return counting
             if snapshot.commit_kind != CommitKind.COMPACT:
-                counting.append((snapshot_id, pool.submit(_snapshot_stats, store, snapshot)))
+                counting.append(snapshot)
     return counting
 
 

@@ -1,16 +1,18 @@
 """One maintainer pass over one table: probe cheaply, and when anything is due, lease the table and run it.
 
-The probe is three small requests: the maintain state (``.tablefmt/maintain-state``), the LATEST hint, and the
-``schema/`` listing. With a state, an unchanged table (same latest snapshot, same schema) runs only the operations
-whose interval has passed; nothing else is read. When something is due, the table is leased, probed again under
-the lease (another maintainer may have just done the work: then nothing runs), and the due operations run in the
-registry's order through a FileIO that checks the lease before every change. Each operation's failure is reported
-and the later ones still run; an operation that lost a race with snapshot expiration (the snapshot it read was
-expired meanwhile, SnapshotExpiredWhileReadingError) is reported as such, not as a failure, and is due again after
-``backlog-retry``; one that found a rollback holding the table (TableBusyError) changed nothing and is due again at
-the next poll. One that does not apply to the table (``Operation.not_applicable``: a rewrite on a primary-key
-table) is reported in ``not_applicable`` with its reason, never run, and not due again until the schema changes.
-The state is written last, by the lease holder.
+The probe is three small requests, made at once on object stores: the maintain state (``.tablefmt/maintain-state``),
+the LATEST hint, and the ``schema/`` listing. With a state, an unchanged table (same latest snapshot, same schema)
+runs only the operations whose interval has passed; nothing else is read. When something is due, the table is
+leased, probed again under the lease (another maintainer may have just done the work: then nothing runs), and the
+due operations run in the registry's order through a FileIO that checks the lease before every change, while the
+keep-up count (keep_up.py) reads the snapshots committed since the last pass: both read manifest lists and manifests
+through one cache (io/write_once_cache.py), and a delete that could remove what the count has still to read waits
+for it (keep_up.DeleteGate). Each operation's failure is reported and the later ones still run; an operation that
+lost a race with snapshot expiration (the snapshot it read was expired meanwhile, SnapshotExpiredWhileReadingError)
+is reported as such, not as a failure, and is due again after ``backlog-retry``; one that found a rollback holding
+the table (TableBusyError) changed nothing and is due again at the next poll. One that does not apply to the table
+(``Operation.not_applicable``: a rewrite on a primary-key table) is reported in ``not_applicable`` with its reason,
+never run, and not due again until the schema changes. The state is written last, by the lease holder.
 
 When the lease is lost (expired, or taken over), nothing more changes: the operations that finished are reported
 with their results, the one that was running with what it deleted and committed until then (its ledger, a
@@ -22,6 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +39,13 @@ from tableformat.errors import (
 )
 from tableformat.io.factory import open_location
 from tableformat.io.guarded import GuardedFileIO
+from tableformat.io.write_once_cache import WriteOnceCache
 from tableformat.layout import LATEST, TableLayout
 from tableformat.lazy_module import lazy_module
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
 from tableformat.parallel import resolve_parallelism
 from tableformat.store import MetadataStore
+from tableformat.threads import thread_pool
 from tableformat.undo_store import held_paths
 from tableformat.units import time_pair
 
@@ -50,7 +55,16 @@ from ..kernel.ledger import CommitNotingFileIO, recording
 from ..registry import OPERATIONS
 from ..snapshots import SNAPSHOT_EXPIRATION
 from .config import MaintainSettings
-from .keep_up import KeepUp, assess, count_ingest, keep_up_workers, merge_hours, operation_limits
+from .keep_up import (
+    CountProgress,
+    DeleteGate,
+    KeepUp,
+    assess,
+    count_ingest,
+    keep_up_workers,
+    merge_hours,
+    operation_limits,
+)
 from .lease import TableLease
 from .targets import Opener, TableTarget
 
@@ -165,16 +179,26 @@ class TableReport:
 def probe(store: MetadataStore, schema_id: int | None = None) -> Probe:
     """The state, the LATEST hint and the newest schema id (``schema_id``: as discovery just listed it; None: list
     ``schema/`` here). An unreadable state counts as none."""
+    reads: list[Callable[[], Any]] = [lambda: _state(store), lambda: store.read_hint(LATEST)]
+    if schema_id is None:
+        reads.append(store.schema_ids)
+    if store.io.latency_bound:  # the reads at once: one round trip
+        with thread_pool(len(reads), "tablefmt-probe") as pool:
+            futures = [pool.submit(read) for read in reads]
+            found = [future.result() for future in futures]
+    else:
+        found = [read() for read in reads]
+    if schema_id is None:
+        schema_id = found[2][-1] if found[2] else None
+    return Probe(found[0], found[1], schema_id)
+
+
+def _state(store: MetadataStore) -> MaintainState | None:
     try:
-        state = store.read_maintain_state()
+        return store.read_maintain_state()
     except CorruptMetadataError as exc:
         log.warning("ignoring an unreadable maintain state: %s", exc)
-        state = None
-    latest = store.read_hint(LATEST)
-    if schema_id is None:
-        schema_ids = store.schema_ids()
-        schema_id = schema_ids[-1] if schema_ids else None
-    return Probe(state, latest, schema_id)
+        return None
 
 
 def _operations(settings: MaintainSettings) -> list[Operation[Any, Any, Any]]:
@@ -413,20 +437,7 @@ def _pass(
     due = due_names(settings, found, now)
     if not due:
         return _skipped(target, "nothing due (another maintainer has just run it)", started, found.state)
-    file_io = store.io if lease is None else GuardedFileIO(CommitNotingFileIO(store.io, store.layout), lease.check)
-    ctx = TableContext.of(target.location, file_io, store.layout).with_options(settings.overrides_for(target))
-    before = found.state or MaintainState()
-    # counted before the operations run: expiration may remove the snapshots that are to be counted
-    try:
-        workers = keep_up_workers(resolve_parallelism(ctx.options, ctx.io, None), ctx.io.latency_bound)
-        counted = before.counted_snapshot_id
-        ingest = count_ingest(ctx.store, counted, found.latest_id, now, settings.keep_up_window_ms, workers)
-        ingest_error = None
-    except (TableFormatError, OSError) as exc:  # reported after the operations, which still run
-        ingest, ingest_error = ([], before.counted_snapshot_id), ("keep-up", _one_line(exc))
-    run = _run_operations(ctx, due, found.state, settings, clock, dry_run=lease is None)
-    if ingest_error is not None:
-        run.errors.append(ingest_error)
+    ctx, run, ingest = _count_and_run(target, settings, store, found, clock, lease, now, due)
     state = _new_state(found, run, ingest, settings, clock())
     if lease is not None and not run.lease_lost:
         try:
@@ -459,6 +470,55 @@ def _pass(
         seconds=time.perf_counter() - started,
         held_bytes=_held_bytes(ctx),
     )
+
+
+_Ingest = tuple[tuple[list[HourStats], int], tuple[str, str] | None]
+
+
+def _count_and_run(
+    target: TableTarget,
+    settings: MaintainSettings,
+    store: MetadataStore,
+    found: Probe,
+    clock: Clock,
+    lease: TableLease | None,
+    now: int,
+    due: list[str],
+) -> tuple[TableContext, _Run, tuple[list[HourStats], int]]:
+    """The due operations, with the keep-up count alongside (its error is the run's): the context they ran in, the
+    run, and the count. Both read manifest lists and manifests through one cache, so each is fetched once."""
+    cached = WriteOnceCache(store.io, store.layout.is_write_once)
+    schema = store.read_schema(found.schema_id) if found.schema_id is not None else None  # as the probe listed
+    reading = TableContext.of(target.location, cached, store.layout, schema)
+    reading = reading.with_options(settings.overrides_for(target))
+    progress = CountProgress()
+    with thread_pool(1, "tablefmt-keep-up-count") as pool:
+        counting = pool.submit(_count_ingest, reading, found, settings, now, progress)
+        ctx = reading
+        if lease is not None:
+            gate = DeleteGate(progress, store.layout)
+            ctx = reading.with_io(GuardedFileIO(CommitNotingFileIO(cached, store.layout), lease.check, gate))
+        run = _run_operations(ctx, due, found.state, settings, clock, dry_run=lease is None)
+        ingest, ingest_error = counting.result()
+    if ingest_error is not None:
+        run.errors.append(ingest_error)
+    return ctx, run, ingest
+
+
+def _count_ingest(
+    ctx: TableContext, found: Probe, settings: MaintainSettings, now: int, progress: CountProgress
+) -> _Ingest:
+    """The keep-up count of the snapshots since the last one counted ((stats, counted id), error or None), made
+    while the operations run: their deletes wait for it where they could remove what it reads (DeleteGate)."""
+    counted = (found.state or MaintainState()).counted_snapshot_id
+    try:
+        workers = keep_up_workers(resolve_parallelism(ctx.options, ctx.io, None), ctx.io.latency_bound)
+        window = settings.keep_up_window_ms
+        return count_ingest(ctx.store, counted, found.latest_id, now, window, workers, progress), None
+    except (TableFormatError, OSError) as exc:  # reported after the operations, which still run
+        return ([], counted), ("keep-up", _one_line(exc))
+    finally:
+        progress.finish()
 
 
 def _held_bytes(ctx: TableContext) -> int | None:
