@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from support.faults import InterferingFileIO
 from support.ttl_tables import TIME_TYPES, ttl_table
 
+from tableformat.cleanup.maintainer.keep_up import count_ingest
 from tableformat.cli.main import cli
 from tableformat.io import factory
 from tableformat.io.local import LocalFileIO
@@ -133,15 +134,40 @@ def test_maintain_once_counts_ingest_past_a_snapshot_expired_while_it_is_read(
         _append(table, [row], [NEW])
     other = Table.open(table.location)
 
-    def race() -> None:  # the pass counts ingest from the newest snapshot down: it is replaced and expired meanwhile
+    def race() -> None:  # the snapshots the pass counts are replaced and expired while it runs
         _append(other, [3], [NEW])
         other.maintenance.expire_snapshots(retain_min=1, retain_max=1)
 
-    hooked = InterferingFileIO(LocalFileIO(), "manifest-list-", race)  # the first list a pass reads: keep-up's
+    hooked = InterferingFileIO(LocalFileIO(), "manifest-list-", race)  # the first list the pass reads
     monkeypatch.setattr(factory, "LocalFileIO", lambda: hooked)
     code, report, err = _maintain(table.location)
 
     assert (code, err) == (0, "") and hooked.ran == 1
-    assert report["ok"] is True and report["error"] is None and report["lost_races"] == {}
-    assert report["keep_up"]["commits_per_hour"] == 0  # snapshot 3 was expired before it was counted: skipped
+    assert report["ok"] is True and report["error"] is None
+    # The keep-up count runs beside the operations and shares their reads of lists: how many of snapshots 1-3 it
+    # read before the race depends on which thread read a list first; it never fails the pass. The exact skip is
+    # test_keep_up_count_skips_the_snapshots_expired_while_it_reads.
+    assert report["keep_up"]["commits_per_hour"] <= 3
     assert sorted(report["operations"]) == ["expire", "expire-records", "remove-orphans"]
+
+
+def test_keep_up_count_skips_the_snapshots_expired_while_it_reads(tmp_path: Path) -> None:
+    """The count reads the snapshot files, then their delta lists oldest first: an expiration of all of them at its
+    first list read leaves nothing to count, and no error."""
+    table = ttl_table(tmp_path / "t", KIND)
+    for row in range(3):
+        _append(table, [row], [NEW])
+    other = Table.open(table.location)
+    latest = table.latest_snapshot()
+    assert latest is not None
+
+    def race() -> None:
+        _append(other, [3], [NEW])
+        other.maintenance.expire_snapshots(retain_min=1, retain_max=1)
+
+    hooked = InterferingFileIO(LocalFileIO(), "manifest-list-", race)
+    store = MetadataStore(hooked, TableLayout(table.location))
+    now = latest.time_millis + 1
+    assert count_ingest(store, 0, latest.id, now, 86_400_000, workers=1) == ([], latest.id)
+    assert hooked.ran == 1
+    assert [s.id for s in other.snapshots()] == [latest.id + 1]
