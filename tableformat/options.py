@@ -266,9 +266,9 @@ ORPHAN_CANDIDATES_IN_MEMORY = _register(
         "orphan-files.candidates-in-memory",
         INT,
         500_000,
-        "Data-file candidates orphan cleanup and `check` hold in memory (about 200 bytes each, so 100 MB by "
-        "default); beyond this they are spilled to a local temporary directory and matched against the references "
-        "bucket by bucket (docs/inventory.md, Memory; tablefmt's own).",
+        "Data-file candidates orphan cleanup holds in memory, and listed file sizes `check` holds (about 200 bytes "
+        "each, so 100 MB by default); beyond this they are spilled to a local temporary directory and matched "
+        "against the references bucket by bucket (docs/inventory.md, Memory; tablefmt's own).",
         minimum=1,
     )
 )
