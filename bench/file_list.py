@@ -33,14 +33,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from orphans import PARTITIONS, SCHEMA, build_synthetic, rss_kib
+from orphans import PARTITIONS, build_synthetic, commit_references, rss_kib
 
 from tableformat import Table
-from tableformat.codec.binary_row import encode_row
-from tableformat.layout import NameFactory
 from tableformat.maintenance import TableMaintenance
-from tableformat.model.manifest import DataFileMeta, FileKind, ManifestEntry
-from tableformat.model.snapshot import CommitKind, Snapshot
 
 DAY_MS = 86_400_000
 RUNS = ("dry-run", "dry-run --file-list", "check", "check --file-list")
@@ -63,47 +59,12 @@ def write_file_list(root: Path, target: Path) -> int:
     return len(paths)
 
 
-def build_referencing(path: Path, referenced: list[str], per_manifest: int = 20_000) -> None:
-    """A table whose one snapshot references ``referenced`` (``part=<p>/bucket-0/<name>``) through real manifests;
-    no data file is made."""
-    table = Table.create(str(path), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
-    ctx = table.context
-    store, types = ctx.store, [f.type for f in ctx.schema.partition_fields]
-    names = NameFactory()
-    partitions = {f"part={p}": encode_row([p], types) for p in range(PARTITIONS)}
-    metas = []
-    for start in range(0, len(referenced), per_manifest):
-        entries = []
-        for rel in referenced[start : start + per_manifest]:
-            part, _, name = rel.split("/")
-            meta = DataFileMeta(file_name=name, file_size=0, row_count=1, schema_id=0)
-            entries.append(
-                ManifestEntry(kind=FileKind.ADD, partition=partitions[part], bucket=0, total_buckets=-1, file=meta)
-            )
-        metas.append(store.write_manifest(entries, names, 0, types))
-    base = store.write_manifest_list(metas, names)
-    delta = store.write_manifest_list([], names)
-    snapshot = Snapshot(
-        id=1,
-        schema_id=0,
-        base_manifest_list=base.name,
-        delta_manifest_list=delta.name,
-        base_manifest_list_size=base.size,
-        delta_manifest_list_size=delta.size,
-        commit_user="bench",
-        commit_identifier=1,
-        commit_kind=CommitKind.APPEND,
-        time_millis=int(time.time() * 1000),
-    )
-    store.write_snapshot_if_absent(snapshot)
-
-
 def generate(work: Path, size: int) -> int:
     """The table of ``--generated`` and its file list (``files.parquet``); returns the list's row count."""
     root = work / "t"
     rels = [f"part={i % PARTITIONS}/bucket-0/data-{i:024x}-0.parquet" for i in range(size)]
     strays = rels[::100]
-    build_referencing(root, [rel for i, rel in enumerate(rels) if i % 100])
+    commit_references(root, [rel for i, rel in enumerate(rels) if i % 100], 20_000)
     for rel in strays:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         os.close(os.open(root / rel, os.O_CREAT | os.O_WRONLY, 0o644))

@@ -189,22 +189,19 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
 # --- memory mode ------------------------------------------------------------------------------------------------------
 
 
-def build_synthetic(path: Path, files: int, per_manifest: int = 10_000) -> None:
-    """One snapshot referencing ``files`` empty data files through real manifests, plus 1 % unreferenced strays."""
+def commit_references(path: Path, referenced: list[str], per_manifest: int) -> None:
+    """Create the table at ``path`` with one snapshot referencing ``referenced`` (``part=<p>/bucket-0/<name>``,
+    recorded as empty one-row files) through real manifests of ``per_manifest`` entries; no data file is made."""
     table = Table.create(str(path), SCHEMA, partition_keys=["part"], options={"write-only": "true"})
     ctx = table.context
     store, types = ctx.store, [f.type for f in ctx.schema.partition_fields]
     names = NameFactory()
-    partitions = [encode_row([p], types) for p in range(PARTITIONS)]
-    for p in range(PARTITIONS):
-        (path / f"part={p}" / "bucket-0").mkdir(parents=True)
+    partitions = {f"part={p}": encode_row([p], types) for p in range(PARTITIONS)}
     metas = []
-    for start in range(0, files, per_manifest):
+    for start in range(0, len(referenced), per_manifest):
         entries = []
-        for index in range(start, min(files, start + per_manifest)):
-            name = f"data-{uuid.uuid4()}-0.parquet"
-            part = index % PARTITIONS
-            os.close(os.open(path / f"part={part}" / "bucket-0" / name, os.O_CREAT | os.O_WRONLY, 0o644))
+        for rel in referenced[start : start + per_manifest]:
+            part, _, name = rel.split("/")
             meta = DataFileMeta(file_name=name, file_size=0, row_count=1, schema_id=0)
             entries.append(
                 ManifestEntry(kind=FileKind.ADD, partition=partitions[part], bucket=0, total_buckets=-1, file=meta)
@@ -225,6 +222,18 @@ def build_synthetic(path: Path, files: int, per_manifest: int = 10_000) -> None:
         time_millis=int(time.time() * 1000),
     )
     store.write_snapshot_if_absent(snapshot)
+
+
+def build_synthetic(path: Path, files: int, per_manifest: int = 10_000) -> None:
+    """One snapshot referencing ``files`` empty data files through real manifests, plus 1 % unreferenced strays."""
+    for p in range(PARTITIONS):
+        (path / f"part={p}" / "bucket-0").mkdir(parents=True)
+    referenced = []
+    for index in range(files):
+        rel = f"part={index % PARTITIONS}/bucket-0/data-{uuid.uuid4()}-0.parquet"
+        os.close(os.open(path / rel, os.O_CREAT | os.O_WRONLY, 0o644))
+        referenced.append(rel)
+    commit_references(path, referenced, per_manifest)
     for index in range(files // 100):
         name = f"data-{uuid.uuid4()}-0.parquet"
         os.close(os.open(path / f"part={index % PARTITIONS}" / "bucket-0" / name, os.O_CREAT | os.O_WRONLY, 0o644))
