@@ -11,9 +11,6 @@ handed over by orphan cleanup's planner (:class:`PlannerRead`), which reads them
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -36,7 +33,7 @@ from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map
 
 from .orphans.census import DirKind, Listing
-from .orphans.spill import BUCKETS, REFERENCE_CHUNK, ChunkFile, spill_directory
+from .orphans.spill import SpillDirectory
 from .roots import References, Root
 
 T = TypeVar("T")
@@ -171,49 +168,26 @@ class Verifier:
         return self.found + len(self.missing) + len(self.unlisted)
 
 
-class _SpilledVerification:
-    """Listed sizes and references spilled to bucket files by the hash of the path (cleanup/orphans/spill.py's
-    chunk files, in a private temporary directory removed by :meth:`close`, at collection or at exit): a bucket's
-    sizes and its references are read back together, so that a reference meets the size listed for its path. Any
-    failure to write or read them raises MaintenanceError (check reports it)."""
+class _SpilledVerification(SpillDirectory):
+    """Listed sizes and references spilled to bucket files by the hash of the path (cleanup/orphans/spill.py), so
+    that a bucket's sizes and its references are read back together and a reference meets the size listed for its
+    path. Any failure to write or read them raises MaintenanceError (check reports it)."""
 
     def __init__(self) -> None:
-        self.directory = spill_directory()
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, True)
-        what_sizes, what_refs = "check's spill file of listed sizes", "check's spill file of references"
-        self._sizes = [ChunkFile(os.path.join(self.directory, f"sizes-{n}"), what_sizes) for n in range(BUCKETS)]
-        self._refs = [ChunkFile(os.path.join(self.directory, f"references-{n}"), what_refs) for n in range(BUCKETS)]
-        self._buffer: list[list[tuple[str, str, int | None, str]]] = [[] for _ in range(BUCKETS)]
-        self._buffered = 0
+        super().__init__()
+        self._sizes = self.bucket_files("sizes", "check's spill file of listed sizes")
+        self._refs = self.bucket_files("references", "check's spill file of references")
 
     def spill_sizes(self, sizes: dict[str, int]) -> None:
-        paths: list[list[str]] = [[] for _ in range(BUCKETS)]
-        values: list[list[int]] = [[] for _ in range(BUCKETS)]
-        for rel, size in sizes.items():
-            bucket = hash(rel) % BUCKETS
-            paths[bucket].append(rel)
-            values[bucket].append(size)
-        for bucket, file in enumerate(self._sizes):
-            if paths[bucket]:
-                file.append((paths[bucket], values[bucket]), len(paths[bucket]))
+        self._sizes.append_pairs(sizes.items())
 
     def reference(self, rel: str, kind: str, size: int | None, by: str) -> None:
-        self._buffer[hash(rel) % BUCKETS].append((rel, kind, size, by))
-        self._buffered += 1
-        if self._buffered >= REFERENCE_CHUNK:
-            self._flush()
-
-    def _flush(self) -> None:
-        for bucket, refs in enumerate(self._buffer):
-            if refs:
-                self._refs[bucket].append(list(refs), len(refs))
-                self._buffer[bucket] = []
-        self._buffered = 0
+        self._refs.buffer(rel, (rel, kind, size, by))
 
     def buckets(self) -> Iterator[tuple[dict[str, int], list[tuple[str, str, int | None, str]]]]:
         """Per bucket: the listed sizes of its paths, and its references in the order they were made."""
-        self._flush()
-        for sizes_file, refs_file in zip(self._sizes, self._refs):
+        self._refs.flush()
+        for sizes_file, refs_file in zip(self._sizes.files, self._refs.files):
             sizes: dict[str, int] = {}
             for chunk in sizes_file.chunks_read():
                 paths, values = _pair_of_lists(chunk, sizes_file.path)
@@ -226,9 +200,6 @@ class _SpilledVerification:
             if len(references) != refs_file.entries:
                 raise MaintenanceError(f"check's spill file {refs_file.path} gave back other references than written")
             yield sizes, references
-
-    def close(self) -> None:
-        self._cleanup()
 
 
 def _pair_of_lists(chunk: object, path: str) -> tuple[list[str], list[int]]:

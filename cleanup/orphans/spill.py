@@ -24,7 +24,8 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from tableformat.errors import MaintenanceError
 
@@ -94,50 +95,86 @@ class ChunkFile:
             raise _stop(f"cannot read back {self.what} {self.path}", exc) from exc
 
 
-class SpilledCandidates:
-    """Candidates (name, packed int) spilled to bucket files, and the names discarded since the first spill."""
+class SpillDirectory:
+    """A private temporary directory of spill files (:func:`spill_directory`), removed by :meth:`close`, when the
+    object is collected, or at exit."""
 
     def __init__(self) -> None:
         self.directory = spill_directory()
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, True)
-        self._candidates = [ChunkFile(os.path.join(self.directory, f"candidates-{n}")) for n in range(BUCKETS)]
-        self._references = [ChunkFile(os.path.join(self.directory, f"references-{n}")) for n in range(BUCKETS)]
-        self._buffer: list[list[str]] = [[] for _ in range(BUCKETS)]
+
+    def bucket_files(self, stem: str, what: str) -> BucketFiles:
+        return BucketFiles(self.directory, stem, what)
+
+    def close(self) -> None:
+        """Remove the spill files (also done when the object is collected, or at exit)."""
+        self._cleanup()
+
+
+class BucketFiles:
+    """``BUCKETS`` chunk files ``<stem>-<n>``, an entry going to the file of its key's hash: pairs (key, int) are
+    appended one chunk per bucket at once; single items are buffered and appended once ``REFERENCE_CHUNK`` are held
+    (and at :meth:`flush`)."""
+
+    def __init__(self, directory: str, stem: str, what: str) -> None:
+        self.files = [ChunkFile(os.path.join(directory, f"{stem}-{n}"), what) for n in range(BUCKETS)]
+        self._buffer: list[list[Any]] = [[] for _ in range(BUCKETS)]
         self._buffered = 0
-        self.spilled = 0
-        """Candidate entries written (a name in several directories counts once per directory)."""
 
-    def spill(self, entries: Iterator[tuple[str, int]]) -> None:
-        """Append ``entries`` (name, packed int) to their buckets, one chunk per bucket."""
-        names: list[list[str]] = [[] for _ in range(BUCKETS)]
+    def append_pairs(self, pairs: Iterable[tuple[str, int]]) -> int:
+        """Append the pairs, a chunk (keys, values) per bucket; returns how many were written."""
+        keys: list[list[str]] = [[] for _ in range(BUCKETS)]
         values: list[list[int]] = [[] for _ in range(BUCKETS)]
-        for name, packed in entries:
-            bucket = hash(name) % BUCKETS
-            names[bucket].append(name)
-            values[bucket].append(packed)
-        for bucket, file in enumerate(self._candidates):
-            if names[bucket]:
-                file.append((names[bucket], values[bucket]), len(names[bucket]))
-                self.spilled += len(names[bucket])
+        for key, value in pairs:
+            bucket = hash(key) % BUCKETS
+            keys[bucket].append(key)
+            values[bucket].append(value)
+        written = 0
+        for bucket, file in enumerate(self.files):
+            if keys[bucket]:
+                file.append((keys[bucket], values[bucket]), len(keys[bucket]))
+                written += len(keys[bucket])
+        return written
 
-    def discard(self, name: str) -> None:
-        """Record that ``name`` is referenced: no spilled candidate of that name survives."""
-        self._buffer[hash(name) % BUCKETS].append(name)
+    def buffer(self, key: str, item: str | tuple[str, str, int | None, str]) -> None:
+        self._buffer[hash(key) % BUCKETS].append(item)
         self._buffered += 1
         if self._buffered >= REFERENCE_CHUNK:
             self.flush()
 
     def flush(self) -> None:
-        for bucket, names in enumerate(self._buffer):
-            if names:
-                self._references[bucket].append(names, len(names))
+        for bucket, items in enumerate(self._buffer):
+            if items:
+                self.files[bucket].append(items, len(items))
                 self._buffer[bucket] = []
         self._buffered = 0
+
+
+class SpilledCandidates(SpillDirectory):
+    """Candidates (name, packed int) spilled to bucket files, and the names discarded since the first spill."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._candidates = self.bucket_files("candidates", "the candidates' spill file")
+        self._references = self.bucket_files("references", "the candidates' spill file")
+        self.spilled = 0
+        """Candidate entries written (a name in several directories counts once per directory)."""
+
+    def spill(self, entries: Iterator[tuple[str, int]]) -> None:
+        """Append ``entries`` (name, packed int) to their buckets, one chunk per bucket."""
+        self.spilled += self._candidates.append_pairs(entries)
+
+    def discard(self, name: str) -> None:
+        """Record that ``name`` is referenced: no spilled candidate of that name survives."""
+        self._references.buffer(name, name)
+
+    def flush(self) -> None:
+        self._references.flush()
 
     def survivors(self) -> Iterator[tuple[str, list[int]]]:
         """Every spilled name no discard named, with its packed values (one per directory), bucket by bucket."""
         self.flush()
-        for candidates, references in zip(self._candidates, self._references):
+        for candidates, references in zip(self._candidates.files, self._references.files):
             by_name: dict[str, list[int]] = {}
             for chunk in candidates.chunks_read():
                 names, values = _candidate_chunk(chunk, candidates.path)
@@ -155,10 +192,6 @@ class SpilledCandidates:
             if read != references.entries:
                 raise _stop(f"the spill file {references.path} gave back", ValueError("other names than written"))
             yield from by_name.items()
-
-    def close(self) -> None:
-        """Remove the spill files (also done when the object is collected, or at exit)."""
-        self._cleanup()
 
 
 def _candidate_chunk(chunk: object, path: str) -> tuple[list[str], list[int]]:
