@@ -33,7 +33,7 @@ from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map
 
 from .orphans.census import DirKind, Listing
-from .orphans.spill import SpillDirectory
+from .orphans.spill import SpillDirectory, pair_chunk
 from .roots import References, Root
 
 T = TypeVar("T")
@@ -190,7 +190,7 @@ class _SpilledVerification(SpillDirectory):
         for sizes_file, refs_file in zip(self._sizes.files, self._refs.files):
             sizes: dict[str, int] = {}
             for chunk in sizes_file.chunks_read():
-                paths, values = _pair_of_lists(chunk, sizes_file.path)
+                paths, values = pair_chunk(chunk, sizes_file.path)
                 sizes.update(zip(paths, values))
             references: list[tuple[str, str, int | None, str]] = []
             for chunk in refs_file.chunks_read():
@@ -200,15 +200,6 @@ class _SpilledVerification(SpillDirectory):
             if len(references) != refs_file.entries:
                 raise MaintenanceError(f"check's spill file {refs_file.path} gave back other references than written")
             yield sizes, references
-
-
-def _pair_of_lists(chunk: object, path: str) -> tuple[list[str], list[int]]:
-    if not (isinstance(chunk, tuple) and len(chunk) == 2 and all(isinstance(part, list) for part in chunk)):
-        raise MaintenanceError(f"check's spill file {path} holds a chunk that is not (paths, sizes)")
-    paths, values = chunk
-    if len(paths) != len(values):
-        raise MaintenanceError(f"check's spill file {path} holds a chunk of unequal lists")
-    return paths, values
 
 
 @dataclass

@@ -177,7 +177,7 @@ class SpilledCandidates(SpillDirectory):
         for candidates, references in zip(self._candidates.files, self._references.files):
             by_name: dict[str, list[int]] = {}
             for chunk in candidates.chunks_read():
-                names, values = _candidate_chunk(chunk, candidates.path)
+                names, values = pair_chunk(chunk, candidates.path)
                 for name, packed in zip(names, values):
                     by_name.setdefault(name, []).append(packed)
             if sum(map(len, by_name.values())) != candidates.entries:
@@ -194,9 +194,10 @@ class SpilledCandidates(SpillDirectory):
             yield from by_name.items()
 
 
-def _candidate_chunk(chunk: object, path: str) -> tuple[list[str], list[int]]:
+def pair_chunk(chunk: object, path: str) -> tuple[list[str], list[int]]:
+    """A chunk of pairs as :meth:`BucketFiles.append_pairs` wrote it: (keys, ints); MaintenanceError otherwise."""
     if not (isinstance(chunk, tuple) and len(chunk) == 2 and all(isinstance(part, list) for part in chunk)):
-        raise _stop(f"the spill file {path} holds", TypeError("a chunk that is not (names, values)"))
+        raise _stop(f"the spill file {path} holds", TypeError("a chunk that is not (keys, values)"))
     names, values = chunk
     if len(names) != len(values):
         raise _stop(f"the spill file {path} holds", ValueError("a chunk of unequal lists"))
