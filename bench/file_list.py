@@ -96,14 +96,14 @@ def generate(work: Path, size: int) -> int:
 FILE_LIST_SCHEMA = pa.schema([("path", pa.string()), ("size", pa.int64()), ("last_modified", pa.int64())])
 
 
-def measure_generated(size: int, workdir: str | None) -> list[dict[str, Any]]:
+def measure_generated(size: int, workdir: str | None, spark: bool = False) -> list[dict[str, Any]]:
     work = Path(tempfile.mkdtemp(prefix=f"bench-file-list-gen-{size}-", dir=workdir))
     try:
         started = time.perf_counter()
         listed = generate(work, size)
         built = time.perf_counter() - started
         docs: list[dict[str, Any]] = []
-        for run in ("dry-run --file-list", "check --file-list"):
+        for run in ("dry-run --file-list", "check --file-list", *(("spark dry-run --file-list",) if spark else ())):
             done = subprocess.run(
                 [sys.executable, __file__, "--child", str(work / "t"), run, str(work / "files.parquet")],
                 check=True,
@@ -122,14 +122,43 @@ def measure_generated(size: int, workdir: str | None) -> list[dict[str, Any]]:
 def peak_rss_kib() -> int:
     """The process's peak RSS since it started (VmHWM). Not ru_maxrss: on Linux that keeps the high-water mark of
     the process the child was spawned from (vfork), here the parent that built a table of millions of files."""
-    with open("/proc/self/status") as handle:
+    return proc_peak_kib("self")
+
+
+def proc_peak_kib(pid: int | str) -> int:
+    """Peak RSS (VmHWM) of process ``pid`` ("self": this one)."""
+    with open(f"/proc/{pid}/status") as handle:
         for line in handle:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1])
     return 0
 
 
+def spark_child(path: str, file_list: str) -> None:
+    """The distributed cleaner's dry run from the list on ``local[2]``: its peak RSS above the RSS once Spark is up,
+    and the peaks of the whole Python driver process and of Spark's JVM."""
+    from pyspark.sql import SparkSession
+
+    from tableformat.spark import remove_orphan_files
+
+    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
+    baseline = rss_kib()
+    future = int(time.time() * 1000) + 2 * DAY_MS
+    start = time.perf_counter()
+    result = remove_orphan_files(spark, path, dry_run=True, now_ms=future, file_list=file_list)
+    seconds = time.perf_counter() - start
+    python_peak, jvm_peak = proc_peak_kib("self"), proc_peak_kib(jvm)
+    spark.stop()
+    doc = {"run": "spark dry-run --file-list", "seconds": seconds, "peak_mib": (python_peak - baseline) / 1024}
+    doc.update(python_peak_mib=python_peak / 1024, jvm_peak_mib=jvm_peak / 1024, orphans=result.orphan_files)
+    print(json.dumps(doc))
+
+
 def child(path: str, run: str, file_list: str) -> None:
+    if run.startswith("spark"):
+        spark_child(path, file_list)
+        return
     table = Table.open(path)
     budget = os.environ.get("BENCH_CANDIDATES_IN_MEMORY")  # orphan-files.candidates-in-memory, when given
     context = table.context.with_options({"orphan-files.candidates-in-memory": budget} if budget else {})
@@ -176,6 +205,7 @@ def main() -> None:
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--runs", default=",".join(RUNS), help=f"Some of: {', '.join(RUNS)} (comma-separated).")
     parser.add_argument("--generated", default="", help="Sizes of generated file lists (see above).")
+    parser.add_argument("--spark", action="store_true", help="With --generated: the Spark cleaner's dry run too.")
     parser.add_argument("--candidates-in-memory", default="", help="orphan-files.candidates-in-memory for the runs.")
     parser.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -187,7 +217,7 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",") if int(s)):
         measure(size, args.workdir, tuple(args.runs.split(",")))
     for size in (int(s) for s in args.generated.split(",") if s):
-        measure_generated(size, args.workdir)
+        measure_generated(size, args.workdir, args.spark)
 
 
 if __name__ == "__main__":
