@@ -323,6 +323,8 @@ def check_table(
         verifier.errors.append(str(exc))
     listed = None if file_list is None else load_file_list(ctx, file_list)
     planned = _planned_with_references(ctx, verifier, workers, (older_than, force, now_ms), listed, data_dir)
+    if planned is None:  # check lists and reads on its own: nothing the planner handed over counts
+        verifier = verifier.restarted()
     plan = None if planned is None else planned[0]
     nested: list[str] = []
     roots = _verified(ctx, workers, data_dir, verifier, nested, listed, None if planned is None else planned[1])

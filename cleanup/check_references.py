@@ -99,6 +99,15 @@ class Verifier:
     def spilled(self) -> bool:
         return self._spill is not None
 
+    def restarted(self) -> Verifier:
+        """A verifier to start over with (the planner stopped part way: what it handed over is dropped), keeping
+        the errors recorded so far."""
+        if self._spill is not None:
+            self._spill.close()
+        fresh = Verifier(self._in_memory)
+        fresh.errors = self.errors
+        return fresh
+
     def list_files(self, files: Iterable[tuple[str, int]]) -> None:
         """Listed files: (path relative to the root, size)."""
         self.sizes.update(files)

@@ -120,6 +120,9 @@ def test_unreadable_manifest_is_an_error(table: Table) -> None:
     assert not result.ok
     assert any(manifest in error for error in result.errors)
     assert result.orphan_files is None
+    # what could be read is verified once: 8 data files of the two other manifests, 3 manifests, 6 lists
+    assert (result.referenced_files, len(result.missing_files)) == (8 + 3 + 6, 0)
+    assert [p.path for p in result.size_mismatches] == [f"manifest/{manifest}"]
 
 
 def test_cli_exit_codes_and_json(table: Table) -> None:
