@@ -22,7 +22,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from tableformat.codec.avro_projection import ScanRef
+from tableformat.codec.avro_projection import EntryRef, ScanRef
 from tableformat.context import TableContext
 from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
 from tableformat.layout import CHANGELOG_PREFIX, MANIFEST_DIR, STATISTICS_DIR, TAG_PREFIX, check_file_name
@@ -38,6 +38,7 @@ MAX_ROUNDS = 10
 """Listings of the roots before giving up on a table whose snapshots and tags keep changing."""
 
 R = TypeVar("R")
+E = TypeVar("E", EntryRef, ScanRef)
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,42 +288,38 @@ class References:
         held as full entries: memory stays bounded by the manifest size, not by the table size.
         """
 
-        def read_names(name: str) -> list[str] | None:
-            refs = self._unless_missing(self.ctx.store.read_manifest_refs, name)  # names, not whole entries
-            if refs is None:
-                return None
-            result: list[str] = []
-            for ref in refs:
-                check_file_name(ref.file_name, what=f"data file name in manifest {name}")
-                result.append(ref.file_name)
-                for extra in ref.extra_files:
-                    check_file_name(extra, what=f"extra file name in manifest {name}")
-                    result.append(extra)
-            return result
+        def names_of(refs: list[EntryRef]) -> list[str]:
+            return [file for ref in refs for file in (ref.file_name, *ref.extra_files)]
 
-        for name, files in bounded_map(self.pool, read_names, names, max(1, self.window // 2)):
-            if files is None:
-                self._vanished_manifest(name)
-                continue
-            yield name, files
+        return self._checked_refs(names, self.ctx.store.read_manifest_refs, names_of)  # names, not whole entries
 
     def manifest_scan_refs(self, names: Iterable[str]) -> Iterator[tuple[str, list[ScanRef]]]:
         """Like manifest_file_names(), but each manifest's entries projected (no statistics), for a caller that
         needs their partition, bucket, kind and size too (``check``, reading through orphan cleanup's planner)."""
+        return self._checked_refs(names, self.ctx.store.read_manifest_scan_refs, lambda refs: refs)
 
-        def read_refs(name: str) -> list[ScanRef] | None:
-            refs = self._unless_missing(self.ctx.store.read_manifest_scan_refs, name)
-            for ref in refs or ():
+    def _checked_refs(
+        self, names: Iterable[str], read: Callable[[str], list[E]], reduce: Callable[[list[E]], R]
+    ) -> Iterator[tuple[str, R]]:
+        """(name, ``reduce`` of its entries read by ``read``, their file names checked) of each manifest, in the
+        worker threads, half the window at a time. A missing manifest still referenced by a root present now raises
+        CorruptMetadataError; one that no present root references (expired concurrently) is skipped."""
+
+        def read_checked(name: str) -> R | None:
+            refs = self._unless_missing(read, name)
+            if refs is None:
+                return None
+            for ref in refs:
                 check_file_name(ref.file_name, what=f"data file name in manifest {name}")
                 for extra in ref.extra_files:
                     check_file_name(extra, what=f"extra file name in manifest {name}")
-            return refs
+            return reduce(refs)
 
-        for name, refs in bounded_map(self.pool, read_refs, names, max(1, self.window // 2)):
-            if refs is None:
+        for name, value in bounded_map(self.pool, read_checked, names, max(1, self.window // 2)):
+            if value is None:
                 self._vanished_manifest(name)
                 continue
-            yield name, refs
+            yield name, value
 
     # --- index manifests --------------------------------------------------------------------------------------
     def index_file_names(self, owners: dict[str, list[Root]]) -> Iterator[tuple[str, list[str]]]:

@@ -117,16 +117,22 @@ def _discard_index_files(refs: References, candidates: CandidateSet, roots: list
     read.index_manifests.update(owners)
 
 
+def _discard_root_files(refs: References, candidates: CandidateSet, roots: list[Root], read: _ReadSoFar) -> None:
+    """Discard the roots' own files (manifest lists, index manifest, statistics) and the index files their index
+    manifests name (those not read before)."""
+    for root in roots:
+        for _, name in refs.root_files(root):
+            candidates.discard(name)
+    _discard_index_files(refs, candidates, roots, read)
+
+
 def _discard_everything(
     refs: References, candidates: CandidateSet, roots: list[Root], read: _ReadSoFar, shared: SharedRead
 ) -> None:
     """The first pass for a caller sharing it: every root's own files, index files, manifest lists, manifests and
     the files their entries name are discarded, each list and manifest handed to ``shared`` once read."""
     shared.roots(roots)
-    for root in roots:
-        for _, name in refs.root_files(root):
-            candidates.discard(name)
-    _discard_index_files(refs, candidates, roots, read)
+    _discard_root_files(refs, candidates, roots, read)
     owners = list_owners(roots)
     manifests: dict[str, None] = {}
     for name, rows in refs.named_manifest_lists(owners):
@@ -148,10 +154,7 @@ def _discard_first_pass(
     ctx: TableContext, refs: References, census: _Census, cutoff_ms: int, roots: list[Root], read: _ReadSoFar
 ) -> None:
     candidates = census.candidates
-    for root in roots:
-        for _, name in refs.root_files(root):
-            candidates.discard(name)
-    _discard_index_files(refs, candidates, roots, read)
+    _discard_root_files(refs, candidates, roots, read)
     if not candidates.kinds & (DATA_FILE_KINDS | MANIFEST_FILE_KINDS):
         return
     selection = DataManifestSelection(roots)
@@ -205,10 +208,7 @@ def _close_over_new_roots(refs: References, candidates: CandidateSet, roots: lis
         log.info("%d root(s) appeared while references were read; reading them too", len(new))
         seen.update((root.path, root.snapshot.base_manifest_list) for root in new)
         added += len(new)
-        for root in new:
-            for _, name in refs.root_files(root):
-                candidates.discard(name)
-        _discard_index_files(refs, candidates, new, read)
+        _discard_root_files(refs, candidates, new, read)
         if not candidates.kinds & (DATA_FILE_KINDS | MANIFEST_FILE_KINDS):
             continue
         owners = {name: owners for name, owners in list_owners(new).items() if name not in read.lists}
