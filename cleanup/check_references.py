@@ -230,15 +230,12 @@ class PlannerRead:
         self._kinds = kinds
         self.verifier = verifier
         self._paths = paths
-        self.nested: list[str] = []
         self.table_roots: list[Root] | None = None
         self.read = ManifestsRead({}, {})
         self._streamed: dict[str, tuple[str, str] | None] | None = None
 
-    def listed(self, listing: Listing) -> None:
-        if listing.kind is DirKind.NESTED_TABLE:
-            self.nested.append(listing.rel)
-        elif listing.kind in self._kinds:
+    def listed(self, listing: Listing) -> None:  # the plan reports other tables' roots (skipped_nested_tables)
+        if listing.kind in self._kinds:
             prefix = f"{listing.rel}/"
             self.verifier.list_files((prefix + info.name, info.size) for info in listing.files)
 
