@@ -20,9 +20,8 @@ The list cannot know files written after it was made, so the cleanup's cutoff is
 from __future__ import annotations
 
 import os
-import shutil
-import weakref
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, cast
 
@@ -41,23 +40,22 @@ from tableformat.io.local import LocalFileIO
 from tableformat.layout import SCHEMA_DIR
 
 from .census import TABLE_ROOT_MARKERS as ROOT_MARKERS
-from .spill import ChunkFile, spill_directory
+from .spill import ChunkFile, SpillDirectory
 
 MANIFEST_NAME = "manifest.json"
 SPOOL_CHUNK = 100_000
 """Files of the list kept in memory at a time while it is read, and walked at a time by the census."""
 
 
-class ListedFiles:
+class ListedFiles(SpillDirectory):
     """The files of a list under one table root, spooled once to a private temporary file (local disk, removed
     when this object is collected or the process exits) and read back in chunks of ``SPOOL_CHUNK`` each time they
     are walked, so that neither reading the list nor walking it holds every file. A path the list names twice is
     yielded twice (the census counts one candidate)."""
 
     def __init__(self, root: str) -> None:
+        super().__init__()
         self.root = root.rstrip("/")
-        self.directory = spill_directory()
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, True)
         self._spool = ChunkFile(os.path.join(self.directory, "files"), "the file list's spool file")
         self._chunk: tuple[list[str], list[int], list[int]] = ([], [], [])
         self.table_roots: set[str] = set()
@@ -97,9 +95,6 @@ class ListedFiles:
     def __iter__(self) -> Iterator[FileInfo]:
         for batch in self.batches():
             yield from batch
-
-    def close(self) -> None:
-        self._cleanup()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,22 +144,25 @@ def _open(ctx: TableContext, where: str) -> tuple[FileIO, str]:
     raise FileListError(f"{where}: a file list is read from a local path or, for a table on S3, from s3://")
 
 
-def _read(file_io: FileIO, path: str, where: str) -> bytes:
+@contextmanager
+def _as_file_list_error(where: str) -> Iterator[None]:
+    """A missing or unreadable ``where`` as a one-line FileListError."""
     try:
-        return file_io.read_bytes(path)
+        yield
     except FileNotFoundError:
         raise FileListError(f"{where}: no such file") from None
-    except (IsADirectoryError, PermissionError, OSError) as exc:
+    except OSError as exc:  # a directory, no permission, the store refusing
         raise FileListError(f"{where}: cannot read it: {exc}") from None
+
+
+def _read(file_io: FileIO, path: str, where: str) -> bytes:
+    with _as_file_list_error(where):
+        return file_io.read_bytes(path)
 
 
 def _opened(file_io: FileIO, path: str, where: str) -> IO[bytes]:
-    try:
+    with _as_file_list_error(where):
         return file_io.open_input(path)
-    except FileNotFoundError:
-        raise FileListError(f"{where}: no such file") from None
-    except (IsADirectoryError, PermissionError, OSError) as exc:
-        raise FileListError(f"{where}: cannot read it: {exc}") from None
 
 
 def _streamed(
