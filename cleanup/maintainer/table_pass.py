@@ -43,7 +43,7 @@ from tableformat.io.write_once_cache import WriteOnceCache
 from tableformat.layout import LATEST, TableLayout
 from tableformat.lazy_module import lazy_module
 from tableformat.model.maintain import HourStats, MaintainState, OperationState
-from tableformat.parallel import resolve_parallelism
+from tableformat.parallel import executor, resolve_parallelism
 from tableformat.store import MetadataStore
 from tableformat.threads import thread_pool
 from tableformat.undo_store import held_paths
@@ -182,12 +182,8 @@ def probe(store: MetadataStore, schema_id: int | None = None) -> Probe:
     reads: list[Callable[[], Any]] = [lambda: _state(store), lambda: store.read_hint(LATEST)]
     if schema_id is None:
         reads.append(store.schema_ids)
-    if store.io.latency_bound:  # the reads at once: one round trip
-        with thread_pool(len(reads), "tablefmt-probe") as pool:
-            futures = [pool.submit(read) for read in reads]
-            found = [future.result() for future in futures]
-    else:
-        found = [read() for read in reads]
+    with executor(len(reads) if store.io.latency_bound else 1, "tablefmt-probe") as pool:  # at once: one round trip
+        found = list(pool.map(lambda read: read(), reads))
     if schema_id is None:
         schema_id = found[2][-1] if found[2] else None
     return Probe(found[0], found[1], schema_id)
