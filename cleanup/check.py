@@ -247,7 +247,6 @@ def _verified(
     listed here while the lists and manifests are read (listing waits on the store, decoding on the CPU), then
     verified. A file referenced but not listed is stat'ed."""
     roots: list[Root] = []
-    paths = None if data_dir is None else DataPaths(ctx.schema, ctx.partition_codec())
     with executor(workers, "tablefmt-check") as pool, executor(1, "tablefmt-check-listing") as lister:
         refs = References(ctx, pool, workers)
         if planned is None:
@@ -255,7 +254,7 @@ def _verified(
         else:
             roots = planned.table_roots or []
             try:
-                collect_references(ctx, refs, roots, verifier, paths, planned.read, names_checked=True)
+                collect_references(ctx, refs, roots, verifier, planned.paths, planned.read, names_checked=True)
             except _READ_ERRORS as exc:
                 verifier.errors.append(str(exc))
         try:

@@ -229,7 +229,7 @@ class PlannerRead:
     def __init__(self, kinds: frozenset[DirKind], verifier: Verifier, paths: DataPaths) -> None:
         self._kinds = kinds
         self.verifier = verifier
-        self._paths = paths
+        self.paths = paths
         self.table_roots: list[Root] | None = None
         self.read = ManifestsRead({}, {})
         self._streamed: dict[str, tuple[str, str] | None] | None = None
@@ -253,7 +253,7 @@ class PlannerRead:
             self.read.entries[name] = entries
             return
         kind, label = verify_as
-        _verify_entries(self.verifier, self._paths, entries, kind, label, names_checked=True)
+        _verify_entries(self.verifier, self.paths, entries, kind, label, names_checked=True)
 
 
 def _has_deletes(snapshot: Snapshot, lists: dict[str, list[ManifestFileMeta]]) -> bool:
