@@ -34,6 +34,14 @@ UNKNOWN = -1
 """Size or mtime of a FileInfo from list_dir_without_file_stats that the listing did not determine."""
 
 
+WHOLE_GET_BYTES = 4 << 20
+"""On object stores, a data file up to this size (the size its manifest entry records) is fetched whole in one GET;
+a larger one footer first, then only the column chunks read. Either way no HEAD: the size is known. A whole GET
+costs one round trip plus the transfer; footer first costs two (three with a footer over 64 KiB) plus the transfer
+of the chunks read. One round trip to S3 (20-50 ms to the first byte) is worth 2-5 MB at the ~100 MB/s one
+connection transfers, so up to about 4 MiB the single GET is no slower even when only a few columns are wanted."""
+
+
 class FileIO(ABC):
     """Read, write, list and delete files of one table's storage."""
 
@@ -193,7 +201,7 @@ class FileIO(ABC):
         files the caller knows (a manifest entry records its data file's), opened without asking the store for them."""
         from tableformat.io.arrow_fs import arrow_filesystem_over
 
-        return arrow_filesystem_over(self.fsspec_filesystem(), sizes)
+        return arrow_filesystem_over(self.fsspec_filesystem(), sizes, self.read_bytes)
 
     @abstractmethod
     def fsspec_filesystem(self) -> Any:

@@ -189,6 +189,11 @@ class TableScan:
         for entry in self.files():
             (direct if self._readable_by_name(entry) else by_id).append(entry)
         fragments = [self._fragment(e, self._partition_guarantee(e) if guarantees else None) for e in direct]
+        from tableformat.io.arrow_fs import KnownSizeHandler
+
+        handler = getattr(self._fs, "handler", None)
+        if isinstance(handler, KnownSizeHandler):  # an object store: the next small files fetched as each opens
+            handler.read_ahead([fragment.path for fragment in fragments], self.threads)
         import pyarrow.dataset as ds
 
         dataset: ds.Dataset = ds.FileSystemDataset(fragments, self.arrow_schema, self._format, self._fs)
@@ -269,9 +274,7 @@ class TableScan:
         """Object stores: the selected files' rows file by file, in order, each file fetched by :class:`DataReader`
         without a HEAD (one GET for a small file) and ``threads`` files at a time (bounded memory; pyarrow's
         scanner over fsspec reads about 4 at a time). Columns map by field id."""
-        reader = DataReader(
-            self.io, self.layout, self.schema, self.schema_loader, self._codec, threads=self.threads
-        )
+        reader = DataReader(self.io, self.layout, self.schema, self.schema_loader, self._codec, threads=self.threads)
         with _read_errors(self.io):
             yield from reader.iter_tables(self.files(), selected, self.row_filter)
 

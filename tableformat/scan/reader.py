@@ -12,7 +12,7 @@ from tableformat.codec.avro_projection import ScanEntry
 from tableformat.codec.partition_codec import PartitionCodec
 from tableformat.data_paths import DataPaths
 from tableformat.errors import CorruptMetadataError, MissingDataFileError
-from tableformat.io.fileio import FileIO
+from tableformat.io.fileio import WHOLE_GET_BYTES, FileIO
 from tableformat.layout import TableLayout
 from tableformat.lazy_module import lazy_module
 from tableformat.model.manifest import ManifestEntry
@@ -40,13 +40,6 @@ INDEX_BYTES_PER_VALUE = 3
 """Bytes per value a dictionary-coded data page may take (a 1 MiB dictionary of strings of 4 bytes or more has at
 most 2^18 entries: 18-bit indices, 2.25 bytes, plus definition levels and page headers)."""
 
-
-WHOLE_GET_BYTES = 4 << 20
-"""On object stores, a data file up to this size (the size its manifest entry records) is fetched whole in one GET;
-a larger one footer first, then only the column chunks read. Either way no HEAD: the size is known. A whole GET
-costs one round trip plus the transfer; footer first costs two (three with a footer over 64 KiB) plus the transfer
-of the chunks read. One round trip to S3 (20-50 ms to the first byte) is worth 2-5 MB at the ~100 MB/s one
-connection transfers, so up to about 4 MiB the single GET is no slower even when only a few columns are wanted."""
 
 TAIL_BYTES = 64 << 10
 """The tail fetched first from a larger file: the footer of almost every file (pyarrow reads as much first)."""
