@@ -61,6 +61,13 @@ def _timedelta(millis: int | None) -> timedelta | None:
 )
 @click.option("--spark-master", default=None, metavar="URL", help="Spark master for --engine spark, e.g. local[4].")
 @click.option("--file-list", default=None, metavar="SOURCE", help=FILE_LIST_HELP)
+@click.option(
+    "--max-files",
+    type=COUNT,
+    default=None,
+    help="Delete at most N orphans this run; the rest are reported as backlog for the next run (default: table "
+    "option orphan-files.max-files, 200000).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @storage_option_flag
 @handle_errors
@@ -73,6 +80,7 @@ def remove_orphans(
     engine: str,
     spark_master: str | None,
     file_list: str | None,
+    max_files: int | None,
     as_json: bool,
     storage_options: tuple[str, ...],
 ) -> None:
@@ -81,13 +89,18 @@ def remove_orphans(
         guard = _timedelta(older_than)
         with _file_list_errors():
             result = _remove_orphans_on_spark(
-                table, storage_options, spark_master, guard, dry_run, parallelism, force, file_list
+                table, storage_options, spark_master, guard, dry_run, parallelism, force, file_list, max_files
             )
     else:
         with progress("removing orphans") as current, _file_list_errors():
             target = open_table(table, storage_options, current)
             result = target.maintenance.remove_orphan_files(
-                older_than=older_than, force=force, parallelism=parallelism, dry_run=dry_run, file_list=file_list
+                older_than=older_than,
+                force=force,
+                parallelism=parallelism,
+                dry_run=dry_run,
+                file_list=file_list,
+                max_files=max_files,
             )
     if as_json:
         echo_json(result.to_json())
@@ -118,6 +131,7 @@ def _remove_orphans_on_spark(
     parallelism: int | None,
     force: bool,
     file_list: str | None,
+    max_files: int | None,
 ) -> OrphanResult:
     """remove-orphans --engine spark: the same cleaner with listing and deletion on Spark executors."""
     try:
@@ -142,6 +156,7 @@ def _remove_orphans_on_spark(
             storage_options=parse_storage_options(storage_options),
             force=force,
             file_list=file_list,
+            max_files=max_files,
         )
     except (click.ClickException, TableFormatError, OSError, ValueError):
         raise

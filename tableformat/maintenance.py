@@ -189,14 +189,17 @@ class TableMaintenance:
         dry_run: bool = False,
         now_ms: int | None = None,
         file_list: str | os.PathLike[str] | None = None,
+        max_files: int | None = None,
     ) -> OrphanResult:
         """Delete files no snapshot, tag, changelog or branch references and older than ``older_than`` (default:
         ``orphan-files.older-than``, 1 d; under 1 h needs ``force``). Only names the format produces are
         candidates; others are reported, never deleted. ``file_list``: an S3 Inventory ``manifest.json`` or a
-        Parquet/CSV of ``path, size, last_modified`` to take the files from instead of listing (docs/inventory.md)."""
+        Parquet/CSV of ``path, size, last_modified`` to take the files from instead of listing (docs/inventory.md).
+        ``max_files``: delete at most this many orphans (default ``orphan-files.max-files``, 200,000); the rest are the
+        result's ``backlog``, for the next run."""
         return self._run(
             OrphanResult, "remove-orphans", dry_run, now_ms, None,
-            older_than=older_than, force=force, parallelism=parallelism, file_list=file_list,
+            older_than=older_than, force=force, parallelism=parallelism, file_list=file_list, max_files=max_files,
         )  # fmt: skip
 
     def check(

@@ -272,6 +272,16 @@ ORPHAN_CANDIDATES_IN_MEMORY = _register(
         minimum=1,
     )
 )
+ORPHAN_MAX_FILES = _register(
+    Option(
+        "orphan-files.max-files",
+        INT,
+        200_000,
+        "At most this many orphans one `remove-orphans` run deletes; the rest wait for the next run (as `backlog`), "
+        "so a run's memory stays bounded: about 1.3 KB per orphan (docs/inventory.md, Memory; tablefmt's own).",
+        minimum=1,
+    )
+)
 MAINTAIN_INTERVAL = _register(
     Option(
         "maintenance.check-interval",
@@ -581,11 +591,8 @@ def is_known_option_key(key: str) -> bool:
 
 
 def check_option_keys(keys: Iterable[str], *, allow_unknown: bool = False) -> None:
-    """Refuse option names neither tablefmt nor Paimon knows (UnknownOptionError suggests the closest known name).
-
-    Applies to options users give tablefmt (Table.create, ``tablefmt create --option``), never to the options of an
-    existing table. ``allow_unknown`` stores any name as given.
-    """
+    """Refuse option names neither tablefmt nor Paimon knows (UnknownOptionError suggests the closest known name):
+    of options users give (Table.create, ``create --option``), never an existing table's; ``allow_unknown``: any."""
     if allow_unknown:
         return
     unknown = [key for key in keys if not is_known_option_key(key)]

@@ -211,8 +211,8 @@ class _Census:
     """Manifest-like candidates listed with an mtime before the cutoff."""
     directories: int = 0
     files: int = 0
-    gone: list[str] = field(default_factory=list)
-    """Candidates of a file list that were gone when stat'ed (never orphans)."""
+    gone: int = 0
+    """Candidates that were gone when stat'ed (never orphans; expected of a file list, which may be days old)."""
 
 
 def _listings(
@@ -340,7 +340,7 @@ def _settle_manifests(ctx: TableContext, census: _Census, cutoff_ms: int) -> boo
             remaining = True
         else:
             if info is None:
-                census.gone.append(TableLayout.manifest_rel(name))
+                census.gone += 1
             candidates.discard(name)
     return remaining
 

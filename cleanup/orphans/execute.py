@@ -45,6 +45,7 @@ def execute_orphan_plan(
         dry_run=False,
         cutoff_ms=plan.cutoff_ms,
         failed=tuple(deleter.failures),
+        backlog=plan.backlog,
         removed_dirs=tuple(deleter.remove_empty_dirs(plan.empty_dirs)),
         skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
@@ -69,4 +70,5 @@ def dry_run_result(plan: OrphanPlan) -> OrphanResult:
         skipped_nested_tables=plan.skipped_nested_tables,
         plan=plan,
         notes=plan.notes,
+        backlog=plan.backlog,
     )

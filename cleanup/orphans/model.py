@@ -71,6 +71,9 @@ class OrphanPlan:
     """What the plan could not judge and why (e.g. the cutoff capped at a file list's creation time)."""
     held_runs: tuple[HeldRun, ...] | None = None
     """The undo window as the plan read it (None: not read, there was no candidate)."""
+    backlog: int = 0
+    """Unreferenced candidates left for a later run beyond the ``orphan-files.max-files`` orphans planned (at most
+    that many more orphans: those listed without an mtime were not stat'ed)."""
 
     @property
     def orphan_bytes(self) -> int:

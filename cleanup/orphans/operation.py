@@ -13,7 +13,7 @@ from tableformat.context import TableContext
 from tableformat.durations import format_duration_ms
 from tableformat.errors import ValidationError
 from tableformat.lazy_module import lazy_module
-from tableformat.options import FILE_OPERATION_THREAD_NUM, ORPHAN_CHECK_INTERVAL, ORPHAN_OLDER_THAN
+from tableformat.options import FILE_OPERATION_THREAD_NUM, ORPHAN_CHECK_INTERVAL, ORPHAN_MAX_FILES, ORPHAN_OLDER_THAN
 from tableformat.parallel import resolve_parallelism
 from tableformat.units import iso_from_ms
 
@@ -40,6 +40,8 @@ class OrphanConfig:
     parallelism: int | None = None
     file_list: str | None = None
     """An S3 Inventory manifest or a plain file list to take the files from instead of listing (``.file_list``)."""
+    max_files: int | None = None
+    """At most this many orphans this run (None = the table's ``orphan-files.max-files``)."""
 
 
 class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
@@ -59,6 +61,7 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
             "take the table's files from this S3 Inventory manifest.json or Parquet/CSV of path, size, last_modified "
             "instead of listing (the cutoff is capped at its creation time)",
         ),
+        Parameter("max_files", "int", "delete at most N orphans this run (the rest: backlog)", ORPHAN_MAX_FILES),
     )
 
     def cadence(self, ctx: TableContext) -> Cadence:
@@ -78,6 +81,7 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
             force=force,
             parallelism=overrides.get("parallelism"),
             file_list=None if file_list is None else os.fspath(file_list),
+            max_files=overrides.get("max_files"),
         )
         resolve_parallelism(ctx.options, ctx.io, config.parallelism)
         return config
@@ -91,6 +95,7 @@ class OrphanCleanup(Operation[OrphanConfig, OrphanPlan, OrphanResult]):
             parallelism=config.parallelism,
             now_ms=now_ms,
             file_list=file_list,
+            max_files=config.max_files,
         )
         if plan.orphans or plan.empty_dirs:  # the run takes a claim anyway, and deletes lapsed ones then
             return plan

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Executor
 from datetime import timedelta
 
 from tableformat.clock import system_clock
@@ -17,6 +18,7 @@ from tableformat.errors import (
 )
 from tableformat.io.fileio import FileInfo
 from tableformat.model.undo import HeldRun
+from tableformat.options import ORPHAN_MAX_FILES
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 from tableformat.undo_store import kept_from_orphans
 from tableformat.units import iso_from_ms
@@ -33,36 +35,52 @@ _REFERENCE_ERRORS = (CorruptMetadataError, StorageError, UnsafePathError, Unsupp
 
 
 def _stat_unreferenced(
-    ctx: TableContext, threads: int, candidates: CandidateSet, cutoff_ms: int, no_mtime: list[str], gone: list[str]
-) -> list[OrphanFile]:
-    """The unreferenced candidates older than the cutoff. Those listed without size and mtime are stat'ed now, in
-    chunks over ``threads`` threads (inline on local disk, where a stat of a listed file is too quick for threads
-    to pay off); a file gone since is skipped (added to ``gone``), one without a usable mtime goes to
-    ``no_mtime``. Stat'ing after the references were read is as safe as at listing time: a table file is never
-    rewritten, so its mtime can only be the same."""
+    ctx: TableContext, threads: int, candidates: CandidateSet, cutoff_ms: int, census: _Census, limit: int
+) -> tuple[list[OrphanFile], int]:
+    """The unreferenced candidates older than the cutoff, at most ``limit`` of them (sorted by path), and how many
+    unreferenced candidates were left for a later run beyond them (the backlog: at most that many more orphans).
+
+    Candidates are taken as :meth:`CandidateSet.items` yields them (nothing holds them all). Those listed without
+    size and mtime are stat'ed in rounds, never more of them at a time than could still become orphans under the
+    limit, in chunks over ``threads`` threads (inline on local disk, where a stat of a listed file is too quick for
+    threads to pay off); a file gone since is skipped (counted in ``census.gone``), one without a usable mtime goes
+    to ``census.no_mtime``. Once ``limit`` orphans are found the rest are counted, not stat'ed. Stat'ing after the
+    references were read is as safe as at listing time: a table file is never rewritten, so its mtime can only be
+    the same."""
     orphans: list[OrphanFile] = []
     unstated: list[str] = []
-    for directory, name, size, mtime_ms in candidates.items():
-        path = f"{directory}/{name}" if directory else name
-        if mtime_ms:
-            orphans.append(OrphanFile(path, size, mtime_ms))
-        else:
-            unstated.append(path)
     layout, file_io = ctx.layout, ctx.io
+    round_size = 2 * threads * STAT_CHUNK
 
     def stat_chunk(chunk: list[str]) -> list[FileInfo | None]:
         return [file_io.stat_file(layout.join(rel)) for rel in chunk]
 
-    chunks = [unstated[i : i + STAT_CHUNK] for i in range(0, len(unstated), STAT_CHUNK)]
-    with executor(min(threads, len(chunks)), "tablefmt-stat") as pool:
+    def stat_round(pool: Executor) -> None:
+        chunks = [unstated[i : i + STAT_CHUNK] for i in range(0, len(unstated), STAT_CHUNK)]
+        unstated.clear()
         for chunk, infos in bounded_map(pool, stat_chunk, chunks, 2 * threads):
             for path, info in zip(chunk, infos):
                 if info is None:
-                    gone.append(path)
-                elif _old_enough(info, cutoff_ms, path, no_mtime):
+                    census.gone += 1
+                elif _old_enough(info, cutoff_ms, path, census.no_mtime):
                     orphans.append(OrphanFile(path, info.size, info.mtime_ms))
+
+    left = 0
+    with executor(threads, "tablefmt-stat") as pool:
+        for directory, name, size, mtime_ms in candidates.items():
+            if unstated and len(orphans) + len(unstated) >= limit:
+                stat_round(pool)  # what is pending decides whether this one can still be planned
+            if len(orphans) >= limit:
+                left += 1
+            elif mtime_ms:
+                orphans.append(OrphanFile(f"{directory}/{name}" if directory else name, size, mtime_ms))
+            else:
+                unstated.append(f"{directory}/{name}" if directory else name)
+                if len(unstated) >= round_size:
+                    stat_round(pool)
+        stat_round(pool)
     orphans.sort(key=lambda o: o.path)
-    return orphans
+    return orphans, left
 
 
 def _empty_dirs(census: _Census, orphans: list[OrphanFile], cutoff_ms: int) -> tuple[str, ...]:
@@ -94,12 +112,14 @@ def plan_orphan_removal(
     now_ms: int | None = None,
     file_list: FileList | None = None,
     shared: SharedRead | None = None,
+    max_files: int | None = None,
 ) -> OrphanPlan:
     """List candidates (or take them from ``file_list``, the cutoff capped at its creation time, no directory
-    removed), then subtract everything referenced; nothing is deleted. Raises ValidationError for a refused cutoff
-    and MaintenanceError when any directory, root, manifest list or manifest cannot be read (nothing can be safely
-    called an orphan then). ``shared``: hand the listings and every root's lists and manifests to a caller that
-    needs them too (sharing.py); the plan is the same."""
+    removed), then subtract everything referenced; nothing is deleted. ValidationError for a refused cutoff,
+    MaintenanceError when any directory, root, list or manifest cannot be read (nothing is safely an orphan then).
+    ``shared``: hand the listings and every root's lists and manifests to a caller that needs them too (sharing.py);
+    the plan is the same. ``max_files``: at most this many orphans (default ``orphan-files.max-files``; the rest of
+    the unreferenced candidates are the plan's backlog)."""
     older_ms = resolve_older_than_ms(ctx, older_than, force=force)
     workers = resolve_parallelism(ctx.options, ctx.io, parallelism)
     require_data_inside_root(ctx.options, ctx.url(), "clean orphan files of")
@@ -110,10 +130,10 @@ def plan_orphan_removal(
         try:
             observe = None if shared is None or file_list is not None else shared.listed
             census = _take_census(ctx, pool, workers, cutoff_ms, file_list, observe)
-            candidates = census.candidates
-            found = len(candidates)
+            found = len(census.candidates)
             roots_read, held = _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at, shared)
-            orphans = _stat_unreferenced(ctx, workers, candidates, cutoff_ms, census.no_mtime, census.gone)
+            limit = ctx.options.require_or(ORPHAN_MAX_FILES, max_files)
+            orphans, backlog = _stat_unreferenced(ctx, workers, census.candidates, cutoff_ms, census, limit)
             orphans = _not_held(orphans, held or [], planned_at, notes)
         except MaintenanceError:
             raise
@@ -121,8 +141,7 @@ def plan_orphan_removal(
             raise MaintenanceError(f"orphan cleanup of {ctx.url()} stopped, nothing was deleted: {exc}") from exc
     layout = ctx.layout
     empty = () if ctx.io.is_object_store or file_list is not None else _empty_dirs(census, orphans, cutoff_ms)
-    if file_list is not None and census.gone:  # a list may be days old: files it names may be gone, no error
-        notes.append(f"{len(census.gone)} file(s) the {file_list.kind} names were already gone (not orphans)")
+    notes += _left_notes(file_list, census.gone, limit, backlog)
     log.info(
         "orphan plan for %s: %d dirs, %d files listed, %d candidates, %d roots read, %d orphans, %d unknown",
         *(ctx.url(layout.root), census.directories, census.files, found, roots_read, len(orphans), len(census.unknown)),
@@ -142,7 +161,20 @@ def plan_orphan_removal(
         roots_read=roots_read,
         notes=tuple(notes),
         held_runs=None if held is None else tuple(held),
+        backlog=backlog,
     )
+
+
+def _left_notes(file_list: FileList | None, gone: int, limit: int, backlog: int) -> list[str]:
+    """Notes on what the plan left: files a list names that are gone (a list may be days old: no error), and the
+    candidates beyond the run's limit."""
+    notes = [f"{gone} file(s) the {file_list.kind} names were already gone (not orphans)"] if file_list and gone else []
+    if backlog:
+        notes.append(
+            f"stopped at {limit} orphan(s) (orphan-files.max-files): up to {backlog} more unreferenced file(s) are "
+            "left for the next run"
+        )
+    return notes
 
 
 def _not_held(orphans: list[OrphanFile], held: list[HeldRun], now_ms: int, notes: list[str]) -> list[OrphanFile]:

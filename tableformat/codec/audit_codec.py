@@ -153,9 +153,10 @@ def encode_audit(run: AuditRun, files: FileColumns) -> bytes:
         ]
     else:
         file_columns = [pa.nulls(1, t) for t in (pa.string(), pa.int64(), pa.string(), pa.string(), ts, pa.string())]
+    if has_files:  # rows by path; only the file columns are reordered (the run's columns are one value repeated)
+        order = pc.sort_indices(paths)
+        file_columns = [column.take(order) for column in file_columns]
     table = pa.Table.from_arrays(run_columns + file_columns, schema=schema())
-    if has_files:
-        table = table.take(pc.sort_indices(table["path"]))
     document = json.dumps(_run_document(run, counts), separators=(",", ":"), ensure_ascii=False)
     table = table.replace_schema_metadata({METADATA_KEY: document.encode("utf-8")})
     out = io.BytesIO()

@@ -62,6 +62,7 @@ def run_distributed_orphan_cleanup(
     force: bool = False,
     now_ms: int | None = None,
     file_list: str | None = None,
+    max_files: int | None = None,
 ) -> DistributedOrphanRun:
     """remove_orphan_files, also reporting where the listing and deleting ran."""
     ctx = _table(path, storage_options)
@@ -73,7 +74,13 @@ def run_distributed_orphan_cleanup(
     assisted = ExecutorAssistedFileIO(ctx.io, sc, listings)
     assisted_ctx = ctx.with_io(assisted)
     result = TableMaintenance(assisted_ctx).remove_orphan_files(
-        older_than=older_than, dry_run=dry_run, parallelism=parallelism, force=force, now_ms=now_ms, file_list=file_list
+        older_than=older_than,
+        dry_run=dry_run,
+        parallelism=parallelism,
+        force=force,
+        now_ms=now_ms,
+        file_list=file_list,
+        max_files=max_files,
     )
     log.info(
         "distributed orphan cleanup of %s: executors listed %d directories (%d used), the driver listed %d, "
@@ -104,6 +111,7 @@ def remove_orphan_files(
     force: bool = False,
     now_ms: int | None = None,
     file_list: str | None = None,
+    max_files: int | None = None,
 ) -> OrphanResult:
     """Orphan cleanup with directory listing and deletion on Spark's executors; the local cleaner's rules and result.
 
@@ -113,10 +121,20 @@ def remove_orphan_files(
     ``dry_run`` nothing is deleted and ``deleted_paths`` lists exactly what a real run would delete. The driver
     holds the directory listings until the census has read them (roughly 200 bytes per file). ``file_list``: take
     the table's files from this S3 Inventory ``manifest.json`` or Parquet/CSV file list instead (nothing is listed;
-    the cutoff is capped at its creation time; docs/inventory.md).
+    the cutoff is capped at its creation time; docs/inventory.md). ``max_files``: delete at most this many orphans
+    (default ``orphan-files.max-files``); the rest are the result's ``backlog``.
     """
     return run_distributed_orphan_cleanup(
-        spark, path, older_than, dry_run, parallelism, storage_options, force=force, now_ms=now_ms, file_list=file_list
+        spark,
+        path,
+        older_than,
+        dry_run,
+        parallelism,
+        storage_options,
+        force=force,
+        now_ms=now_ms,
+        file_list=file_list,
+        max_files=max_files,
     ).result
 
 

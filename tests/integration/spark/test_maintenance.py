@@ -160,3 +160,24 @@ def test_distributed_orphan_cleanup_from_a_file_list_lists_nothing_on_executors(
     assert run.result.deleted_paths == preview.deleted_paths and run.result.failed == ()
     assert not any((source / rel).exists() for rel in preview.deleted_paths)
     assert sorted(r["id"] for r in Table.open(str(source)).to_arrow().to_pylist()) == [1, 2, 4]
+
+
+def test_distributed_orphan_cleanup_stops_at_max_files_like_the_local_cleaner(spark: Any, tmp_path: Path) -> None:
+    source = tmp_path / "t"
+    table = Table.create(str(source), pa.schema([("id", pa.int64()), ("dt", pa.string())]), partition_keys=["dt"])
+    table.append(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"]}))
+    strays = {_plant(source, f"dt={'ab'[n % 2]}/bucket-0/data-{uuid.uuid4()}-0.parquet", 10) for n in range(5)}
+    age_files(source, 2 * DAY_S)
+    listed = write_plain_list(tmp_path / "files.csv", local_rows(source), file_format="csv")
+    guard = timedelta(days=1)
+    preview = local_remove_orphan_files(  # which 2 depends on the order of the source: the same list here
+        table.context, older_than=guard, dry_run=True, max_files=2, file_list=str(listed)
+    )
+    assert len(preview.deleted_paths) == 2 and preview.backlog == 3 and set(preview.deleted_paths) <= strays
+    first = remove_orphan_files(spark, str(source), older_than=guard, file_list=str(listed), max_files=2)
+    assert first.deleted_paths == preview.deleted_paths and first.backlog == 3 and first.failed == ()
+    rest = remove_orphan_files(spark, str(source), older_than=guard, file_list=str(listed), max_files=3)
+    assert set(rest.deleted_paths) == strays - set(first.deleted_paths) and rest.backlog == 0
+    assert "2 file(s) the file list names were already gone (not orphans)" in rest.notes
+    assert not any((source / rel).exists() for rel in strays)
+    assert sorted(r["id"] for r in Table.open(str(source)).to_arrow().to_pylist()) == [1, 2, 3]

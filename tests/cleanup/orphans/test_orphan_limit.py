@@ -1,0 +1,111 @@
+"""``orphan-files.max-files``: one run deletes at most that many orphans and leaves the rest, counted as its backlog,
+to the next run; the dry run names exactly what the run deletes; the audit record lists exactly those; the
+candidates beyond the limit are counted, never stat'ed; runs in turn delete every orphan and nothing else. Run
+twice by conftest.py, the second time with every data candidate spilled to disk."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from support.inventories import local_rows, write_plain_list
+from support.operations import remove_orphan_files
+from support.orphan_tables import id_part_table, plant_stray
+from support.tables import DAY_S, age_files, files_under
+
+from tableformat import Table
+from tableformat.audit import audit_run_files
+from tableformat.cli.main import cli
+from tableformat.io.fileio import FileInfo
+from tableformat.io.forwarding import ForwardingFileIO
+
+STRAYS = 9
+LIMIT = 4
+
+
+def stray_table(root: Path) -> tuple[Table, set[str]]:
+    """A committed table (two appends) and STRAYS old unreferenced data files over two partitions."""
+    table = id_part_table(root, appends=[0, 100])
+    age_files(root, 10 * DAY_S)
+    strays = {plant_stray(root, f"part={n % 2}/bucket-0/data-{uuid.uuid4()}-0.parquet") for n in range(STRAYS)}
+    table.set_options({"orphan-files.max-files": str(LIMIT)})
+    return Table.open(str(root)), strays
+
+
+class CountingStats(ForwardingFileIO):
+    """Counts stat_file calls on data files; lists without stats as the local FileIO does."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.stats: list[str] = []
+
+    def list_dir_without_file_stats(self, path: str) -> list[FileInfo]:
+        return self.inner.list_dir_without_file_stats(path)
+
+    def stat_file(self, path: str) -> FileInfo | None:
+        if path.endswith(".parquet"):
+            self.stats.append(path)
+        return self.inner.stat_file(path)
+
+
+def test_a_run_deletes_at_most_the_limit_and_counts_the_rest_as_backlog(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    table, strays = stray_table(root)
+    ctx = table.context
+    preview = remove_orphan_files(ctx, dry_run=True)
+    assert len(preview.deleted_paths) == LIMIT and set(preview.deleted_paths) <= strays
+    assert preview.backlog == STRAYS - LIMIT and preview.orphan_files == LIMIT
+    note = f"stopped at {LIMIT} orphan(s) (orphan-files.max-files): up to {STRAYS - LIMIT} more unreferenced file(s)"
+    assert any(n.startswith(note) for n in preview.notes)
+    before = files_under(root)
+    result = remove_orphan_files(ctx)
+    assert result.deleted_paths == preview.deleted_paths and result.backlog == STRAYS - LIMIT and not result.failed
+    assert before - files_under(root) == set(result.deleted_paths)
+    audited = audit_run_files(ctx.store, result.run_id)
+    assert sorted(row.path for row in audited) == sorted(result.deleted_paths)
+    second = remove_orphan_files(ctx)
+    assert len(second.deleted_paths) == LIMIT and second.backlog == STRAYS - 2 * LIMIT
+    assert not set(second.deleted_paths) & set(result.deleted_paths)
+    third = remove_orphan_files(ctx)
+    assert len(third.deleted_paths) == STRAYS - 2 * LIMIT and third.backlog == 0
+    assert not any("orphan-files.max-files" in n for n in third.notes)
+    assert set(result.deleted_paths) | set(second.deleted_paths) | set(third.deleted_paths) == strays
+    assert before - files_under(root) == strays  # every stray, and nothing else
+    assert Table.open(str(root)).to_arrow().num_rows == 16
+
+
+def test_candidates_beyond_the_limit_are_counted_not_stated(tmp_path: Path) -> None:
+    table, _ = stray_table(tmp_path / "t")
+    counting = CountingStats(table.context.io)
+    result = remove_orphan_files(table.context.with_io(counting), dry_run=True)
+    assert len(result.deleted_paths) == LIMIT and result.backlog == STRAYS - LIMIT
+    assert len(counting.stats) == LIMIT  # on local disk the stats run inline: one per orphan, none beyond
+
+
+def test_a_file_list_run_stops_at_the_same_limit(tmp_path: Path) -> None:
+    table, strays = stray_table(tmp_path / "t")
+    source = write_plain_list(tmp_path / "files.parquet", local_rows(tmp_path / "t"), file_format="parquet")
+    result = remove_orphan_files(table.context, file_list=str(source))
+    assert len(result.deleted_paths) == LIMIT and set(result.deleted_paths) <= strays
+    assert result.backlog == STRAYS - LIMIT
+
+
+def test_the_cli_reports_the_backlog_and_max_files_overrides_the_option(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    _, strays = stray_table(root)
+    out = CliRunner().invoke(cli, ["remove-orphans", str(root), "--dry-run", "--json"])
+    assert out.exit_code == 0, out.output
+    document = json.loads(out.output)
+    assert document["backlog"] == STRAYS - LIMIT and len(document["deleted_paths"]) == LIMIT
+    out = CliRunner().invoke(cli, ["remove-orphans", str(root), "--max-files", "7", "--json"])
+    assert out.exit_code == 0, out.output
+    document = json.loads(out.output)
+    assert document["backlog"] == STRAYS - 7 and len(document["deleted_paths"]) == 7
+    assert set(document["deleted_paths"]) <= strays
+    bad = CliRunner().invoke(cli, ["remove-orphans", str(root), "--max-files", "0"])
+    assert bad.exit_code == 2 and bad.output.strip().startswith("error: Invalid value for '--max-files'")
+    assert bad.output.strip().count("\n") == 0
+    assert files_under(root) >= strays - set(document["deleted_paths"])  # the refused run deleted nothing
