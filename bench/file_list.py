@@ -15,11 +15,20 @@ The remove-orphans dry run and ``check`` run on it from the list (a referenced f
 recorded size and its listed size are both 0).
 
     python bench/file_list.py --sizes 0 --generated 1000000,10000000
+
+``--referenced R --on-disk M`` (with ``--generated``): the table references R of the names instead (spread evenly),
+and M of the others exist on disk (the rest are listed but gone, as in an inventory days old); ``--runs`` picks the
+file-list runs and ``--spark`` adds the Spark cleaner's. Each run prints its orphans, backlog and a digest of the
+paths it would delete, so the local and Spark runs can be compared:
+
+    python bench/file_list.py --sizes 0 --generated 10000000 --referenced 1000000 --on-disk 300000 \
+        --runs "dry-run --file-list" --spark
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -59,12 +68,19 @@ def write_file_list(root: Path, target: Path) -> int:
     return len(paths)
 
 
-def generate(work: Path, size: int) -> int:
-    """The table of ``--generated`` and its file list (``files.parquet``); returns the list's row count."""
+def generate(work: Path, size: int, referenced: int | None = None, on_disk: int | None = None) -> int:
+    """The table of ``--generated`` and its file list (``files.parquet``); returns the list's row count. By default
+    every 100th name is an unreferenced stray on disk and the rest are referenced; with ``referenced`` the table
+    references that many names (spread evenly) and ``on_disk`` of the others (default: all) exist, empty."""
     root = work / "t"
     rels = [f"part={i % PARTITIONS}/bucket-0/data-{i:024x}-0.parquet" for i in range(size)]
-    strays = rels[::100]
-    commit_references(root, [rel for i, rel in enumerate(rels) if i % 100], 20_000)
+    step = size / referenced if referenced else 0
+    chosen = {int(k * step) for k in range(referenced)} if referenced else None
+    taken = [i for i in range(size) if i in chosen] if chosen is not None else [i for i in range(size) if i % 100]
+    taken_set = set(taken)
+    strays = [rel for i, rel in enumerate(rels) if i not in taken_set][:on_disk]
+    commit_references(root, [rels[i] for i in taken], 20_000)
+    del taken, taken_set, chosen
     for rel in strays:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         os.close(os.open(root / rel, os.O_CREAT | os.O_WRONLY, 0o644))
@@ -96,14 +112,21 @@ def generate(work: Path, size: int) -> int:
 FILE_LIST_SCHEMA = pa.schema([("path", pa.string()), ("size", pa.int64()), ("last_modified", pa.int64())])
 
 
-def measure_generated(size: int, workdir: str | None, spark: bool = False) -> list[dict[str, Any]]:
+def measure_generated(
+    size: int,
+    workdir: str | None,
+    spark: bool = False,
+    referenced: int | None = None,
+    on_disk: int | None = None,
+    runs: tuple[str, ...] = ("dry-run --file-list", "check --file-list"),
+) -> list[dict[str, Any]]:
     work = Path(tempfile.mkdtemp(prefix=f"bench-file-list-gen-{size}-", dir=workdir))
     try:
         started = time.perf_counter()
-        listed = generate(work, size)
+        listed = generate(work, size, referenced, on_disk)
         built = time.perf_counter() - started
         docs: list[dict[str, Any]] = []
-        for run in ("dry-run --file-list", "check --file-list", *(("spark dry-run --file-list",) if spark else ())):
+        for run in (*runs, *(("spark dry-run --file-list",) if spark else ())):
             done = subprocess.run(
                 [sys.executable, __file__, "--child", str(work / "t"), run, str(work / "files.parquet")],
                 check=True,
@@ -151,8 +174,14 @@ def spark_child(path: str, file_list: str) -> None:
     python_peak, jvm_peak = proc_peak_kib("self"), proc_peak_kib(jvm)
     spark.stop()
     doc = {"run": "spark dry-run --file-list", "seconds": seconds, "peak_mib": (python_peak - baseline) / 1024}
-    doc.update(python_peak_mib=python_peak / 1024, jvm_peak_mib=jvm_peak / 1024, orphans=result.orphan_files)
+    doc.update(python_peak_mib=python_peak / 1024, jvm_peak_mib=jvm_peak / 1024, **outcome(result))
     print(json.dumps(doc))
+
+
+def outcome(result: Any) -> dict[str, Any]:
+    """What a run found, to compare runs: orphans, backlog and a digest of the paths it would delete."""
+    digest = hashlib.sha256("\n".join(sorted(result.deleted_paths)).encode()).hexdigest()[:16]
+    return {"orphans": result.orphan_files, "backlog": result.backlog, "paths_digest": digest}
 
 
 def child(path: str, run: str, file_list: str) -> None:
@@ -167,13 +196,14 @@ def child(path: str, run: str, file_list: str) -> None:
     source = file_list if "--file-list" in run else None
     maintenance = TableMaintenance(context)
     start = time.perf_counter()
+    found: dict[str, Any]
     if run.startswith("check"):
-        orphans = maintenance.check(now_ms=future, file_list=source).orphan_files
+        found = {"orphans": maintenance.check(now_ms=future, file_list=source).orphan_files}
     else:
-        orphans = maintenance.remove_orphan_files(dry_run=True, now_ms=future, file_list=source).orphan_files
+        found = outcome(maintenance.remove_orphan_files(dry_run=True, now_ms=future, file_list=source))
     seconds = time.perf_counter() - start
     peak = peak_rss_kib()
-    print(json.dumps({"run": run, "seconds": seconds, "peak_mib": (peak - baseline) / 1024, "orphans": orphans}))
+    print(json.dumps({"run": run, "seconds": seconds, "peak_mib": (peak - baseline) / 1024, **found}))
 
 
 def measure(size: int, workdir: str | None, runs: tuple[str, ...] = RUNS) -> list[dict[str, Any]]:
@@ -206,6 +236,8 @@ def main() -> None:
     parser.add_argument("--runs", default=",".join(RUNS), help=f"Some of: {', '.join(RUNS)} (comma-separated).")
     parser.add_argument("--generated", default="", help="Sizes of generated file lists (see above).")
     parser.add_argument("--spark", action="store_true", help="With --generated: the Spark cleaner's dry run too.")
+    parser.add_argument("--referenced", type=int, default=None, help="With --generated: names the table references.")
+    parser.add_argument("--on-disk", type=int, default=None, help="With --generated: unreferenced names on disk.")
     parser.add_argument("--candidates-in-memory", default="", help="orphan-files.candidates-in-memory for the runs.")
     parser.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -216,8 +248,9 @@ def main() -> None:
         os.environ["BENCH_CANDIDATES_IN_MEMORY"] = args.candidates_in_memory
     for size in (int(s) for s in args.sizes.split(",") if int(s)):
         measure(size, args.workdir, tuple(args.runs.split(",")))
+    generated_runs = tuple(r for r in args.runs.split(",") if "--file-list" in r)
     for size in (int(s) for s in args.generated.split(",") if s):
-        measure_generated(size, args.workdir, args.spark)
+        measure_generated(size, args.workdir, args.spark, args.referenced, args.on_disk, generated_runs)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ candidates loaded into a dict, the names of its reference file dropped, the rest
 Memory then holds one bucket's candidates and references, 1/``BUCKETS`` of the spilled ones, never all of them.
 
 A hash join rather than sorted runs: nothing needs an order, a bucket is read once, and writing a candidate or a
-discarded name is an append to one file (no merge of runs). The hash is Python's ``hash`` of the name: random
-between processes, stable within one, and the files live for one run in one process.
+discarded name is an append to one file (no merge of runs). The hash is the CRC-32 of the name, not Python's
+``hash`` (random between processes): the survivors come out in the same order in every process, so that a run
+limited by ``orphan-files.max-files`` takes the same orphans as a dry run of the same table before it.
 
 The files are in a private temporary directory (``tempfile.mkdtemp``, local disk, never inside the table root),
 removed by :meth:`SpilledCandidates.close` or, at the latest, when the object is collected or the process exits.
@@ -24,6 +25,7 @@ import os
 import shutil
 import tempfile
 import weakref
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -111,6 +113,11 @@ class SpillDirectory:
         self._cleanup()
 
 
+def bucket_of(key: str) -> int:
+    """The bucket of ``key``: the same in every process (the CRC-32 of its UTF-8 bytes)."""
+    return zlib.crc32(key.encode("utf-8", "surrogateescape")) % BUCKETS
+
+
 class BucketFiles:
     """``BUCKETS`` chunk files ``<stem>-<n>``, an entry going to the file of its key's hash: pairs (key, int) are
     appended one chunk per bucket at once; single items are buffered and appended once ``REFERENCE_CHUNK`` are held
@@ -126,7 +133,7 @@ class BucketFiles:
         keys: list[list[str]] = [[] for _ in range(BUCKETS)]
         values: list[list[int]] = [[] for _ in range(BUCKETS)]
         for key, value in pairs:
-            bucket = hash(key) % BUCKETS
+            bucket = bucket_of(key)
             keys[bucket].append(key)
             values[bucket].append(value)
         written = 0
@@ -137,7 +144,7 @@ class BucketFiles:
         return written
 
     def buffer(self, key: str, item: str | tuple[str, str, int | None, str]) -> None:
-        self._buffer[hash(key) % BUCKETS].append(item)
+        self._buffer[bucket_of(key)].append(item)
         self._buffered += 1
         if self._buffered >= REFERENCE_CHUNK:
             self.flush()

@@ -6,6 +6,9 @@ twice by conftest.py, the second time with every data candidate spilled to disk.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -109,3 +112,22 @@ def test_the_cli_reports_the_backlog_and_max_files_overrides_the_option(tmp_path
     assert bad.exit_code == 2 and bad.output.strip().startswith("error: Invalid value for '--max-files'")
     assert bad.output.strip().count("\n") == 0
     assert files_under(root) >= strays - set(document["deleted_paths"])  # the refused run deleted nothing
+
+
+def test_processes_with_different_string_hashes_take_the_same_orphans(tmp_path: Path) -> None:
+    """Spilled candidates come back in an order every process shares (spill.py hashes with CRC-32): a dry run in
+    one process names exactly what a run in another deletes."""
+    root = tmp_path / "t"
+    table, strays = stray_table(root)
+    table.set_options({"orphan-files.candidates-in-memory": "1"})
+
+    def dry_run(seed: str) -> list[str]:
+        command = [sys.executable, "-m", "tableformat.cli.main", "remove-orphans", str(root), "--dry-run", "--json"]
+        done = subprocess.run(command, env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        paths: list[str] = json.loads(done.stdout)["deleted_paths"]
+        return paths
+
+    first, second = dry_run("1"), dry_run("2")
+    assert first == second and len(first) == LIMIT and set(first) <= strays
+    assert remove_orphan_files(Table.open(str(root)).context).deleted_paths == tuple(first)
