@@ -96,6 +96,9 @@ class CheckResult:
     """Files the undo window keeps (``maintenance.undo-window``, docs/undo.md): never orphans, never referenced,
     deleted once their window ends."""
     held_bytes: int = 0
+    orphan_backlog: int = 0
+    """Unreferenced files beyond the ``orphan-files.max-files`` orphans counted (a ``remove-orphans`` run leaves them
+    for the next run): at most that many more orphans."""
 
     @property
     def ok(self) -> bool:
@@ -118,7 +121,8 @@ class CheckResult:
             lines.append(f"external data files not checked: {self.external_files_skipped}")
         lines += shown_paths(self.skipped_nested_tables, "nested tables (not checked, never cleaned)")
         orphans = "not counted" if self.orphan_files is None else f"{self.orphan_files}"
-        lines.append(f"orphan files: {orphans} ({human_bytes(self.orphan_bytes)})")
+        more = f", and up to {self.orphan_backlog} more beyond orphan-files.max-files" if self.orphan_backlog else ""
+        lines.append(f"orphan files: {orphans} ({human_bytes(self.orphan_bytes)}){more}")
         lines += shown_paths(self.orphan_paths, "orphans")
         lines.append(f"reclaimable: {human_bytes(self.reclaimable_bytes)} ({self.reclaimable_note})")
         if self.held_files:
@@ -140,6 +144,7 @@ class CheckResult:
             "errors": list(self.errors),
             "orphan_files": self.orphan_files,
             "orphan_bytes": self.orphan_bytes,
+            "orphan_backlog": self.orphan_backlog,
             "reclaimable_bytes": self.reclaimable_bytes,
             "reclaimable_note": self.reclaimable_note,
             "held_files": self.held_files,
@@ -353,6 +358,7 @@ def _orphan_fields(plan: OrphanPlan | None, held: dict[str, int]) -> dict[str, A
         "orphan_files": None if plan is None else len(plan.orphans),
         "orphan_bytes": 0 if plan is None else plan.orphan_bytes,
         "orphan_paths": () if plan is None else tuple(orphan.path for orphan in plan.orphans),
+        "orphan_backlog": 0 if plan is None else plan.backlog,
         "skipped_unknown": () if plan is None else plan.skipped_unknown,
         "notes": () if plan is None else plan.notes,
         "held_files": len(held),

@@ -15,7 +15,7 @@ from typing import Any
 
 from click.testing import CliRunner
 from support.inventories import local_rows, write_plain_list
-from support.operations import remove_orphan_files
+from support.operations import check, remove_orphan_files
 from support.orphan_tables import id_part_table, plant_stray
 from support.tables import DAY_S, age_files, files_under
 
@@ -131,3 +131,11 @@ def test_processes_with_different_string_hashes_take_the_same_orphans(tmp_path: 
     first, second = dry_run("1"), dry_run("2")
     assert first == second and len(first) == LIMIT and set(first) <= strays
     assert remove_orphan_files(Table.open(str(root)).context).deleted_paths == tuple(first)
+
+
+def test_check_counts_the_orphans_of_one_run_and_the_backlog_beyond(tmp_path: Path) -> None:
+    table, strays = stray_table(tmp_path / "t")
+    result = check(table.context)
+    assert result.ok and result.orphan_files == LIMIT and set(result.orphan_paths) <= strays
+    assert result.orphan_backlog == STRAYS - LIMIT and result.to_json()["orphan_backlog"] == STRAYS - LIMIT
+    assert f"and up to {STRAYS - LIMIT} more beyond orphan-files.max-files" in "\n".join(result.summary())
