@@ -17,13 +17,12 @@ from tableformat.errors import (
     UnsupportedFormatError,
 )
 from tableformat.io.fileio import FileInfo
-from tableformat.model.undo import HeldRun
 from tableformat.options import ORPHAN_MAX_FILES
 from tableformat.parallel import bounded_map, executor, resolve_parallelism
 from tableformat.undo_store import kept_from_orphans
 from tableformat.units import iso_from_ms
 
-from .candidates import CandidateSet, _Census, _old_enough, _take_census
+from .candidates import _Census, _old_enough, _take_census
 from .file_list import FileList
 from .model import MIN_SANE_MTIME_MS, STAT_CHUNK, OrphanFile, OrphanPlan, resolve_older_than_ms
 from .references import _discard_referenced
@@ -35,10 +34,12 @@ _REFERENCE_ERRORS = (CorruptMetadataError, StorageError, UnsafePathError, Unsupp
 
 
 def _stat_unreferenced(
-    ctx: TableContext, threads: int, candidates: CandidateSet, cutoff_ms: int, census: _Census, limit: int
+    ctx: TableContext, threads: int, census: _Census, cutoff_ms: int, limit: int, kept: _Kept
 ) -> tuple[list[OrphanFile], int]:
-    """The unreferenced candidates older than the cutoff, at most ``limit`` of them (sorted by path), and how many
-    unreferenced candidates were left for a later run beyond them (the backlog: at most that many more orphans).
+    """The unreferenced candidates older than the cutoff and not kept by the undo window (``kept``, which counts
+    those it skips), at most ``limit`` of them (sorted by path), and how many unreferenced candidates were left for
+    a later run beyond them (the backlog: at most that many more orphans). Kept files never count toward the limit:
+    a run whose first candidates the undo window holds still plans the next ones.
 
     Candidates are taken as :meth:`CandidateSet.items` yields them (nothing holds them all). Those listed without
     size and mtime are stat'ed in rounds, never more of them at a time than could still become orphans under the
@@ -67,15 +68,18 @@ def _stat_unreferenced(
 
     left = 0
     with executor(threads, "tablefmt-stat") as pool:
-        for directory, name, size, mtime_ms in candidates.items():
+        for directory, name, size, mtime_ms in census.candidates.items():
+            path = f"{directory}/{name}" if directory else name
+            if kept.holds(path):
+                continue
             if unstated and len(orphans) + len(unstated) >= limit:
                 stat_round(pool)  # what is pending decides whether this one can still be planned
             if len(orphans) >= limit:
                 left += 1
             elif mtime_ms:
-                orphans.append(OrphanFile(f"{directory}/{name}" if directory else name, size, mtime_ms))
+                orphans.append(OrphanFile(path, size, mtime_ms))
             else:
-                unstated.append(f"{directory}/{name}" if directory else name)
+                unstated.append(path)
                 if len(unstated) >= round_size:
                     stat_round(pool)
         stat_round(pool)
@@ -133,15 +137,15 @@ def plan_orphan_removal(
             found = len(census.candidates)
             roots_read, held = _discard_referenced(ctx, pool, workers, census, cutoff_ms, planned_at, shared)
             limit = ctx.options.require_or(ORPHAN_MAX_FILES, max_files)
-            orphans, backlog = _stat_unreferenced(ctx, workers, census.candidates, cutoff_ms, census, limit)
-            orphans = _not_held(orphans, held or [], planned_at, notes)
+            kept = _Kept(kept_from_orphans(held, planned_at) if held else set())
+            orphans, backlog = _stat_unreferenced(ctx, workers, census, cutoff_ms, limit, kept)
         except MaintenanceError:
             raise
         except _REFERENCE_ERRORS as exc:
             raise MaintenanceError(f"orphan cleanup of {ctx.url()} stopped, nothing was deleted: {exc}") from exc
     layout = ctx.layout
     empty = () if ctx.io.is_object_store or file_list is not None else _empty_dirs(census, orphans, cutoff_ms)
-    notes += _left_notes(file_list, census.gone, limit, backlog)
+    notes += _left_notes(file_list, census.gone, limit, backlog, kept.skipped)
     log.info(
         "orphan plan for %s: %d dirs, %d files listed, %d candidates, %d roots read, %d orphans, %d unknown",
         *(ctx.url(layout.root), census.directories, census.files, found, roots_read, len(orphans), len(census.unknown)),
@@ -165,10 +169,12 @@ def plan_orphan_removal(
     )
 
 
-def _left_notes(file_list: FileList | None, gone: int, limit: int, backlog: int) -> list[str]:
-    """Notes on what the plan left: files a list names that are gone (a list may be days old: no error), and the
-    candidates beyond the run's limit."""
+def _left_notes(file_list: FileList | None, gone: int, limit: int, backlog: int, kept: int) -> list[str]:
+    """Notes on what the plan left: files a list names that are gone (a list may be days old: no error), files the
+    undo window keeps, and the candidates beyond the run's limit."""
     notes = [f"{gone} file(s) the {file_list.kind} names were already gone (not orphans)"] if file_list and gone else []
+    if kept:
+        notes.append(f"{kept} unreferenced file(s) are kept by the undo window (not orphans)")
     if backlog:
         notes.append(
             f"stopped at {limit} orphan(s) (orphan-files.max-files): up to {backlog} more unreferenced file(s) are "
@@ -177,19 +183,21 @@ def _left_notes(file_list: FileList | None, gone: int, limit: int, backlog: int)
     return notes
 
 
-def _not_held(orphans: list[OrphanFile], held: list[HeldRun], now_ms: int, notes: list[str]) -> list[OrphanFile]:
-    """The orphans minus the files the undo window keeps (cleanup/kernel/deferral.py), as read once the roots were
-    listed: a run that takes files out of the table lists them as pending before it deletes the snapshots naming
-    them, so one the references missed is listed. Unreadable lists raised there (nothing is an orphan then)."""
-    if not orphans:
-        return orphans
-    kept = kept_from_orphans(held, now_ms)
-    if not kept:
-        return orphans
-    left = [orphan for orphan in orphans if orphan.path not in kept]
-    if len(left) < len(orphans):
-        notes.append(f"{len(orphans) - len(left)} unreferenced file(s) are kept by the undo window (not orphans)")
-    return left
+class _Kept:
+    """The files the undo window keeps (cleanup/kernel/deferral.py), as read once the roots were listed: a run that
+    takes files out of the table lists them as pending before it deletes the snapshots naming them, so one the
+    references missed is listed. Unreadable lists raised there (nothing is an orphan then). Counts the candidates
+    it holds back."""
+
+    def __init__(self, paths: set[str]) -> None:
+        self.paths = paths
+        self.skipped = 0
+
+    def holds(self, path: str) -> bool:
+        if path in self.paths:
+            self.skipped += 1
+            return True
+        return False
 
 
 def _capped_cutoff(file_list: FileList | None, cutoff_ms: int, notes: list[str]) -> int:

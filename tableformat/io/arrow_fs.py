@@ -9,10 +9,12 @@ pyarrow's dataset scanner, the one DuckDB, Polars and ``to_table()`` run, opens 
 (``fragment_readahead``, a scan option of the consumer's); with small files on an object store that leaves most of
 a scan waiting on round trips. Told the order in which a dataset's files will be opened (:meth:`KnownSizeHandler.
 read_ahead`), the handler fetches, each time a file is opened, the next ``window`` files of at most
-``WHOLE_GET_BYTES`` whole, one GET each, on its own threads; opening one of them then reads it from memory. Memory
-is bounded by about ``2 x window`` such files: a fetched file is dropped once opened, or once the scan has opened
-files ``window`` places past it (a consumer's filter skipped it: that GET was spent for nothing). A file whose
-fetch failed for any reason other than being missing is opened as usual.
+``WHOLE_GET_BYTES`` whole, one GET each, on a pool of threads every dataset shares (at most
+:data:`READ_AHEAD_THREADS`, started as needed); opening one of them then reads it from memory. Memory is bounded by
+about ``2 x window`` such files: a fetched file is dropped once opened, or once the scan has opened files
+``window`` places past it (a consumer's filter skipped it: that GET was spent for nothing); the few a scan skipped
+at its end stay until the dataset is scanned again, given another order, or dropped. A file whose fetch failed for
+any reason other than being missing is opened as usual.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import errno
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from typing import Any
 
 from pyarrow import BufferReader, PythonFile
@@ -28,6 +30,20 @@ from pyarrow.fs import FSSpecHandler, PyFileSystem
 
 from tableformat.io.fileio import WHOLE_GET_BYTES
 from tableformat.threads import thread_pool
+
+READ_AHEAD_THREADS = 64
+"""Threads of the pool every dataset's read-ahead shares (each dataset keeps at most its window in flight)."""
+
+_pool_lock = threading.Lock()
+_pool: list[Executor] = []
+
+
+def _shared_pool() -> Executor:
+    """The read-ahead pool, started on first use; its threads start as fetches need them."""
+    with _pool_lock:
+        if not _pool:
+            _pool.append(thread_pool(READ_AHEAD_THREADS, "tablefmt-read-ahead"))
+        return _pool[0]
 
 
 class KnownSizeHandler(FSSpecHandler):  # type: ignore[misc]  # pyarrow ships no type information
@@ -43,7 +59,10 @@ class KnownSizeHandler(FSSpecHandler):  # type: ignore[misc]  # pyarrow ships no
 
     def read_ahead(self, paths: Sequence[str], window: int) -> None:
         """From now on, each time one of ``paths`` is opened, fetch the next ``window`` small ones of them (in this
-        order) whole; ``window`` 0 stops reading ahead. Replaces any earlier order (its fetches are dropped)."""
+        order) whole; ``window`` 0 stops reading ahead. Replaces any earlier order (its fetches are dropped, those
+        not started cancelled)."""
+        if self._ahead is not None:
+            self._ahead.close()
         self._ahead = _ReadAhead(self._fetch, paths, self.sizes, window) if window > 0 else None
 
     def open_input_file(self, path: str) -> Any:
@@ -86,7 +105,12 @@ class _ReadAhead:
         self._scheduled_to = 0
         """Positions below this were fetched, or were not worth fetching, in this pass."""
         self._lock = threading.Lock()
-        self._pool = thread_pool(window, "tablefmt-read-ahead")
+        self._pool = _shared_pool()
+
+    def close(self) -> None:
+        """Drop every fetch (those not started are cancelled)."""
+        with self._lock:
+            self._drop(list(self._fetched), skipped=False)
 
     def take(self, path: str) -> bytes | None:
         """The bytes of ``path`` if it was read ahead (FileNotFoundError naming it if it is missing), else None;
@@ -110,10 +134,11 @@ class _ReadAhead:
         """Fetch the small files after ``position`` up to the current depth ahead; drop the fetches more than
         ``window`` places behind it (skipped by the consumer). A file opened again starts a new pass (a second scan
         of the same dataset): what the last pass left fetched is dropped, and fetching starts over from there."""
-        if position in self._opened:
-            self._drop(list(self._fetched))
+        if position in self._opened:  # what the last pass left is dropped: it ended, it did not skip them
+            self._drop(list(self._fetched), skipped=False)
             self._opened.clear()
             self._scheduled_to = position + 1
+            self._depth = self._window
         elif hit or position == self._last + 1:
             self._depth = min(self._window, self._depth + 1)
         self._opened.add(position)
@@ -126,11 +151,12 @@ class _ReadAhead:
         self._scheduled_to = max(self._scheduled_to, end)
         self._drop([index for index in self._fetched if index < position - self._window])
 
-    def _drop(self, positions: list[int]) -> None:
-        """Forget these fetches, unread: the consumer skipped them, so fetch less far ahead."""
+    def _drop(self, positions: list[int], skipped: bool = True) -> None:
+        """Forget these fetches, unread; when the consumer ``skipped`` them, fetch less far ahead."""
         for index in positions:
             self._fetched.pop(index).cancel()
-            self._depth //= 2
+            if skipped:
+                self._depth //= 2
 
 
 class _NamingMissing:

@@ -162,3 +162,21 @@ def test_a_second_pass_over_the_same_order_reads_ahead_again(tmp_path: Path) -> 
         assert opened(handler, path) == Path(path).read_bytes()
     settle(handler)
     assert fetch.calls == paths[1:]
+
+
+def test_a_new_pass_starts_with_the_whole_window_and_datasets_share_one_pool(tmp_path: Path) -> None:
+    paths, sizes = files(tmp_path, 10)
+    fetch = RecordingFetch()
+    handler = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
+    handler.read_ahead(paths, 2)
+    opened(handler, paths[0])  # fetches 1, 2
+    opened(handler, paths[5])  # skipped 1-4: fetches 6, 7; 1 and 2 dropped, depth 2 -> 0
+    settle(handler)
+    fetch.calls.clear()
+    opened(handler, paths[0])  # a new pass: 6 and 7 dropped as left over (not skipped), the depth back to 2
+    settle(handler)
+    assert fetch.calls == paths[1:3]
+    other = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
+    other.read_ahead(paths, 3)
+    assert handler._ahead is not None and other._ahead is not None
+    assert handler._ahead._pool is other._ahead._pool  # no threads per dataset

@@ -139,3 +139,18 @@ def test_check_counts_the_orphans_of_one_run_and_the_backlog_beyond(tmp_path: Pa
     assert result.ok and result.orphan_files == LIMIT and set(result.orphan_paths) <= strays
     assert result.orphan_backlog == STRAYS - LIMIT and result.to_json()["orphan_backlog"] == STRAYS - LIMIT
     assert f"and up to {STRAYS - LIMIT} more beyond orphan-files.max-files" in "\n".join(result.summary())
+
+
+def test_files_the_undo_window_keeps_never_count_toward_the_limit(tmp_path: Path) -> None:
+    """With an undo window, a run defers its orphans instead of deleting them; they stay unreferenced, and the next
+    run must take the next orphans, not stall on the kept ones."""
+    root = tmp_path / "t"
+    table, strays = stray_table(root)
+    table.set_options({"maintenance.undo-window": "1 d"})
+    ctx = Table.open(str(root)).context
+    runs = [remove_orphan_files(ctx) for _ in range(3)]
+    assert [len(run.deferred_paths) for run in runs] == [LIMIT, LIMIT, STRAYS - 2 * LIMIT]
+    assert [run.backlog for run in runs] == [STRAYS - LIMIT, STRAYS - 2 * LIMIT, 0]
+    assert set().union(*(set(run.deferred_paths) for run in runs)) == strays  # each deferred once, all of them
+    assert "8 unreferenced file(s) are kept by the undo window (not orphans)" in runs[2].notes
+    assert remove_orphan_files(ctx).deferred_paths == ()  # nothing left but what the window keeps
