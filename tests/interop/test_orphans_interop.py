@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from support.operations import remove_orphan_files
 from support.tables import DAY_S, age_files, files_under
 
@@ -38,7 +39,10 @@ def read_rows(table: Any, **options: str) -> int:
     return int(builder.new_read().to_arrow(builder.new_scan().plan().splits()).num_rows)
 
 
-def test_pypaimon_rollback_and_uncommitted_leftovers(pypaimon_version: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("max_files", [None, 3], ids=["one-run", "runs-of-3"])
+def test_pypaimon_rollback_and_uncommitted_leftovers(
+    pypaimon_version: str, tmp_path: Path, max_files: int | None
+) -> None:
     import pypaimon
 
     catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path / "wh")})
@@ -63,9 +67,13 @@ def test_pypaimon_rollback_and_uncommitted_leftovers(pypaimon_version: str, tmp_
     age_files(root, 3 * DAY_S)
 
     ours = Table.open(str(root))
-    result = remove_orphan_files(ours.context)
+    runs = [remove_orphan_files(ours.context, max_files=max_files)]
+    while runs[-1].backlog:  # runs of at most max_files orphans, until none is left
+        runs.append(remove_orphan_files(ours.context, max_files=max_files))
+    deleted = [path for run in runs for path in run.deleted_paths]
 
-    assert set(result.deleted_paths) == rolled_back | uncommitted
+    assert sorted(deleted) == sorted(rolled_back | uncommitted)  # each once
+    assert [len(run.deleted_paths) for run in runs] == ([9] if max_files is None else [3, 3, 3])
     assert len(rolled_back) == 8 and len(uncommitted) == 1
     assert check_table(ours.context).ok
     reopened = catalog.get_table("db.t")

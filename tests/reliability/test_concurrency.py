@@ -138,14 +138,16 @@ def _orphan_cleaner(root: str, barrier: Any, stop: Any, out: str) -> None:
     runs, deleted, errors = 0, [], []
     for _ in range(10_000):
         last = stop.is_set()
-        try:
-            result = remove_orphan_files(ctx, parallelism=2)  # the default guard: older than 1 day
+        backlog = 0
+        try:  # the default guard (older than 1 day); one orphan per run: the limited path runs many times
+            result = remove_orphan_files(ctx, parallelism=2, max_files=1)
             deleted += list(result.deleted_paths)
             errors += list(result.failed)
+            backlog = result.backlog
         except Exception as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
         runs += 1
-        if last:
+        if last and not backlog:  # after the writers stopped, until nothing is left for a next run
             break
         stop.wait(0.02)
     _report(Path(out), {"runs": runs, "deleted": deleted, "errors": errors})

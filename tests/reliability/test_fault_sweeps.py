@@ -378,3 +378,45 @@ def test_counting_mode_numbers_each_deleted_path(tmp_path: Path) -> None:
     with pytest.raises(InjectedFault):
         crashed.write_bytes(str(tmp_path / "b"), b"1")
     assert (tmp_path / "a").exists() and not (tmp_path / "b").exists() and crashed.refused == 1
+
+
+def test_a_limited_orphan_cleanup_survives_a_fault_at_every_call(
+    bases: dict[str, tuple[Path, History, Model]], orphan_base: Path, scratch: Path
+) -> None:
+    """``max_files=2``: a fault at any call of the first run, then runs until no backlog is left, ends with exactly
+    the files of runs that were never interrupted (every orphan deleted, nothing else)."""
+    _, history, _ = bases["write-only"]
+
+    def run(ctx: TableContext) -> Any:
+        return remove_orphan_files(ctx, parallelism=1, max_files=2)
+
+    def until_done(root: Path) -> list[Any]:
+        results = [run(_context(root))]
+        while results[-1].backlog and len(results) < 5:
+            results.append(run(_context(root)))
+        return results
+
+    reference = copy_table(orphan_base, scratch / "reference")
+    done = until_done(reference)
+    assert [len(r.deleted_paths) for r in done] == [2, 2, 1] and [r.backlog for r in done] == [3, 1, 0]
+    assert sorted(p for r in done for p in r.deleted_paths) == sorted(ORPHAN_FILES)
+    expected_files = files_under(reference)
+    points = _count_points(copy_table(orphan_base, scratch / "count"), run)
+    deletes = [name for op, name in points if op == "delete_files"]
+    assert len(deletes) == 2 + 1 and deletes[-1].startswith("claim-")  # the first run's 2 orphans, then its claim
+    failures: list[str] = []
+    cases = list(itertools.product(range(1, len(points) + 1), VARIANTS))
+    for number, (point, (mode, sticky)) in enumerate(cases):
+        root = copy_table(orphan_base, scratch / f"limited-{number}")
+        label = f"point {point} {points[point - 1]} {mode}{' crash' if sticky else ''}"
+        try:
+            _run_faulty(root, run, point, mode, sticky)
+            check_reads(root, history)
+            assert until_done(root)[-1].backlog == 0
+            check_reads(root, history)
+            _assert_same_files(files_under(root), expected_files)
+        except AssertionError as exc:
+            failures.append(f"{label}: {exc}")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    _report(failures, len(cases))
