@@ -45,6 +45,15 @@ def files(tmp_path: Path, count: int) -> tuple[list[str], dict[str, int]]:
     return paths, {p: Path(p).stat().st_size for p in paths}
 
 
+def reading_ahead(tmp_path: Path, count: int, window: int) -> tuple[list[str], RecordingFetch, KnownSizeHandler]:
+    """``count`` small files, a recording fetch, and a handler told to read them ahead in order, ``window`` ahead."""
+    paths, sizes = files(tmp_path, count)
+    fetch = RecordingFetch()
+    handler = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
+    handler.read_ahead(paths, window)
+    return paths, fetch, handler
+
+
 def opened(handler: KnownSizeHandler, path: str) -> bytes:
     stream = handler.open_input_file(path)
     data: bytes = stream.read()
@@ -61,10 +70,7 @@ def settle(handler: KnownSizeHandler) -> None:
 
 
 def test_each_open_fetches_the_next_window_of_files_once_and_serves_them(tmp_path: Path) -> None:
-    paths, sizes = files(tmp_path, 6)
-    fetch = RecordingFetch()
-    handler = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
-    handler.read_ahead(paths, 2)
+    paths, fetch, handler = reading_ahead(tmp_path, 6, 2)
     assert opened(handler, paths[0]) == Path(paths[0]).read_bytes()  # opened as usual, the next two fetched
     settle(handler)
     assert fetch.calls == paths[1:3]
@@ -91,10 +97,7 @@ def test_large_files_and_files_outside_the_order_are_not_fetched(tmp_path: Path)
 
 
 def test_files_skipped_by_the_consumer_are_dropped(tmp_path: Path) -> None:
-    paths, sizes = files(tmp_path, 10)
-    fetch = RecordingFetch()
-    handler = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
-    handler.read_ahead(paths, 2)
+    paths, fetch, handler = reading_ahead(tmp_path, 10, 2)
     opened(handler, paths[0])  # fetches 1, 2
     opened(handler, paths[6])  # a filter skipped 1-5: fetches 7, 8; 1 and 2 are more than 2 places behind
     settle(handler)
@@ -106,10 +109,7 @@ def test_files_skipped_by_the_consumer_are_dropped(tmp_path: Path) -> None:
 
 
 def test_the_depth_grows_back_as_files_are_opened_in_order(tmp_path: Path) -> None:
-    paths, sizes = files(tmp_path, 12)
-    fetch = RecordingFetch()
-    handler = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
-    handler.read_ahead(paths, 2)
+    paths, fetch, handler = reading_ahead(tmp_path, 12, 2)
     opened(handler, paths[0])  # fetches 1, 2
     opened(handler, paths[5])  # skipped 1-4: fetches 6, 7; 1 and 2 dropped, depth 2 -> 0
     opened(handler, paths[6])  # read ahead: depth 1, fetches nothing new (7 is fetched)
@@ -134,10 +134,7 @@ def test_a_failed_fetch_is_opened_as_usual_and_a_missing_file_is_named(tmp_path:
 
 
 def test_a_dataset_scan_over_the_handler_reads_every_row_once(tmp_path: Path) -> None:
-    paths, sizes = files(tmp_path, 12)
-    fetch = RecordingFetch()
-    handler = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
-    handler.read_ahead(paths, 4)
+    paths, fetch, handler = reading_ahead(tmp_path, 12, 4)
     fs = PyFileSystem(handler)
     fmt = ds.ParquetFileFormat()
     dataset = ds.FileSystemDataset([fmt.make_fragment(p, fs) for p in paths], pa.schema([("id", pa.int64())]), fmt, fs)
@@ -149,10 +146,7 @@ def test_a_dataset_scan_over_the_handler_reads_every_row_once(tmp_path: Path) ->
 
 
 def test_a_second_pass_over_the_same_order_reads_ahead_again(tmp_path: Path) -> None:
-    paths, sizes = files(tmp_path, 5)
-    fetch = RecordingFetch()
-    handler = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
-    handler.read_ahead(paths, 2)
+    paths, fetch, handler = reading_ahead(tmp_path, 5, 2)
     for path in paths:
         opened(handler, path)
     settle(handler)
@@ -165,10 +159,7 @@ def test_a_second_pass_over_the_same_order_reads_ahead_again(tmp_path: Path) -> 
 
 
 def test_a_new_pass_starts_with_the_whole_window_and_datasets_share_one_pool(tmp_path: Path) -> None:
-    paths, sizes = files(tmp_path, 10)
-    fetch = RecordingFetch()
-    handler = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
-    handler.read_ahead(paths, 2)
+    paths, fetch, handler = reading_ahead(tmp_path, 10, 2)
     opened(handler, paths[0])  # fetches 1, 2
     opened(handler, paths[5])  # skipped 1-4: fetches 6, 7; 1 and 2 dropped, depth 2 -> 0
     settle(handler)
@@ -176,7 +167,7 @@ def test_a_new_pass_starts_with_the_whole_window_and_datasets_share_one_pool(tmp
     opened(handler, paths[0])  # a new pass: 6 and 7 dropped as left over (not skipped), the depth back to 2
     settle(handler)
     assert fetch.calls == paths[1:3]
-    other = KnownSizeHandler(LocalFileSystem(), sizes, fetch)
+    other = KnownSizeHandler(LocalFileSystem(), handler.sizes, fetch)
     other.read_ahead(paths, 3)
     assert handler._ahead is not None and other._ahead is not None
     assert handler._ahead._pool is other._ahead._pool  # no threads per dataset

@@ -336,18 +336,35 @@ def test_orphan_cleanup_survives_a_fault_at_every_call(
     assert expected_files == reachable_files(_context(reference)) | {UNKNOWN_FILE}
     assert not (reference / "part=p8").exists() and not (reference / "part=p9").exists()
 
-    points = _count_points(copy_table(orphan_base, scratch / "count"), run)
+    def recover(root: Path) -> None:  # one more run, as after a crash
+        run(_context(root))
+
+    _sweep_orphan_cleanup(orphan_base, scratch, history, run, recover, expected_files, len(ORPHAN_FILES))
+
+
+def _sweep_orphan_cleanup(
+    base: Path,
+    scratch: Path,
+    history: History,
+    run: Callable[[TableContext], Any],
+    recover: Callable[[Path], Any],
+    expected_files: set[str],
+    orphans_deleted: int,
+) -> None:
+    """A fault at every call of ``run`` (which deletes ``orphans_deleted`` orphans, then its claim) on a copy of
+    ``base``, then ``recover``: the reads stay right, and the files end as ``expected_files``."""
+    points = _count_points(copy_table(base, scratch / "count"), run)
     deletes = [name for op, name in points if op == "delete_files"]
-    assert len(deletes) == len(ORPHAN_FILES) + 1 and deletes[-1].startswith("claim-")  # last, the run's claim
+    assert len(deletes) == orphans_deleted + 1 and deletes[-1].startswith("claim-")  # last, the run's claim
     failures: list[str] = []
     cases = list(itertools.product(range(1, len(points) + 1), VARIANTS))
     for number, (point, (mode, sticky)) in enumerate(cases):
-        root = copy_table(orphan_base, scratch / f"case-{number}")
+        root = copy_table(base, scratch / f"case-{number}")
         label = f"point {point} {points[point - 1]} {mode}{' crash' if sticky else ''}"
         try:
             _run_faulty(root, run, point, mode, sticky)
             check_reads(root, history)
-            run(_context(root))
+            recover(root)
             check_reads(root, history)
             _assert_same_files(files_under(root), expected_files)
         except AssertionError as exc:
@@ -401,22 +418,8 @@ def test_a_limited_orphan_cleanup_survives_a_fault_at_every_call(
     assert [len(r.deleted_paths) for r in done] == [2, 2, 1] and [r.backlog for r in done] == [3, 1, 0]
     assert sorted(p for r in done for p in r.deleted_paths) == sorted(ORPHAN_FILES)
     expected_files = files_under(reference)
-    points = _count_points(copy_table(orphan_base, scratch / "count"), run)
-    deletes = [name for op, name in points if op == "delete_files"]
-    assert len(deletes) == 2 + 1 and deletes[-1].startswith("claim-")  # the first run's 2 orphans, then its claim
-    failures: list[str] = []
-    cases = list(itertools.product(range(1, len(points) + 1), VARIANTS))
-    for number, (point, (mode, sticky)) in enumerate(cases):
-        root = copy_table(orphan_base, scratch / f"limited-{number}")
-        label = f"point {point} {points[point - 1]} {mode}{' crash' if sticky else ''}"
-        try:
-            _run_faulty(root, run, point, mode, sticky)
-            check_reads(root, history)
-            assert until_done(root)[-1].backlog == 0
-            check_reads(root, history)
-            _assert_same_files(files_under(root), expected_files)
-        except AssertionError as exc:
-            failures.append(f"{label}: {exc}")
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-    _report(failures, len(cases))
+
+    def recover(root: Path) -> None:
+        assert until_done(root)[-1].backlog == 0
+
+    _sweep_orphan_cleanup(orphan_base, scratch, history, run, recover, expected_files, 2)
