@@ -219,3 +219,27 @@ def test_a_missing_data_file_fails_the_dataset_scan_naming_it(s3_root: tuple[str
     assert table.context.io.delete_files([path]) == [path]
     with pytest.raises(FileNotFoundError, match=ref.file_name):
         dataset.to_table()
+
+
+def test_duckdb_and_polars_scanning_the_dataset_again_and_again_read_exact_rows(
+    s3_root: tuple[str, dict[str, Any]],
+) -> None:
+    """Engines scan the dataset from their own threads, with filters that skip files, query after query: the files
+    read ahead (tableformat/io/arrow_fs.py) never change a row."""
+    import duckdb
+    import polars as pl
+
+    appended(s3_root, 15, drop_after=5)  # 30 data files, those of partition 0 before the drop no longer live
+    url, options = s3_root
+    table = Table.open(url, storage_options=options)
+    expected = sorted(table.to_arrow().column("id").to_pylist())
+    assert len(expected) == 100 and len(data_files(table)) == 25
+    connection = table.to_duckdb(duckdb.connect(), "t")
+    for _ in range(3):
+        assert sorted(row[0] for row in connection.sql("select id from t").fetchall()) == expected
+        low = sorted(row[0] for row in connection.sql("select id from t where id < 60").fetchall())
+        assert low == [i for i in expected if i < 60]
+    lazy = table.to_polars(lazy=True)
+    for _ in range(2):
+        assert sorted(lazy.filter(pl.col("id") >= 90).collect()["id"].to_list()) == [i for i in expected if i >= 90]
+        assert sorted(lazy.collect()["id"].to_list()) == expected
