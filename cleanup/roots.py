@@ -24,8 +24,9 @@ from typing import TypeVar
 
 from tableformat.codec.avro_projection import EntryRef, ScanRef
 from tableformat.context import TableContext
-from tableformat.errors import CorruptMetadataError, MaintenanceError, SnapshotNotFoundError
-from tableformat.layout import CHANGELOG_PREFIX, MANIFEST_DIR, STATISTICS_DIR, TAG_PREFIX, check_file_name
+from tableformat.errors import CorruptMetadataError, MaintenanceError, MissingMetadataError, SnapshotNotFoundError
+from tableformat.io.fileio import DistributedMap, FileIO
+from tableformat.layout import CHANGELOG_PREFIX, MANIFEST_DIR, STATISTICS_DIR, TAG_PREFIX, TableLayout, check_file_name
 from tableformat.model.manifest import ManifestEntry, ManifestFileMeta
 from tableformat.model.snapshot import Snapshot
 from tableformat.options import CHANGELOG_PRODUCER
@@ -285,13 +286,22 @@ class References:
         """Like manifests(), but only the file names of each manifest's entries (data files and extra files).
 
         The entries are reduced to names in the worker threads, so at most ``parallelism`` manifests are ever
-        held as full entries: memory stays bounded by the manifest size, not by the table size.
+        held as full entries: memory stays bounded by the manifest size, not by the table size. When the run's
+        storage maps work elsewhere (``FileIO.distributed_map``: Spark's executors, for the distributed orphan
+        cleaner), the manifests are read and reduced to names there, a batch at a time.
         """
+        distributed = self.ctx.io.distributed_map()
+        if distributed is not None:
+            return self._names_read_elsewhere(distributed, list(names))
+        return self._checked_refs(names, self.ctx.store.read_manifest_refs, _file_names)  # names, not whole entries
 
-        def names_of(refs: list[EntryRef]) -> list[str]:
-            return [file for ref in refs for file in (ref.file_name, *ref.extra_files)]
-
-        return self._checked_refs(names, self.ctx.store.read_manifest_refs, names_of)  # names, not whole entries
+    def _names_read_elsewhere(self, distributed: DistributedMap, names: list[str]) -> Iterator[tuple[str, list[str]]]:
+        """manifest_file_names() through ``distributed``: the same checks, a vanished manifest judged here."""
+        for name, files in distributed(ManifestNames(self.ctx.layout), names, "read the file names of manifests"):
+            if files is None:
+                self._vanished_manifest(name)
+                continue
+            yield name, files
 
     def manifest_scan_refs(self, names: Iterable[str]) -> Iterator[tuple[str, list[ScanRef]]]:
         """Like manifest_file_names(), but each manifest's entries projected (no statistics), for a caller that
@@ -307,13 +317,7 @@ class References:
 
         def read_checked(name: str) -> R | None:
             refs = self._unless_missing(read, name)
-            if refs is None:
-                return None
-            for ref in refs:
-                check_file_name(ref.file_name, what=f"data file name in manifest {name}")
-                for extra in ref.extra_files:
-                    check_file_name(extra, what=f"extra file name in manifest {name}")
-            return reduce(refs)
+            return None if refs is None else reduce(_checked_names(refs, name))
 
         for name, value in bounded_map(self.pool, read_checked, names, max(1, self.window // 2)):
             if value is None:
@@ -363,6 +367,36 @@ class References:
                 if rows is not None and any(row.file_name == manifest_name for row in rows):
                     return root.label
         return None
+
+
+def _checked_names(refs: list[E], manifest: str) -> list[E]:
+    """``refs``, once every file name they give is checked to be a plain name (UnsafePathError otherwise)."""
+    for ref in refs:
+        check_file_name(ref.file_name, what=f"data file name in manifest {manifest}")
+        for extra in ref.extra_files:
+            check_file_name(extra, what=f"extra file name in manifest {manifest}")
+    return refs
+
+
+def _file_names(refs: list[EntryRef]) -> list[str]:
+    """The data file and extra file names of entries."""
+    return [file for ref in refs for file in (ref.file_name, *ref.extra_files)]
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestNames:
+    """What runs elsewhere for :meth:`References.manifest_file_names` (a Spark task): the checked file names of one
+    manifest's entries, or None when the manifest does not exist (the driver judges whether it vanished with its
+    snapshots). Anything unreadable raises, and the whole read fails."""
+
+    layout: TableLayout
+
+    def __call__(self, file_io: FileIO, name: str) -> tuple[str, list[str] | None]:
+        try:
+            refs = MetadataStore(file_io, self.layout).read_manifest_refs(name)
+        except MissingMetadataError:
+            return name, None
+        return name, _file_names(_checked_names(refs, name))
 
 
 def keeps_whole(changelog: Snapshot, produce_changelog: bool) -> bool:

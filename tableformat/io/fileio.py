@@ -7,8 +7,8 @@ returned by :func:`tableformat.io.factory.open_location`. Mtimes are epoch milli
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from typing import IO, Any, NamedTuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import IO, Any, NamedTuple, Protocol
 
 
 class FileInfo(NamedTuple):
@@ -40,6 +40,13 @@ a larger one footer first, then only the column chunks read. Either way no HEAD:
 costs one round trip plus the transfer; footer first costs two (three with a footer over 64 KiB) plus the transfer
 of the chunks read. One round trip to S3 (20-50 ms to the first byte) is worth 2-5 MB at the ~100 MB/s one
 connection transfers, so up to about 4 MiB the single GET is no slower even when only a few columns are wanted."""
+
+
+class DistributedMap(Protocol):
+    """Runs ``fn(file_io, item)`` for every item elsewhere (``file_io``: the storage there), yielding the results in
+    the order of ``items``, a bounded batch at a time; a failure of any raises StorageError."""
+
+    def __call__(self, fn: Callable[[FileIO, Any], Any], items: Sequence[Any], description: str) -> Iterator[Any]: ...
 
 
 class FileIO(ABC):
@@ -184,6 +191,11 @@ class FileIO(ABC):
     @abstractmethod
     def file_size(self, path: str) -> int:
         """Size in bytes; FileNotFoundError if it does not exist."""
+
+    def distributed_map(self) -> DistributedMap | None:
+        """Where work over many files can run on other machines for this run (a Spark job's executors, for the
+        FileIO of a distributed maintenance run), or None: here, in the caller's threads."""
+        return None
 
     def verify_atomic_create(self, root: str) -> bool:
         """Whether write_if_absent is really atomic for tables under ``root`` (object stores ask the server)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.io.fileio import DistributedMap, FileInfo, FileIO
 
 
 class ForwardingFileIO(FileIO):
@@ -84,6 +84,9 @@ class ForwardingFileIO(FileIO):
 
     def verify_atomic_create(self, root: str) -> bool:
         return self.inner.verify_atomic_create(root)
+
+    def distributed_map(self) -> DistributedMap | None:
+        return self.inner.distributed_map()
 
     def mkdirs(self, path: str) -> None:
         self.inner.mkdirs(path)

@@ -1,11 +1,11 @@
 """Maintenance driven from a Spark application: expiration on demand and orphan cleanup with executors.
 
 The distributed orphan cleaner *is* the local one (:func:`tableformat.cleanup.orphans.remove_orphan_files`),
-run on the driver over a FileIO whose directory listings were made by Spark's executors beforehand and whose
-delete batches run on executors (:mod:`tableformat.spark.storage`). Same census, same name rules and age cutoff,
-same reference subtraction, same result; only the listing and deleting leave the driver. With a file list (an S3
-Inventory report or a Parquet/CSV of ``path, size, last_modified``, docs/inventory.md) nothing is listed: the
-executors only delete.
+run on the driver over a FileIO whose directory listings were made by Spark's executors beforehand, whose
+manifests are read on executors (each reduced there to the file names its entries give) and whose delete batches
+run on executors (:mod:`tableformat.spark.storage`). Same census, same name rules and age cutoff, same reference
+subtraction, same result; the listing, the manifest reads and the deleting leave the driver. With a file list (an
+S3 Inventory report or a Parquet/CSV of ``path, size, last_modified``, docs/inventory.md) nothing is listed.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ class DistributedOrphanRun:
     """Listings the driver made itself (the cleaner re-lists snapshot/tag directories when reading references)."""
     delete_jobs: int
     """Spark jobs that deleted a batch of orphans (one per batch of up to 1,000 files)."""
+    manifests_read_on_executors: int = 0
+    """Manifests whose entries' file names the executors read (the driver reads snapshots and manifest lists)."""
 
 
 def run_distributed_orphan_cleanup(
@@ -71,7 +73,7 @@ def run_distributed_orphan_cleanup(
     sc = spark.sparkContext
     listings = {} if file_list else prelist_table(sc, ctx.io, ctx.layout.root, parallelism or sc.defaultParallelism)
     prelisted = len(listings)
-    assisted = ExecutorAssistedFileIO(ctx.io, sc, listings)
+    assisted = ExecutorAssistedFileIO(ctx.io, sc, listings, parallelism or sc.defaultParallelism)
     assisted_ctx = ctx.with_io(assisted)
     result = TableMaintenance(assisted_ctx).remove_orphan_files(
         older_than=older_than,
@@ -83,11 +85,12 @@ def run_distributed_orphan_cleanup(
         max_files=max_files,
     )
     log.info(
-        "distributed orphan cleanup of %s: executors listed %d directories (%d used), the driver listed %d, "
-        "%d delete job(s)",
+        "distributed orphan cleanup of %s: executors listed %d directories (%d used) and read %d manifests, the "
+        "driver listed %d, %d delete job(s)",
         ctx.url(),
         prelisted,
         assisted.served,
+        assisted.mapped_on_executors,
         assisted.listed_on_driver,
         assisted.delete_jobs,
     )
@@ -97,6 +100,7 @@ def run_distributed_orphan_cleanup(
         served_dirs=assisted.served,
         driver_listings=assisted.listed_on_driver,
         delete_jobs=assisted.delete_jobs,
+        manifests_read_on_executors=assisted.mapped_on_executors,
     )
 
 

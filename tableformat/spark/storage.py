@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from pyspark import SparkContext
 
 from tableformat.errors import DeleteFailedError, StorageError
-from tableformat.io.fileio import FileInfo, FileIO
+from tableformat.io.fileio import DistributedMap, FileInfo, FileIO
 from tableformat.io.forwarding import ForwardingFileIO
 from tableformat.layout import BUCKET_PREFIX, TABLE_DIRS
 
@@ -98,14 +98,41 @@ def _delete_on_executor(file_io: FileIO) -> Callable[[list[str]], tuple[list[str
 class ExecutorAssistedFileIO(ForwardingFileIO):
     """Wraps a FileIO: pre-listed directories are served once, deletes run on executors (see the module doc)."""
 
-    def __init__(self, inner: FileIO, sc: SparkContext, listings: dict[str, list[FileInfo]]) -> None:
+    def __init__(
+        self, inner: FileIO, sc: SparkContext, listings: dict[str, list[FileInfo]], slices: int | None = None
+    ) -> None:
         super().__init__(inner)
         self.sc = sc
         self._listings = listings
         self._lock = threading.Lock()
+        self.slices = max(1, slices or sc.defaultParallelism)
+        """Spark tasks per job of :meth:`distributed_map`."""
         self.served = 0
         self.listed_on_driver = 0
         self.delete_jobs = 0
+        self.mapped_on_executors = 0
+        """Items (manifests) :meth:`distributed_map` ran on executors."""
+
+    def distributed_map(self) -> DistributedMap:
+        """Work over many files on the executors: jobs of ``4 x slices`` items, each spread over ``slices`` tasks,
+        their results collected in order (the driver holds one job's results at a time)."""
+        return self._on_executors
+
+    def _on_executors(self, fn: Callable[[FileIO, Any], Any], items: Sequence[Any], description: str) -> Iterator[Any]:
+        inner, batch = self.inner, 4 * self.slices
+
+        def task(item: Any) -> Any:
+            return fn(inner, item)
+
+        for start in range(0, len(items), batch):
+            chunk = items[start : start + batch]
+            try:
+                results = spark_map(self.sc, task, chunk, self.slices, f"tablefmt: {description}")
+            except Exception as exc:  # an unreadable file, or the job itself failed: nothing is judged from it
+                raise StorageError(f"{description} on executors failed: {' '.join(str(exc).split())[:500]}") from exc
+            with self._lock:
+                self.mapped_on_executors += len(chunk)
+            yield from results
 
     # --- the two calls that go to the cluster ----------------------------------------------------------------
     def list_dir(self, path: str) -> list[FileInfo]:

@@ -181,3 +181,27 @@ def test_distributed_orphan_cleanup_stops_at_max_files_like_the_local_cleaner(sp
     assert "2 file(s) the file list names were already gone (not orphans)" in rest.notes
     assert not any((source / rel).exists() for rel in strays)
     assert sorted(r["id"] for r in Table.open(str(source)).to_arrow().to_pylist()) == [1, 2, 3]
+
+
+def test_executors_read_the_manifests_and_an_unreadable_one_deletes_nothing(spark: Any, tmp_path: Path) -> None:
+    source = tmp_path / "t"
+    table = Table.create(str(source), pa.schema([("id", pa.int64()), ("dt", pa.string())]), partition_keys=["dt"])
+    for start in range(0, 12, 3):
+        table.append(pa.table({"id": [start, start + 1, start + 2], "dt": ["a", "b", "a"]}))
+    table.overwrite(pa.table({"id": [100], "dt": ["b"]}), partition={"dt": "b"})  # DELETE entries too
+    strays = {_plant(source, f"dt={'ab'[n % 2]}/bucket-0/data-{uuid.uuid4()}-0.parquet", 10) for n in range(3)}
+    age_files(source, 2 * DAY_S)
+    listed = write_plain_list(tmp_path / "files.csv", local_rows(source), file_format="csv")
+    guard = timedelta(days=1)
+    local = local_remove_orphan_files(table.context, older_than=guard, dry_run=True, file_list=str(listed))
+    assert set(local.deleted_paths) == strays
+    run = run_distributed_orphan_cleanup(spark, str(source), older_than=guard, dry_run=True, file_list=str(listed))
+    assert run.result.deleted_paths == local.deleted_paths
+    manifests = [p for p in (source / "manifest").iterdir() if not p.name.startswith(("manifest-list-", "index-"))]
+    assert 1 <= run.manifests_read_on_executors <= len(manifests)
+    for path in manifests:  # every manifest damaged: whichever the executors read fails the run
+        path.write_bytes(b"not an avro file")
+    before = paths_under(source)
+    with pytest.raises(MaintenanceError, match="nothing was deleted"):
+        remove_orphan_files(spark, str(source), older_than=guard, file_list=str(listed))
+    assert paths_under(source) == before
