@@ -129,10 +129,11 @@ def measure_generated(
         for run in (*runs, *(("spark dry-run --file-list",) if spark else ())):
             done = subprocess.run(
                 [sys.executable, __file__, "--child", str(work / "t"), run, str(work / "files.parquet")],
-                check=True,
                 capture_output=True,
                 text=True,
             )
+            if done.returncode:
+                sys.exit(f"{run} failed:\n{done.stderr[-3000:]}")
             doc: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
             doc.update(files=size, listed=listed, generated=True, setup_seconds=round(built, 1))
             print(json.dumps(doc), flush=True)
@@ -164,6 +165,7 @@ def spark_child(path: str, file_list: str) -> None:
 
     from tableformat.spark import remove_orphan_files
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python must have tablefmt too
     spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
     jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
     baseline = rss_kib()

@@ -16,6 +16,7 @@ rely on: the census sees the (earlier) executor listing; anything that lists aga
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -44,6 +45,21 @@ def spark_map(sc: SparkContext, fn: Callable[[T], R], items: Sequence[T], slices
         return sc.parallelize(list(items), max(1, min(len(items), slices))).map(fn).collect()
     finally:
         sc.setJobDescription(None)  # type: ignore[arg-type]
+
+
+_PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$", re.MULTILINE)
+
+
+def spark_failure(exc: BaseException) -> str:
+    """One line for a failed Spark job: the Python error an executor raised (its last ``XError: message`` line, e.g.
+    ``ModuleNotFoundError: No module named 'tableformat'`` when the executors' Python lacks tablefmt), else the
+    start of Spark's message."""
+    text = str(exc)
+    found = _PYTHON_ERROR.findall(text.split("\n\tat ")[0])
+    if found:
+        kind, message = found[-1]
+        return f"{kind}: {message.strip()}"[:500]
+    return " ".join(text.split())[:500]
 
 
 def _descend(parent_kind: str, name: str) -> str | None:
@@ -129,7 +145,7 @@ class ExecutorAssistedFileIO(ForwardingFileIO):
             try:
                 results = spark_map(self.sc, task, chunk, self.slices, f"tablefmt: {description}")
             except Exception as exc:  # an unreadable file, or the job itself failed: nothing is judged from it
-                raise StorageError(f"{description} on executors failed: {' '.join(str(exc).split())[:500]}") from exc
+                raise StorageError(f"{description} on executors failed: {spark_failure(exc)}") from exc
             with self._lock:
                 self.mapped_on_executors += len(chunk)
             yield from results
@@ -156,9 +172,7 @@ class ExecutorAssistedFileIO(ForwardingFileIO):
                 self.sc, _delete_on_executor(self.inner), [list(paths)], 1, f"tablefmt: delete {len(paths)} file(s)"
             )
         except Exception as exc:  # the Spark job itself failed: report the batch as failed, like an OSError
-            raise StorageError(
-                f"delete job for {len(paths)} file(s) failed: {' '.join(str(exc).split())[:500]}"
-            ) from exc
+            raise StorageError(f"delete job for {len(paths)} file(s) failed: {spark_failure(exc)}") from exc
         if os_error:
             raise StorageError(message)
         if failed:

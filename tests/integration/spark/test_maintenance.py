@@ -202,6 +202,8 @@ def test_executors_read_the_manifests_and_an_unreadable_one_deletes_nothing(spar
     for path in manifests:  # every manifest damaged: whichever the executors read fails the run
         path.write_bytes(b"not an avro file")
     before = paths_under(source)
-    with pytest.raises(MaintenanceError, match="nothing was deleted"):
+    with pytest.raises(MaintenanceError, match="nothing was deleted") as raised:
         remove_orphan_files(spark, str(source), older_than=guard, file_list=str(listed))
+    assert "on executors failed: tableformat.errors.CorruptMetadataError: " in str(raised.value)  # one line, the cause
+    assert "\n" not in str(raised.value)
     assert paths_under(source) == before
