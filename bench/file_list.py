@@ -74,13 +74,13 @@ def generate(work: Path, size: int, referenced: int | None = None, on_disk: int 
     references that many names (spread evenly) and ``on_disk`` of the others (default: all) exist, empty."""
     root = work / "t"
     rels = [f"part={i % PARTITIONS}/bucket-0/data-{i:024x}-0.parquet" for i in range(size)]
-    step = size / referenced if referenced else 0
-    chosen = {int(k * step) for k in range(referenced)} if referenced else None
-    taken = [i for i in range(size) if i in chosen] if chosen is not None else [i for i in range(size) if i % 100]
-    taken_set = set(taken)
-    strays = [rel for i, rel in enumerate(rels) if i not in taken_set][:on_disk]
-    commit_references(root, [rels[i] for i in taken], 20_000)
-    del taken, taken_set, chosen
+    if referenced:
+        chosen = {int(k * size / referenced) for k in range(referenced)}
+    else:
+        chosen = {i for i in range(size) if i % 100}
+    strays = [rel for i, rel in enumerate(rels) if i not in chosen][:on_disk]
+    commit_references(root, [rels[i] for i in sorted(chosen)], 20_000)
+    del chosen
     for rel in strays:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         os.close(os.open(root / rel, os.O_CREAT | os.O_WRONLY, 0o644))

@@ -50,10 +50,10 @@ class KnownSizeHandler(FSSpecHandler):  # type: ignore[misc]  # pyarrow ships no
     """FSSpecHandler whose ``open_input_file`` opens a path of ``sizes`` with its size, asking nothing first, and,
     once told a scan's order, serves the small files it read ahead (module docs)."""
 
-    def __init__(self, fs: Any, sizes: Mapping[str, int], fetch: Callable[[str], bytes] | None = None) -> None:
+    def __init__(self, fs: Any, sizes: Mapping[str, int], fetch: Callable[[str], bytes]) -> None:
         super().__init__(fs)
         self.sizes = dict(sizes)
-        self._fetch = fetch or fs.cat_file
+        self._fetch = fetch
         """Reads a whole file in one request (the FileIO's ``read_bytes``: on S3 one GET, no HEAD)."""
         self._ahead: _ReadAhead | None = None
 
@@ -177,7 +177,7 @@ class _NamingMissing:
         return getattr(self._handle, name)
 
 
-def arrow_filesystem_over(fs: Any, sizes: Mapping[str, int] | None, fetch: Callable[[str], bytes] | None = None) -> Any:
+def arrow_filesystem_over(fs: Any, sizes: Mapping[str, int] | None, fetch: Callable[[str], bytes]) -> Any:
     """A ``pyarrow.fs.PyFileSystem`` over the fsspec filesystem ``fs``; files of ``sizes`` open without a lookup;
-    ``fetch`` reads a whole file in one request (for reading ahead; default ``fs.cat_file``)."""
+    ``fetch`` reads a whole file in one request (for reading ahead)."""
     return PyFileSystem(KnownSizeHandler(fs, sizes or {}, fetch))

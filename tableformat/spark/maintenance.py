@@ -71,9 +71,10 @@ def run_distributed_orphan_cleanup(
     local.resolve_older_than_ms(ctx, older_than, force=force)  # refuse a bad guard before listing anything
     resolve_parallelism(ctx.options, ctx.io, parallelism)  # refuse a bad value before listing
     sc = spark.sparkContext
-    listings = {} if file_list else prelist_table(sc, ctx.io, ctx.layout.root, parallelism or sc.defaultParallelism)
+    slices = parallelism or sc.defaultParallelism
+    listings = {} if file_list else prelist_table(sc, ctx.io, ctx.layout.root, slices)
     prelisted = len(listings)
-    assisted = ExecutorAssistedFileIO(ctx.io, sc, listings, parallelism or sc.defaultParallelism)
+    assisted = ExecutorAssistedFileIO(ctx.io, sc, listings, slices)
     assisted_ctx = ctx.with_io(assisted)
     result = TableMaintenance(assisted_ctx).remove_orphan_files(
         older_than=older_than,

@@ -114,14 +114,12 @@ def _delete_on_executor(file_io: FileIO) -> Callable[[list[str]], tuple[list[str
 class ExecutorAssistedFileIO(ForwardingFileIO):
     """Wraps a FileIO: pre-listed directories are served once, deletes run on executors (see the module doc)."""
 
-    def __init__(
-        self, inner: FileIO, sc: SparkContext, listings: dict[str, list[FileInfo]], slices: int | None = None
-    ) -> None:
+    def __init__(self, inner: FileIO, sc: SparkContext, listings: dict[str, list[FileInfo]], slices: int) -> None:
         super().__init__(inner)
         self.sc = sc
         self._listings = listings
         self._lock = threading.Lock()
-        self.slices = max(1, slices or sc.defaultParallelism)
+        self.slices = max(1, slices)
         """Spark tasks per job of :meth:`distributed_map`."""
         self.served = 0
         self.listed_on_driver = 0
