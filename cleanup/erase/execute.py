@@ -123,7 +123,7 @@ def with_held(ctx: TableContext, row_filter: EraseFilter, purge: Purge, *, dry_r
 
 
 def _rewrite_tags(ctx: TableContext, config: EraseConfig, known: set[str], marker: int, now_ms: int,
-                  manifests: Mapping[str, list[ManifestEntry]]) -> TagRewrite:  # fmt: skip
+                  manifests: dict[str, list[ManifestEntry]]) -> TagRewrite:  # fmt: skip
     """Rewrite the tags holding erased rows (tags.py), recording their old files as a pending erasure due now
     first: a crash before those are deleted leaves them to ``tablefmt maintain``."""
     roots = RootFiles(ctx, manifests)
@@ -267,7 +267,7 @@ def planned_result(ctx: TableContext, plan: ErasePlan) -> EraseResult:
     manifests and manifest lists are those of the snapshots expired; the erasure's own snapshot, not yet written,
     changes which manifests the latest snapshot shares.)"""
     config = plan.config
-    roots = RootFiles(ctx, plan.manifests)
+    roots = RootFiles(ctx, dict(plan.manifests))  # the plan's own mapping stays as planned
     planned = {f.entry.file.file_name for f in plan.files}
     names = held_matches(ctx, config.filter, roots, roots.latest_names(), known=planned)
     holders = roots.holding(names)

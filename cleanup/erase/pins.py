@@ -4,7 +4,7 @@ snapshot is such a snapshot (snapshot expiration never passes a consumer)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,14 +50,15 @@ class RootFiles:
     read once. The main table's snapshots are walked by their deltas (a file is live from the snapshot that adds it
     to the one that deletes it): the first snapshot and any after a gap in the ids are read whole, every other one
     by its delta list only. Tags, branches and changelogs are read whole; manifests are read once for all, none of
-    ``manifests`` ({name: entries} a plan read already; manifests never change once written)."""
+    ``manifests`` ({name: entries} already read, to which this adds what it reads: a cache the caller may hand to
+    the next RootFiles; manifests never change once written)."""
 
-    def __init__(self, ctx: TableContext, manifests: Mapping[str, list[ManifestEntry]] | None = None) -> None:
+    def __init__(self, ctx: TableContext, manifests: dict[str, list[ManifestEntry]] | None = None) -> None:
         self.ctx = ctx
         threads = resolve_parallelism(ctx.options, ctx.io, None)
         with executor(threads, "tablefmt-erase-roots") as pool:  # inline on local disk (parallel.py)
             roots = References(ctx, pool, threads).collect_roots()
-        self._manifests: dict[str, list[ManifestEntry]] = dict(manifests or {})
+        self._manifests = manifests if manifests is not None else {}
         main = sorted((r for r in roots if r.kind == "snapshot" and not r.branch), key=lambda r: r.snapshot.id)
         self.main_ids = [root.snapshot.id for root in main]
         self.spans = self._walk(main)

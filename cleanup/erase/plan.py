@@ -15,7 +15,6 @@ from typing import Any
 from tableformat.context import TableContext
 from tableformat.live_set import merge_entries, read_manifests
 from tableformat.model.manifest import ManifestEntry
-from tableformat.model.schema import TableSchema
 from tableformat.model.snapshot import Snapshot
 from tableformat.options import COMPACTION_COMMIT_MAX_FILES, ERASE_DEADLINE, TARGET_FILE_SIZE
 from tableformat.parallel import resolve_parallelism
@@ -123,16 +122,8 @@ def _candidates(ctx: TableContext, row_filter: EraseFilter, entries: Sequence[Ma
     if not row_filter.prunes_by_keys(ctx.schema):
         scan = TableScan(ctx.io, ctx.layout, ctx.schema, ctx.schema_by_id, entries, row_filter=row_filter.prune)
         return [e for e in scan.files() if isinstance(e, ManifestEntry)]
-    schemas = {ctx.schema.id: ctx.schema}
-
-    def file_schema(entry: ManifestEntry) -> TableSchema:
-        schema_id = entry.file.schema_id
-        if schema_id not in schemas:
-            schemas[schema_id] = ctx.schema_by_id(schema_id)
-        return schemas[schema_id]
-
     column = row_filter.key_column
-    ranges = [column_range(e.file, file_schema(e), ctx.schema, column) for e in entries]
+    ranges = [column_range(e.file, ctx.schema_by_id(e.file.schema_id), ctx.schema, column) for e in entries]
     return [entry for entry, holds in zip(entries, row_filter.may_hold(ranges)) if holds]
 
 

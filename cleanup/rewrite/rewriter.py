@@ -26,7 +26,6 @@ from concurrent.futures import FIRST_EXCEPTION, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from tableformat.codec.arrow_schema import arrow_schema_of
 from tableformat.commit.committer import ChangeKind, CommitRequest, CommitResult, Committer
 from tableformat.commit.data_writer import NewDataFile, kept_dictionary_columns
 from tableformat.commit.rolling_writer import RollingFileWriter
@@ -120,7 +119,6 @@ class Rewriter:
         self.target_size = target_size
         self.settings = settings
         self.schema = ctx.store.latest_schema()
-        self.arrow = arrow_schema_of(list(self.schema.fields))
         self.reader = DataReader(
             ctx.io, ctx.layout, self.schema, ctx.schema_by_id, ctx.partition_codec(), threads=1, record_ttl=ttl
         )
@@ -218,9 +216,8 @@ class Rewriter:
         with thread_pool(workers, "tablefmt-rewrite") as pool:
             futures = [pool.submit(self._write_unit, unit, paths) for unit in units]
             wait(futures, return_when=FIRST_EXCEPTION)
-            if any(f.done() and f.exception() is not None for f in futures):
-                for future in futures:
-                    future.cancel()
+            for future in futures:  # after a failure, the units not started; otherwise every one is done already
+                future.cancel()
         failed = next((f.exception() for f in futures if not f.cancelled() and f.exception() is not None), None)
         if failed is not None:
             raise failed
@@ -260,7 +257,7 @@ class Rewriter:
         names = [self.reader.file_column_name(entry, f.id) for f in self.schema.fields]
 
         def decide(footer: Any) -> None:
-            writer.keep_dictionaries(kept_dictionary_columns(footer, self.arrow, names))
+            writer.keep_dictionaries(kept_dictionary_columns(footer, self.reader.arrow_schema, names))
 
         return decide
 
