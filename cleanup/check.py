@@ -170,9 +170,7 @@ def _list_sizes(
     ``data_dir``; None: no data directory inside the root), by path relative to the root: listed, or as
     ``file_list`` names them (walked a batch at a time). Roots of other tables found where data directories were
     expected are added to ``nested`` (never entered)."""
-    kinds = {DirKind.MANIFEST, DirKind.STATISTICS, DirKind.INDEX}
-    if data_dir is not None:
-        kinds.add(DirKind.BUCKET)
+    kinds = _SIZED_KINDS if data_dir is not None else _SIZED_KINDS - {DirKind.BUCKET}
     keys = ctx.schema.partition_keys
     if file_list is None:
         walk = walk_table(ctx.io, ctx.layout, keys, pool, workers, data_dir=data_dir or "")
@@ -182,8 +180,7 @@ def _list_sizes(
         if listing.kind is DirKind.NESTED_TABLE and listing.rel not in nested:
             nested.append(listing.rel)
         if listing.kind in kinds:
-            prefix = f"{listing.rel}/"
-            verifier.list_files((prefix + info.name, info.size) for info in listing.files)
+            verifier.list_listing(listing)
 
 
 def _reclaimable(ctx: TableContext, plan: OrphanPlan | None) -> tuple[int, str]:

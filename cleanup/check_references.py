@@ -20,7 +20,6 @@ from tableformat.context import TableContext
 from tableformat.data_paths import DataPaths
 from tableformat.errors import (
     CorruptMetadataError,
-    MaintenanceError,
     StorageError,
     UnsafePathError,
     UnsupportedFormatError,
@@ -33,7 +32,7 @@ from tableformat.options import INDEX_FILE_IN_DATA_FILE_DIR
 from tableformat.parallel import bounded_map
 
 from .orphans.census import DirKind, Listing
-from .orphans.spill import SpillDirectory, pair_chunk
+from .orphans.spill import SpillDirectory
 from .roots import References, Root
 
 T = TypeVar("T")
@@ -95,10 +94,6 @@ class Verifier:
         self.errors: list[str] = []
         self.external = 0
 
-    @property
-    def spilled(self) -> bool:
-        return self._spill is not None
-
     def restarted(self) -> Verifier:
         """A verifier to start over with (the planner stopped part way: what it handed over is dropped), keeping
         the errors recorded so far."""
@@ -117,6 +112,11 @@ class Verifier:
                 log.info("check: over %d listed files, spilling to %s", self._in_memory, self._spill.directory)
             self._spill.spill_sizes(self.sizes)
             self.sizes = {}
+
+    def list_listing(self, listing: Listing) -> None:
+        """The files of one listed directory, with the sizes they were listed with."""
+        prefix = f"{listing.rel}/"
+        self.list_files((prefix + info.name, info.size) for info in listing.files)
 
     def add(self, rel: str, kind: str, size: int | None, by: str) -> None:
         if self._spill is not None:
@@ -197,17 +197,8 @@ class _SpilledVerification(SpillDirectory):
         """Per bucket: the listed sizes of its paths, and its references in the order they were made."""
         self._refs.flush()
         for sizes_file, refs_file in zip(self._sizes.files, self._refs.files):
-            sizes: dict[str, int] = {}
-            for chunk in sizes_file.chunks_read():
-                paths, values = pair_chunk(chunk, sizes_file.path)
-                sizes.update(zip(paths, values))
-            references: list[tuple[str, str, int | None, str]] = []
-            for chunk in refs_file.chunks_read():
-                if not isinstance(chunk, list):
-                    raise MaintenanceError(f"check's spill file {refs_file.path} holds a chunk that is not a list")
-                references.extend(tuple(ref) for ref in chunk)
-            if len(references) != refs_file.entries:
-                raise MaintenanceError(f"check's spill file {refs_file.path} gave back other references than written")
+            sizes = dict(sizes_file.pairs_read())
+            references = [tuple(ref) for ref in refs_file.items_read()]
             yield sizes, references
 
 
@@ -236,8 +227,7 @@ class PlannerRead:
 
     def listed(self, listing: Listing) -> None:  # the plan reports other tables' roots (skipped_nested_tables)
         if listing.kind in self._kinds:
-            prefix = f"{listing.rel}/"
-            self.verifier.list_files((prefix + info.name, info.size) for info in listing.files)
+            self.verifier.list_listing(listing)
 
     def roots(self, roots: list[Root]) -> None:
         self.table_roots = list(roots)

@@ -19,7 +19,7 @@ import itertools
 import logging
 import re
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from enum import Enum
@@ -302,7 +302,7 @@ class SpooledFiles(Protocol):
 
 
 def walk_listed(
-    files: Sequence[FileInfo] | SpooledFiles,
+    files: SpooledFiles,
     layout: TableLayout,
     partition_keys: tuple[str, ...],
     *,
@@ -312,20 +312,14 @@ def walk_listed(
     the same directories are yielded with the entries those files give them, found by the same rules (unknown
     directories not entered, nested tables not entered). Directory entries carry no mtime.
 
-    A sequence is walked at once. :class:`SpooledFiles` are walked a batch at a time, each batch from the root, so
-    a directory whose files are in several batches is yielded once per batch, each time with the files of that
-    batch (and its subdirectories that batch shows): a caller adds them up. Every batch is given the
-    ``table_roots`` of the whole list, so a directory that is the root of another table is never entered,
-    whichever batch its ``schema/`` is in."""
+    The files are walked a batch at a time, each batch from the root, so a directory whose files are in several
+    batches is yielded once per batch, each time with the files of that batch (and its subdirectories that batch
+    shows): a caller adds them up. Every batch is given the ``table_roots`` of the whole list, so a directory that
+    is the root of another table is never entered, whichever batch its ``schema/`` is in."""
     shape = _Shape(partition_dir_prefixes(partition_keys), tuple(data_dir.split("/")) if data_dir else ())
     root = layout.root.rstrip("/")
-    if isinstance(files, Sequence):
-        batches: Iterable[Sequence[FileInfo]] = (files,)
-        markers: list[FileInfo] = []
-    else:
-        batches = files.batches()
-        markers = [FileInfo(f"{root}/{rel}/schema/", 0, 0, True) for rel in sorted(files.table_roots) if rel]
-    for batch in batches:
+    markers = [FileInfo(f"{root}/{rel}/schema/", 0, 0, True) for rel in sorted(files.table_roots) if rel]
+    for batch in files.batches():
         subtree = _Subtree(root, itertools.chain(batch, markers))
         yield from _walk([_Pending(DirKind.ROOT, layout.root)], subtree.listings, layout, shape)
 

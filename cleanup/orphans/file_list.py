@@ -92,10 +92,6 @@ class ListedFiles(SpillDirectory):
             rels, sizes, times = cast("tuple[list[str], list[int], list[int]]", chunk)
             yield [FileInfo(base + rel, size, mtime) for rel, size, mtime in zip(rels, sizes, times)]
 
-    def __iter__(self) -> Iterator[FileInfo]:
-        for batch in self.batches():
-            yield from batch
-
 
 @dataclass(frozen=True, slots=True)
 class FileList:
@@ -175,11 +171,8 @@ def _streamed(
 
 def _starts_like_json(file_io: FileIO, path: str, where: str) -> bool:
     """Whether the file's first non-blank byte is ``{`` (an S3 Inventory manifest not named manifest.json)."""
-    try:
-        with _opened(file_io, path, where) as stream:
-            head = stream.read(4096)
-    except OSError as exc:
-        raise FileListError(f"{where}: cannot read it: {exc}") from None
+    with _as_file_list_error(where), file_io.open_input(path) as stream:
+        head = stream.read(4096)
     return head.lstrip()[:1] == b"{"
 
 

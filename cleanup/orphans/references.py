@@ -176,6 +176,7 @@ def _discard_first_pass(
     if manifests is None:  # a list vanished with its snapshot: read everything rather than reason about it
         log.info("a manifest list vanished during the run; reading every manifest")
         manifests = {row.file_name: None for _, rows in refs.manifest_lists(roots) for row in rows}
+    manifests = {name: None for name in manifests if name not in read.manifests}  # their names were discarded
     for _, files in refs.manifest_file_names(manifests):
         for name in files:
             candidates.discard(name)

@@ -96,6 +96,30 @@ class ChunkFile:
         except (OSError, EOFError, ValueError, TypeError) as exc:
             raise _stop(f"cannot read back {self.what} {self.path}", exc) from exc
 
+    def pairs_read(self) -> Iterator[tuple[str, int]]:
+        """Every (key, int) pair :meth:`BucketFiles.append_pairs` wrote here, in order; MaintenanceError, once read
+        to the end, when the file gave back other chunks or another number of pairs than written."""
+        read = 0
+        for chunk in self.chunks_read():
+            keys, values = pair_chunk(chunk, self.path)
+            read += len(keys)
+            yield from zip(keys, values)
+        self._require_entries(read)
+
+    def items_read(self) -> Iterator[Any]:
+        """Every item :meth:`BucketFiles.buffer` wrote here, in order; MaintenanceError likewise."""
+        read = 0
+        for chunk in self.chunks_read():
+            if not isinstance(chunk, list):
+                raise _stop(f"the spill file {self.path} holds", TypeError("a chunk that is not a list"))
+            read += len(chunk)
+            yield from chunk
+        self._require_entries(read)
+
+    def _require_entries(self, read: int) -> None:
+        if read != self.entries:
+            raise _stop(f"the spill file {self.path} gave back", ValueError("other entries than written"))
+
 
 class SpillDirectory:
     """A private temporary directory of spill files (:func:`spill_directory`), removed by :meth:`close`, when the
@@ -183,21 +207,10 @@ class SpilledCandidates(SpillDirectory):
         self.flush()
         for candidates, references in zip(self._candidates.files, self._references.files):
             by_name: dict[str, list[int]] = {}
-            for chunk in candidates.chunks_read():
-                names, values = pair_chunk(chunk, candidates.path)
-                for name, packed in zip(names, values):
-                    by_name.setdefault(name, []).append(packed)
-            if sum(map(len, by_name.values())) != candidates.entries:
-                raise _stop(f"the spill file {candidates.path} gave back", ValueError("other entries than written"))
-            read = 0
-            for chunk in references.chunks_read():
-                if not isinstance(chunk, list):
-                    raise _stop(f"the spill file {references.path} holds", TypeError("a chunk that is not a list"))
-                read += len(chunk)
-                for name in chunk:
-                    by_name.pop(name, None)
-            if read != references.entries:
-                raise _stop(f"the spill file {references.path} gave back", ValueError("other names than written"))
+            for name, packed in candidates.pairs_read():
+                by_name.setdefault(name, []).append(packed)
+            for name in references.items_read():
+                by_name.pop(name, None)
             yield from by_name.items()
 
 
